@@ -1,0 +1,520 @@
+#!/usr/bin/env python3
+"""Strobe's Frida host.
+
+The Strobe daemon starts this program as a child process (one per daemon) with a Python that
+has `frida` installed, and drives Frida through it. It owns the Frida device, sessions and
+scripts; the daemon owns every decision.
+
+Protocol, both directions, over stdin/stdout:
+
+    u32 LE header_len, u32 LE payload_len, header (UTF-8 JSON object), payload (raw bytes)
+
+Requests (daemon -> host) carry an "id" and an "op"; every request runs on its own thread and
+gets exactly one reply  {"id", "ok": true, ...result}  or  {"id", "ok": false, "error",
+"code"?, "errorType"?}.  Unsolicited frames (host -> daemon) have an "event" and no "id":
+
+    {"event": "ready", "frida", "python", "pid"}             once, at start
+    {"event": "output", "pid", "fd"} + bytes                  target stdout (1) / stderr (2);
+                                                              empty payload: stream closed
+    {"event": "message", "pid", "message", "has_data"} + bytes
+                                                              the agent's send(message, data);
+                                                              script errors arrive as
+                                                              {"type": "script_error", ...},
+                                                              console.* as {"type": "log", ...}
+    {"event": "raw_message", "pid", "raw_len", "has_data"} + raw text + bytes
+                                                              the same, undecoded: the payload
+                                                              starts with raw_len bytes of
+                                                              Frida's message JSON ({"type":
+                                                              "send"|"log"|"error", ...}), then
+                                                              the data bytes (the fast path)
+    {"event": "detached", "pid", "reason", "crash"?}          the session ended
+
+stdout carries frames only: fd 1 is redirected to stderr at start, so stray prints (ours,
+Frida's, native code's) land in the log. stderr is the log. On stdin EOF (the daemon is gone)
+the host detaches from every session, kills the processes it spawned, and exits 0.
+"""
+
+import json
+import os
+import shutil
+import signal
+import struct
+import sys
+import threading
+import time
+import traceback
+
+PROTOCOL_VERSION = 1
+# Raw message prefixes, as frida-core 17 serializes them.
+RPC_PREFIX = '{"type":"send","payload":["frida:rpc"'
+EXIT_PREFIX = '{"type":"send","payload":{"type":"process_exit"'
+SYNC_PREFIX = '{"type":"send","payload":{"type":"sync"}'
+MAX_HEADER = 64 << 20
+MAX_PAYLOAD = 1 << 30
+
+
+def log(msg):
+    try:
+        sys.stderr.write("strobe-host: %s\n" % msg)
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+class Writer:
+    """Serializes frames onto the protocol stream (Frida callbacks come on Frida's threads)."""
+
+    def __init__(self, fd):
+        self._out = os.fdopen(fd, "wb", buffering=1 << 16)
+        self._lock = threading.Lock()
+        self.broken = False
+
+    def send(self, header, payload=b""):
+        if payload is None:
+            payload = b""
+        h = json.dumps(header, separators=(",", ":"), default=str).encode("utf-8")
+        frame = struct.pack("<II", len(h), len(payload))
+        with self._lock:
+            if self.broken:
+                return
+            try:
+                self._out.write(frame)
+                self._out.write(h)
+                if payload:
+                    self._out.write(payload)
+                self._out.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                self.broken = True
+
+
+class HostError(Exception):
+    def __init__(self, message, code=None):
+        super().__init__(message)
+        self.code = code
+
+
+class Target:
+    def __init__(self, pid, session, script):
+        self.pid = pid
+        self.session = session
+        self.script = script
+
+
+class Host:
+    def __init__(self, frida, writer):
+        self.frida = frida
+        self.w = writer
+        self.device = frida.get_local_device()
+        self.lock = threading.Lock()
+        self.targets = {}  # pid -> Target
+        self.spawned = set()  # pids we spawned and have not seen die
+        self.gone = {}  # pid -> reason the session ended
+        self.device.on("output", self._on_output)
+        self.device.on("child-added", self._on_child_added)
+        self.device.on("process-crashed", self._on_process_crashed)
+
+    # ---- Frida callbacks (Frida's thread) ----
+
+    def _on_output(self, pid, fd, data):
+        self.w.send({"event": "output", "pid": pid, "fd": fd}, data or b"")
+
+    def _on_child_added(self, child):
+        try:
+            self.w.send({"event": "child_added", "pid": child.pid, "parent_pid": child.parent_pid,
+                         "origin": child.origin, "path": child.path})
+        except Exception:
+            log("child-added: " + traceback.format_exc())
+
+    def _on_process_crashed(self, crash):
+        self.w.send({"event": "process_crashed", "pid": crash.pid, "summary": crash.summary,
+                     "report": crash.report})
+
+    def _make_detached_handler(self, pid):
+        def on_detached(reason, crash):
+            with self.lock:
+                self.targets.pop(pid, None)
+                self.gone[pid] = reason
+                if reason in ("process-terminated", "process-replaced"):
+                    self.spawned.discard(pid)
+            header = {"event": "detached", "pid": pid, "reason": reason}
+            if crash is not None:
+                header["crash"] = {"summary": getattr(crash, "summary", None),
+                                   "report": getattr(crash, "report", None)}
+            self.w.send(header)
+        return on_detached
+
+    def _make_message_handler(self, pid):
+        def on_message(message, data):
+            mtype = message.get("type")
+            if mtype == "send":
+                body = message.get("payload")
+                if isinstance(body, dict) and body.get("type") in ("process_exit", "sync"):
+                    self._ack_exit(pid)
+                    if body.get("type") == "sync":
+                        return
+            elif mtype == "error":
+                body = {"type": "script_error", "description": message.get("description"),
+                        "stack": message.get("stack"), "fileName": message.get("fileName"),
+                        "lineNumber": message.get("lineNumber")}
+            else:
+                body = {"type": "frida_" + str(mtype), "raw": message}
+            self.w.send({"event": "message", "pid": pid, "message": body, "has_data": data is not None},
+                        bytes(data) if data is not None else b"")
+        return on_message
+
+    def _hook_messages(self, pid, script):
+        """Forward the agent's messages without parsing them here.
+
+        frida-python's public path json-decodes every message (and we would re-encode it):
+        ~3 us per trace event, more than the hook itself. So, with the pinned frida version,
+        take the raw JSON text from the script's underlying signal and pass it through as a
+        `raw_message` frame (payload = raw text + data); only RPC replies go to frida-python.
+        Falls back to the public API if frida's internals are not as expected.
+        """
+        impl = getattr(script, "_impl", None)
+        orig = getattr(script, "_on_message", None)
+        if impl is not None and orig is not None:
+            try:
+                impl.off("message", orig)
+            except Exception as e:
+                log("raw message path unavailable (%s); using the public API" % e)
+                impl = None
+        else:
+            impl = None
+        if impl is None:
+            script.on("message", self._make_message_handler(pid))
+            script.set_log_handler(self._make_log_handler(pid))
+            return
+
+        def on_raw(raw, data):
+            try:
+                if raw.startswith(RPC_PREFIX):
+                    orig(raw, data)
+                    return
+                if raw.startswith(EXIT_PREFIX):
+                    self._ack_exit(pid)
+                elif raw.startswith(SYNC_PREFIX):
+                    self._ack_exit(pid)
+                    return
+                text = raw.encode("utf-8")
+                self.w.send({"event": "raw_message", "pid": pid, "raw_len": len(text), "has_data": data is not None},
+                            text + bytes(data) if data is not None else text)
+            except Exception:
+                log("message from %d: %s" % (pid, traceback.format_exc().rstrip()))
+
+        impl.on("message", on_raw)
+
+    def _ack_exit(self, pid):
+        # The exiting thread waits for this ack so its message gets out first.
+        with self.lock:
+            t = self.targets.get(pid)
+        if t is not None:
+            try:
+                t.script.post({"type": "exit-ack"})
+            except Exception as e:
+                log("exit-ack to %d failed: %s" % (pid, e))
+
+    def _make_log_handler(self, pid):
+        def on_log(level, text):
+            self.w.send({"event": "message", "pid": pid,
+                         "message": {"type": "log", "level": level, "message": text},
+                         "has_data": False})
+        return on_log
+
+    # ---- helpers ----
+
+    def _target(self, pid):
+        with self.lock:
+            t = self.targets.get(pid)
+            reason = self.gone.get(pid)
+        if t is None:
+            if reason is not None:
+                code = "PROCESS_EXITED" if reason in ("process-terminated", "process-replaced") else None
+                raise HostError("not attached to pid %d: the session ended (%s)" % (pid, reason), code)
+            raise HostError("not attached to pid %d" % pid)
+        return t
+
+    @staticmethod
+    def _resolve_program(argv0, cwd, env):
+        if "/" in argv0:
+            path = argv0 if os.path.isabs(argv0) else os.path.join(cwd or os.getcwd(), argv0)
+        else:
+            search = (env or {}).get("PATH") if env else None
+            path = shutil.which(argv0, path=search if search is not None else os.environ.get("PATH"))
+            if path is None:
+                raise HostError("'%s' was not found in PATH: the file does not exist there" % argv0)
+        if not os.path.exists(path):
+            raise HostError("'%s' does not exist (the file does not exist)" % path)
+        if os.path.isdir(path):
+            raise HostError("'%s' is a directory, not an executable" % path)
+        if not os.access(path, os.X_OK):
+            raise HostError("'%s' is not executable (check its permissions)" % path)
+        return path
+
+    # ---- ops ----
+
+    def op_ping(self, req, payload):
+        return {"frida": self.frida.__version__, "pid": os.getpid(), "protocol": PROTOCOL_VERSION}, b""
+
+    def op_spawn(self, req, payload):
+        argv = req.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise HostError("spawn: argv must be a non-empty list of strings")
+        cwd = req.get("cwd")
+        env = req.get("env")
+        if cwd is not None and not os.path.isdir(cwd):
+            raise HostError("spawn: working directory '%s' does not exist" % cwd)
+        program = self._resolve_program(argv[0], cwd, env)
+        kwargs = {"argv": argv, "stdio": "pipe"}
+        if cwd is not None:
+            kwargs["cwd"] = cwd
+        if env is not None:
+            kwargs["envp"] = env  # the full environment, not merged with ours
+        pid = self.device.spawn(program, **kwargs)
+        with self.lock:
+            self.spawned.add(pid)
+            self.gone.pop(pid, None)
+        return {"pid": pid, "program": program}, b""
+
+    def op_attach(self, req, payload):
+        pid = int(req["pid"])
+        source = payload.decode("utf-8") if payload else req.get("agent_js")
+        if not source:
+            raise HostError("attach: no agent source (send the compiled agent as the payload)")
+        with self.lock:
+            if pid in self.targets:
+                raise HostError("already attached to pid %d" % pid)
+        session = self.device.attach(pid)
+        session.on("detached", self._make_detached_handler(pid))
+        try:
+            script = session.create_script(source, name="strobe-agent")
+            self._hook_messages(pid, script)
+            script.load()
+            with self.lock:
+                self.targets[pid] = Target(pid, session, script)
+                self.gone.pop(pid, None)
+            info = script.exports_sync.init(req.get("init") or {})
+        except Exception:
+            with self.lock:
+                self.targets.pop(pid, None)
+            try:
+                session.detach()
+            except Exception:
+                pass
+            raise
+        return {"info": info}, b""
+
+    def op_rpc(self, req, payload):
+        pid = int(req["pid"])
+        method = req.get("method")
+        if not isinstance(method, str) or not method:
+            raise HostError("rpc: method must be a non-empty string")
+        args = req.get("args")
+        if args is None:
+            args = []
+        elif not isinstance(args, list):
+            args = [args]
+        t = self._target(pid)
+        result = getattr(t.script.exports_sync, method)(*args)
+        if isinstance(result, (bytes, bytearray)):
+            return {"result": None, "binary": True}, bytes(result)
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], (bytes, bytearray)):
+            return {"result": result[0], "binary": True}, bytes(result[1])
+        return {"result": result}, b""
+
+    def op_resume(self, req, payload):
+        self.device.resume(int(req["pid"]))
+        return {}, b""
+
+    def op_kill(self, req, payload):
+        pid = int(req["pid"])
+        try:
+            self.device.kill(pid)
+        except self.frida.ProcessNotFoundError:
+            with self.lock:
+                self.spawned.discard(pid)
+            return {"alreadyGone": True}, b""
+        with self.lock:
+            self.spawned.discard(pid)
+        return {}, b""
+
+    def op_detach(self, req, payload):
+        pid = int(req["pid"])
+        t = self._target(pid)
+        drained = True
+        try:
+            t.script.exports_sync.dispose()  # flush buffered events before we go
+        except Exception as e:
+            drained = False
+            log("detach %d: dispose failed: %s" % (pid, e))
+        try:
+            t.script.unload()
+        except Exception as e:
+            log("detach %d: unload failed: %s" % (pid, e))
+        try:
+            t.session.detach()
+        except Exception as e:
+            log("detach %d: session detach failed: %s" % (pid, e))
+        with self.lock:
+            self.targets.pop(pid, None)
+        return {"drained": drained}, b""
+
+    def op_input(self, req, payload):
+        self.device.input(int(req["pid"]), payload or b"")
+        return {}, b""
+
+    def op_compile(self, req, payload):
+        root = req.get("project_root")
+        entry = req.get("entry")
+        if not root or not entry:
+            raise HostError("compile: project_root and entry are required")
+        compiler = self.frida.Compiler()
+        diagnostics = []
+        compiler.on("diagnostics", lambda d: diagnostics.extend(d))
+        kwargs = {"project_root": root}
+        if req.get("type_check") in ("full", "none"):
+            kwargs["type_check"] = req["type_check"]
+        try:
+            js = compiler.build(entry, **kwargs)
+        except Exception as e:
+            lines = []
+            for d in diagnostics:
+                f = d.get("file")
+                where = "%s:%s:%s: " % (f["path"], f["line"] + 1, f["character"] + 1) if f else ""
+                lines.append("%s%s TS%s: %s" % (where, d.get("category"), d.get("code"), d.get("text")))
+            raise HostError("compile failed: %s%s" % (e, ("\n" + "\n".join(lines)) if lines else ""))
+        return {"diagnostics": len(diagnostics)}, js.encode("utf-8")
+
+    # ---- shutdown ----
+
+    def shutdown(self):
+        with self.lock:
+            targets = list(self.targets.values())
+            spawned = list(self.spawned)
+            self.targets.clear()
+        for t in targets:
+            try:
+                t.session.detach()
+            except Exception:
+                pass
+        for pid in spawned:
+            try:
+                self.device.kill(pid)
+            except Exception:
+                pass
+
+
+def read_exact(f, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = f.read(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def main():
+    # Keep a private handle on the real stdout for frames; point fd 1 at stderr.
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    writer = Writer(out_fd)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the daemon decides when we stop
+
+    try:
+        import frida
+    except Exception as e:
+        log("cannot import frida with %s: %s" % (sys.executable, e))
+        sys.exit(3)
+
+    host = Host(frida, writer)
+    done = threading.Event()
+
+    def finish(code):
+        if done.is_set():
+            return
+        done.set()
+        # Never hang on the way out: a wedged Frida call must not keep us alive.
+        watchdog = threading.Timer(5.0, lambda: os._exit(code))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            host.shutdown()
+        finally:
+            try:
+                sys.stderr.flush()
+            except Exception:
+                pass
+            os._exit(code)
+
+    def on_term(signum, frame):
+        log("signal %d: shutting down" % signum)
+        finish(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
+
+    writer.send({"event": "ready", "frida": frida.__version__, "python": sys.version.split()[0],
+                 "pid": os.getpid(), "protocol": PROTOCOL_VERSION})
+
+    ops = {name[3:]: getattr(host, name) for name in dir(host) if name.startswith("op_")}
+
+    def handle(req, payload):
+        rid = req.get("id")
+        op = req.get("op")
+        t0 = time.monotonic()
+        try:
+            fn = ops.get(op)
+            if fn is None:
+                raise HostError("unknown op %r" % (op,))
+            result, out = fn(req, payload)
+            reply = {"id": rid, "ok": True}
+            reply.update(result)
+            writer.send(reply, out)
+        except HostError as e:
+            reply = {"id": rid, "ok": False, "error": str(e), "errorType": "HostError"}
+            if e.code:
+                reply["code"] = e.code
+            writer.send(reply)
+        except Exception as e:
+            text = str(e) or type(e).__name__
+            if not isinstance(e, getattr(frida, "RPCException", ())):
+                log("op %s failed: %s" % (op, traceback.format_exc().rstrip()))
+            reply = {"id": rid, "ok": False, "error": text, "errorType": type(e).__name__}
+            if isinstance(e, frida.ProcessNotFoundError):
+                reply["code"] = "PROCESS_EXITED"
+            writer.send(reply)
+        finally:
+            dt = (time.monotonic() - t0) * 1000
+            if dt > 1000:
+                log("op %s took %.0f ms" % (op, dt))
+
+    stdin = sys.stdin.buffer
+    while True:
+        head = read_exact(stdin, 8)
+        if head is None:
+            break
+        hlen, plen = struct.unpack("<II", head)
+        if hlen > MAX_HEADER or plen > MAX_PAYLOAD:
+            log("frame too large (%d, %d): protocol error" % (hlen, plen))
+            break
+        hbytes = read_exact(stdin, hlen)
+        payload = read_exact(stdin, plen) if plen else b""
+        if hbytes is None or payload is None:
+            break
+        try:
+            req = json.loads(hbytes.decode("utf-8"))
+            if not isinstance(req, dict):
+                raise ValueError("header is not an object")
+        except Exception as e:
+            log("bad header: %s" % e)
+            continue
+        threading.Thread(target=handle, args=(req, payload), daemon=True).start()
+
+    log("stdin closed: detaching and killing spawned processes")
+    finish(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+// Function hooks: Interceptor.attach on (static address + slide), per-thread call stacks,
+// enter/exit events.
+
+import { nowNs } from "./clock.js";
+import { ENTER, EXIT, push } from "./events.js";
+
+export const DEFAULT_ARG_COUNT = 6;
+export const MAX_ARG_COUNT = 10;
+
+export interface FunctionSpec {
+    id: number;
+    /** Static (pre-ASLR) address, hex string "0x…". */
+    address: string;
+    name: string;
+    /** How many arguments to record (default 6, at most 10). */
+    argCount?: number;
+    /** The address is already a runtime address: do not add the slide. */
+    noSlide?: boolean;
+}
+
+export interface HooksRequest {
+    action: "add" | "remove";
+    functions?: FunctionSpec[];
+    /** Static image base of the main module, if init did not give one. */
+    imageBase?: string;
+}
+
+export interface HooksResult {
+    activeCount: number;
+    installed: number[];
+    removed: number[];
+    failed: { id: number; name: string; error: string }[];
+}
+
+interface Hook {
+    id: number;
+    name: string;
+    address: NativePointer;
+    listener: InvocationListener;
+    /** Cleared on removal, so a call that raced the removal records nothing. */
+    state: { active: boolean };
+}
+
+const hooks = new Map<number, Hook>();
+const stacks = new Map<number, number[]>();
+let nextCall = 1;
+let slide: NativePointer | null = null;
+
+/** slide = runtime base of the main module - its static image base. Computed once. */
+export function setImageBase(imageBase: string | undefined | null): NativePointer {
+    if (slide !== null) return slide;
+    const staticBase = imageBase ? ptr(imageBase) : ptr(0);
+    slide = Process.mainModule.base.sub(staticBase);
+    return slide;
+}
+
+export function currentSlide(): NativePointer | null {
+    return slide;
+}
+
+export function activeCount(): number {
+    return hooks.size;
+}
+
+function makeCallbacks(fnId: number, argCount: number, state: { active: boolean }): InvocationListenerCallbacks {
+    return {
+        onEnter(args) {
+            if (!state.active) return;
+            const tid = this.threadId;
+            let stack = stacks.get(tid);
+            if (stack === undefined) {
+                stack = [];
+                stacks.set(tid, stack);
+            }
+            const call = nextCall++;
+            const parent = stack.length > 0 ? stack[stack.length - 1] : null;
+            stack.push(call);
+            const ev: (number | string | null)[] = [ENTER, fnId, call, parent, tid, 0];
+            for (let i = 0; i < argCount; i++) ev.push(args[i].toString());
+            const ts = nowNs();
+            ev[5] = ts;
+            // One property on the invocation context: they are not free.
+            this.strobe = { call, parent, ts };
+            push(ev);
+        },
+        onLeave(retval) {
+            const entry: { call: number; parent: number | null; ts: number } | undefined = this.strobe;
+            if (entry === undefined) return;
+            const ts = nowNs();
+            const tid = this.threadId;
+            const stack = stacks.get(tid);
+            if (stack !== undefined) {
+                // Pop down to (and including) this call: frames left by a longjmp or by an
+                // exception unwinding through hooked functions never see their onLeave.
+                const i = stack.lastIndexOf(entry.call);
+                if (i >= 0) stack.length = i;
+            }
+            push([EXIT, fnId, entry.call, entry.parent, tid, ts, retval.toString(), ts - entry.ts]);
+        },
+    };
+}
+
+function resolve(spec: FunctionSpec): NativePointer {
+    if (typeof spec.address !== "string" || !/^0x[0-9a-fA-F]+$/.test(spec.address)) {
+        throw new Error(`bad address ${JSON.stringify(spec.address)} (expected a hex string "0x…")`);
+    }
+    const staticAddr = ptr(spec.address);
+    const addr = spec.noSlide ? staticAddr : staticAddr.add(slide ?? setImageBase(null));
+    const range = Process.findRangeByAddress(addr);
+    if (range === null) throw new Error(`address ${addr} (static ${spec.address}) is not mapped`);
+    if (range.protection.indexOf("x") < 0) {
+        throw new Error(`address ${addr} (static ${spec.address}) is not executable (${range.protection})`);
+    }
+    return addr;
+}
+
+export function updateHooks(req: HooksRequest): HooksResult {
+    const result: HooksResult = { activeCount: 0, installed: [], removed: [], failed: [] };
+    if (req.imageBase !== undefined) setImageBase(req.imageBase);
+    const functions = req.functions ?? [];
+    if (req.action === "add") {
+        for (const f of functions) {
+            if (hooks.has(f.id)) {
+                result.installed.push(f.id); // already hooked: no-op
+                continue;
+            }
+            try {
+                const address = resolve(f);
+                const argCount = Math.max(0, Math.min(MAX_ARG_COUNT, f.argCount ?? DEFAULT_ARG_COUNT));
+                const state = { active: true };
+                const listener = Interceptor.attach(address, makeCallbacks(f.id, argCount, state));
+                hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
+                result.installed.push(f.id);
+            } catch (e) {
+                result.failed.push({ id: f.id, name: f.name, error: errorText(e) });
+            }
+        }
+    } else if (req.action === "remove") {
+        for (const f of functions) {
+            const h = hooks.get(f.id);
+            if (h === undefined) continue; // not hooked: no-op
+            try {
+                h.state.active = false;
+                h.listener.detach();
+                hooks.delete(f.id);
+                result.removed.push(f.id);
+            } catch (e) {
+                result.failed.push({ id: f.id, name: f.name, error: errorText(e) });
+            }
+        }
+    } else {
+        throw new Error(`unknown hooks action ${JSON.stringify(req.action)} (expected "add" or "remove")`);
+    }
+    result.activeCount = hooks.size;
+    return result;
+}
+
+export function removeAll(): void {
+    for (const h of hooks.values()) {
+        h.state.active = false;
+        try {
+            h.listener.detach();
+        } catch (_) {
+            // already gone
+        }
+    }
+    hooks.clear();
+}
+
+export function errorText(e: unknown): string {
+    if (e instanceof Error) return e.message;
+    return String(e);
+}

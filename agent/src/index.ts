@@ -1,0 +1,118 @@
+// Strobe agent: injected into the target by the Frida host. The daemon drives it through
+// RPC exports (init, hooks, status, dispose); it reports through send():
+//   { type: "agent_loaded" }                           at load
+//   { type: "initialized", sessionId }                 after init
+//   { type: "events", events: [...] }                  batched enter/exit events
+//   { type: "process_exit", code, via, ts }            the process called exit()/_exit(); the
+//                                                      host answers { type: "exit-ack" }
+//   { type: "sync" }                                   (host-internal, acked, not forwarded)
+//                                                      at _exit, after atexit-time events
+
+import { nowNs } from "./clock.js";
+import { batchesSent, flush, markExiting, stats } from "./events.js";
+import { activeCount, currentSlide, errorText, removeAll, setImageBase, updateHooks, HooksRequest, HooksResult } from "./hooks.js";
+
+interface InitParams {
+    sessionId?: string;
+    /** Static image base of the main module (hex string), for the ASLR slide. */
+    imageBase?: string;
+}
+
+let sessionId: string | null = null;
+let exitReported = false;
+
+function init(params: InitParams): object {
+    sessionId = params.sessionId ?? null;
+    const slide = setImageBase(params.imageBase ?? null);
+    const main = Process.mainModule;
+    send({ type: "initialized", sessionId });
+    return {
+        pid: Process.id,
+        arch: Process.arch,
+        platform: Process.platform,
+        mainModule: { name: main.name, path: main.path, base: main.base.toString(), size: main.size },
+        slide: slide.toString(),
+        monotonicNs: nowNs(),
+    };
+}
+
+/** getpid(), live: Process.id is fixed at load and is wrong in a forked child. */
+function currentPid(): number {
+    if (getpidFn === null) {
+        const addr = Module.findGlobalExportByName("getpid");
+        if (addr === null) return Process.id;
+        getpidFn = new NativeFunction(addr, "int", []);
+    }
+    return getpidFn();
+}
+let getpidFn: NativeFunction<number, []> | null = null;
+
+let batchesAtAck = 0;
+
+function waitForAck(): void {
+    recv("exit-ack", () => {}).wait();
+    batchesAtAck = batchesSent();
+}
+
+function hookExit(): void {
+    const loadedPid = currentPid();
+    // Frida reaps the child, so the exit status is only visible here. Frida runs dispose()
+    // before our exit hook; everything after it is sent immediately.
+    const seen = new Set<string>();
+    for (const name of ["exit", "_exit"]) {
+        const addr = Module.findGlobalExportByName(name);
+        if (addr === null || seen.has(addr.toString())) continue;
+        seen.add(addr.toString());
+        try {
+            Interceptor.attach(addr, {
+                onEnter(args) {
+                    // A forked child (no child gating) has our hooks but no connection to the
+                    // host: waiting for an ack there would hang its exit forever.
+                    if (currentPid() !== loadedPid) return;
+                    markExiting();
+                    // A plain send() here is lost most of the time: the process dies before
+                    // the message leaves. Waiting for the host's ack makes it reliable (the
+                    // host acks in its message callback; unload also releases the wait).
+                    if (!exitReported) {
+                        exitReported = true;
+                        send({ type: "process_exit", code: args[0].toInt32(), via: name, ts: nowNs() });
+                        waitForAck();
+                    } else if (batchesSent() !== batchesAtAck) {
+                        // exit() ends in _exit(): events of atexit handlers and destructors
+                        // were sent in between; make sure they are out too.
+                        send({ type: "sync" });
+                        waitForAck();
+                    }
+                },
+            });
+        } catch (e) {
+            send({ type: "log", level: "warning", message: `cannot hook ${name}: ${errorText(e)}` });
+        }
+    }
+}
+
+rpc.exports = {
+    init(params: InitParams): object {
+        return init(params ?? {});
+    },
+    hooks(req: HooksRequest): HooksResult {
+        const r = updateHooks(req);
+        flush();
+        return r;
+    },
+    status(): object {
+        const s = stats();
+        return { sessionId, activeCount: activeCount(), slide: currentSlide()?.toString() ?? null, buffered: s.buffered, sent: s.sent };
+    },
+    dispose(): void {
+        // Called by the host before detaching, and by Frida itself at process exit.
+        flush();
+    },
+    shutdown(): void {
+        removeAll();
+        flush();
+    },
+};
+
+hookExit();
+send({ type: "agent_loaded" });

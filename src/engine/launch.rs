@@ -1,0 +1,203 @@
+//! `launch`: spawn a target suspended under Frida, load the agent, apply staged
+//! patterns, then let it run. Output is captured from the first byte.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::{canonical_or_same, monotonic_ns, now_unix, Engine, Session};
+use crate::error::{ErrorCode, Result, StrobeError};
+use crate::store::SessionRow;
+
+#[derive(Debug, Clone, Default)]
+pub struct LaunchRequest {
+    pub command: String,
+    pub args: Vec<String>,
+    pub cwd: Option<String>,
+    pub project_root: String,
+    pub env: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaunchResult {
+    pub session_id: String,
+    pub pid: u32,
+    pub pending_patterns_applied: usize,
+    pub hooked_functions: usize,
+    pub warnings: Vec<String>,
+}
+
+/// Resolve `command` like a shell would: a path with a slash is taken relative to `cwd`,
+/// a bare name is looked up in `PATH`.
+fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf> {
+    if command.trim().is_empty() {
+        return Err(StrobeError::validation("'command' is empty. Pass the path to the executable to debug."));
+    }
+    let candidate = if command.contains('/') {
+        let p = Path::new(command);
+        if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+    } else {
+        let found = std::env::var_os("PATH")
+            .map(|paths| std::env::split_paths(&paths).map(|d| d.join(command)).find(|p| p.is_file()));
+        match found.flatten() {
+            Some(p) => p,
+            None => cwd.join(command),
+        }
+    };
+    let meta = std::fs::metadata(&candidate).map_err(|_| {
+        StrobeError::validation(format!(
+            "Command '{}' does not exist. Check the path (relative paths are resolved against cwd '{}'), and build the program first if needed.",
+            candidate.display(),
+            cwd.display()
+        ))
+    })?;
+    use std::os::unix::fs::PermissionsExt;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(StrobeError::validation(format!(
+            "'{}' is not an executable file. Pass the compiled program (chmod +x if needed).",
+            candidate.display()
+        )));
+    }
+    Ok(canonical_or_same(&candidate))
+}
+
+/// `{binary}-{YYYY-MM-DD}-{HHhMM}`, local time, with `-2`, `-3`… on collision.
+fn session_id_for(engine: &Engine, binary: &Path) -> Result<String> {
+    let name: String = binary
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "session".into())
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' })
+        .collect();
+    let base = format!("{name}-{}", chrono::Local::now().format("%Y-%m-%d-%Hh%M"));
+    let taken = |id: &str| -> Result<bool> {
+        Ok(engine.sessions.lock().unwrap().contains_key(id) || engine.store.session_id_exists(id)?)
+    };
+    if !taken(&base)? {
+        return Ok(base);
+    }
+    for n in 2.. {
+        let id = format!("{base}-{n}");
+        if !taken(&id)? {
+            return Ok(id);
+        }
+    }
+    unreachable!()
+}
+
+impl Engine {
+    pub async fn launch(self: &Arc<Engine>, req: LaunchRequest) -> Result<LaunchResult> {
+        if req.project_root.trim().is_empty() {
+            return Err(StrobeError::validation(
+                "'projectRoot' is required: the root directory of the code being debugged (used for @usercode).",
+            ));
+        }
+        let project_root = PathBuf::from(&req.project_root);
+        if !project_root.is_dir() {
+            return Err(StrobeError::validation(format!(
+                "projectRoot '{}' is not a directory. Pass the root of the project being debugged.",
+                project_root.display()
+            )));
+        }
+        let cwd = match &req.cwd {
+            Some(c) => {
+                let c = PathBuf::from(c);
+                if !c.is_dir() {
+                    return Err(StrobeError::validation(format!("cwd '{}' is not a directory.", c.display())));
+                }
+                c
+            }
+            None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        };
+        let binary = resolve_command(&req.command, &cwd)?;
+
+        // One live session per binary: a second one would race on the same output.
+        let live_same = self
+            .sessions
+            .lock()
+            .unwrap()
+            .values()
+            .find(|s| s.is_running() && s.binary_path == binary)
+            .map(|s| s.id.clone());
+        if let Some(existing) = live_same {
+            return Err(StrobeError::new(
+                ErrorCode::SessionExists,
+                format!(
+                    "Session '{existing}' is already active for {}. Call debug_session {{action: 'stop', sessionId: '{existing}'}} before relaunching.",
+                    binary.display()
+                ),
+            ));
+        }
+
+        // Parse staged patterns before spawning, so a bad one fails early.
+        let pending = self.pending_patterns();
+
+        let frida = self.frida().await?;
+        let session_id = session_id_for(self, &binary)?;
+        let mut argv = vec![binary.display().to_string()];
+        argv.extend(req.args.iter().cloned());
+        let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| !k.starts_with("STROBE_")).collect();
+        for (k, v) in &req.env {
+            env.retain(|(ek, _)| ek != k);
+            env.push((k.clone(), v.clone()));
+        }
+
+        let start_mono_ns = monotonic_ns();
+        let pid = frida.host().spawn(&argv, Some(&cwd), &env).await?;
+        let session = Arc::new(Session::new(
+            session_id.clone(),
+            pid,
+            binary.clone(),
+            canonical_or_same(&project_root),
+            start_mono_ns,
+        ));
+        // Register before resuming so the very first bytes of output find their session.
+        self.sessions.lock().unwrap().insert(session_id.clone(), session.clone());
+        self.by_pid.lock().unwrap().insert(pid, session.clone());
+        self.store.create_session(&SessionRow {
+            id: session_id.clone(),
+            binary_path: binary.display().to_string(),
+            project_root: session.project_root.display().to_string(),
+            pid: pid as i64,
+            started_at: now_unix(),
+            ended_at: None,
+            status: "running".into(),
+            exit_code: None,
+        })?;
+
+        let image_base = self.symbols.get(&binary).map(|s| s.image_base).unwrap_or(0);
+        let init = serde_json::json!({ "sessionId": session_id, "imageBase": format!("0x{image_base:x}") });
+        let setup = async {
+            frida.host().attach(pid, frida.agent_js(), init).await?;
+            let mut applied = (0, 0, Vec::new());
+            if !pending.is_empty() {
+                let r = self.apply_trace(&session, &pending, &[]).await?;
+                applied = (pending.len(), r.hooked_functions, r.warnings);
+            }
+            frida.host().resume(pid).await?;
+            Ok::<_, StrobeError>(applied)
+        };
+        match setup.await {
+            Ok((pending_applied, hooked, warnings)) => Ok(LaunchResult {
+                session_id,
+                pid,
+                pending_patterns_applied: pending_applied,
+                hooked_functions: hooked,
+                warnings,
+            }),
+            Err(e) => {
+                let _ = frida.host().kill(pid).await;
+                self.sessions.lock().unwrap().remove(&session_id);
+                self.by_pid.lock().unwrap().remove(&pid);
+                let _ = self.store.delete_session(&session_id);
+                Err(match e.code {
+                    ErrorCode::InvalidPattern | ErrorCode::NoDebugSymbols => e,
+                    _ => StrobeError::new(ErrorCode::FridaAttachFailed, format!("Failed to attach Frida: {}", e.message)),
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The engine: sessions over processes, symbols and the event store. Front ends
+//! (the MCP daemon, `strobe run`, the REPL) reach it only through the Lua runtime.
+
+mod ingest;
+mod launch;
+mod session;
+mod trace;
+
+pub use launch::{LaunchRequest, LaunchResult};
+pub use session::{Session, SessionStatus, StatusReport};
+pub use trace::TraceResult;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, OnceCell};
+
+use crate::error::{ErrorCode, Result, StrobeError};
+use crate::frida::{FridaRuntime, HostEvent};
+use crate::store::{EventQuery, QueryResult, SessionRow, Store};
+use crate::symbols::SymbolCache;
+
+/// Everything the engine needs to start; tests build it with temp paths.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// `$STROBE_HOME`: database, socket, settings.
+    pub home: PathBuf,
+    /// Shared cache: the Frida Python environment and compiled agents.
+    pub cache_dir: PathBuf,
+}
+
+impl EngineConfig {
+    pub fn from_env() -> EngineConfig {
+        EngineConfig { home: crate::paths::strobe_home(), cache_dir: crate::paths::cache_dir() }
+    }
+}
+
+pub struct Engine {
+    config: EngineConfig,
+    store: Arc<Store>,
+    symbols: SymbolCache,
+    /// The Frida host starts on first launch: a daemon that only answers queries never needs Python.
+    frida: Mutex<Arc<OnceCell<Arc<FridaRuntime>>>>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    by_pid: Mutex<HashMap<u32, Arc<Session>>>,
+    /// Patterns staged with no session, applied at the next launch.
+    pending_patterns: Mutex<Vec<String>>,
+    /// The multi-threaded runtime that owns the host's I/O tasks.
+    runtime: tokio::runtime::Handle,
+}
+
+impl Engine {
+    /// Opens the store under `config.home`. Must be called inside a tokio runtime.
+    pub fn new(config: EngineConfig) -> Result<Arc<Engine>> {
+        std::fs::create_dir_all(&config.home).map_err(|e| {
+            StrobeError::internal(format!("cannot create STROBE_HOME {}: {e}", config.home.display()))
+        })?;
+        let store = Arc::new(Store::open(&config.home.join("strobe.db"))?);
+        // Sessions that were live when a previous daemon died can never be resumed.
+        for row in store.list_sessions()? {
+            if row.status == "running" {
+                store.update_session_status(&row.id, "exited", Some(now_unix()), row.exit_code)?;
+            }
+        }
+        Ok(Arc::new(Engine {
+            config,
+            store,
+            symbols: SymbolCache::new(),
+            frida: Mutex::new(Arc::new(OnceCell::new())),
+            sessions: Mutex::new(HashMap::new()),
+            by_pid: Mutex::new(HashMap::new()),
+            pending_patterns: Mutex::new(Vec::new()),
+            runtime: tokio::runtime::Handle::current(),
+        }))
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+    pub fn symbols(&self) -> &SymbolCache {
+        &self.symbols
+    }
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The Frida runtime, started once on the engine's own runtime so that its I/O
+    /// tasks outlive whichever thread first asked for it.
+    async fn frida(self: &Arc<Engine>) -> Result<Arc<FridaRuntime>> {
+        let cell = self.frida.lock().unwrap().clone();
+        let engine = self.clone();
+        cell.get_or_try_init(|| async move {
+            let (tx, rx) = mpsc::unbounded_channel::<HostEvent>();
+            let cache = engine.config.cache_dir.clone();
+            let rt = engine
+                .runtime
+                .spawn(async move { FridaRuntime::start(&cache, tx).await })
+                .await
+                .map_err(|e| StrobeError::internal(format!("Frida host start panicked: {e}")))??;
+            let rt = Arc::new(rt);
+            engine.runtime.spawn(ingest::run(Arc::downgrade(&engine), rx));
+            Ok::<_, StrobeError>(rt)
+        })
+        .await
+        .cloned()
+    }
+
+    /// Start the Frida host now (installing it on first use) so the first launch is fast.
+    pub async fn warm_up(self: &Arc<Engine>) -> Result<()> {
+        self.frida().await.map(|_| ())
+    }
+
+    /// Called by the ingest loop when the host process died: every live session lost
+    /// its instrumentation, and the next launch starts a fresh host.
+    fn on_host_exited(&self, status: &str) {
+        *self.frida.lock().unwrap() = Arc::new(OnceCell::new());
+        let sessions: Vec<Arc<Session>> = self.sessions.lock().unwrap().values().cloned().collect();
+        for s in sessions {
+            if s.is_running() {
+                s.mark_exited(None, Some(format!("the Frida host exited ({status})")));
+                let _ = self.store.update_session_status(&s.id, "exited", Some(now_unix()), None);
+            }
+        }
+    }
+
+    pub fn session(&self, id: &str) -> Result<Arc<Session>> {
+        self.sessions.lock().unwrap().get(id).cloned().ok_or_else(|| {
+            match self.store.get_session(id) {
+                Ok(Some(row)) => StrobeError::new(
+                    ErrorCode::ProcessExited,
+                    format!(
+                        "Session '{id}' ({}) is no longer live (status: {}); its events are still queryable with debug_query.",
+                        row.binary_path, row.status
+                    ),
+                ),
+                _ => StrobeError::session_not_found(id),
+            }
+        })
+    }
+
+    fn session_by_pid(&self, pid: u32) -> Option<Arc<Session>> {
+        self.by_pid.lock().unwrap().get(&pid).cloned()
+    }
+
+    /// Query the timeline of a live or retained session.
+    pub fn query(&self, q: &EventQuery) -> Result<QueryResult> {
+        if !self.sessions.lock().unwrap().contains_key(&q.session_id)
+            && !self.store.session_id_exists(&q.session_id)?
+        {
+            return Err(StrobeError::session_not_found(&q.session_id));
+        }
+        // Make what has already arrived visible before answering.
+        self.store.flush();
+        self.store.query(q)
+    }
+
+    pub fn status(&self, id: &str) -> Result<StatusReport> {
+        if let Some(s) = self.sessions.lock().unwrap().get(id).cloned() {
+            return Ok(s.report(self.store.count_events(id)?));
+        }
+        match self.store.get_session(id)? {
+            Some(row) => Ok(StatusReport::from_row(&row, self.store.count_events(id)?)),
+            None => Err(StrobeError::session_not_found(id)),
+        }
+    }
+
+    pub fn list(&self) -> Result<Vec<SessionRow>> {
+        self.store.list_sessions()
+    }
+
+    /// Stop a session: the target is killed (a debugger does not leave its debuggee
+    /// running untraced). Without `retain` the session's data is deleted.
+    pub async fn stop(self: &Arc<Engine>, id: &str, retain: bool) -> Result<i64> {
+        let live = self.sessions.lock().unwrap().get(id).cloned();
+        match live {
+            Some(s) => {
+                if s.is_running() {
+                    let runtime = self.frida.lock().unwrap().get().cloned();
+                    if let Some(rt) = runtime {
+                        // Drain the agent's buffers first so no event in flight is lost.
+                        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), rt.host().detach(s.pid)).await;
+                        let _ = rt.host().kill(s.pid).await;
+                    }
+                    s.mark_stopped();
+                }
+                self.sessions.lock().unwrap().remove(id);
+                self.by_pid.lock().unwrap().remove(&s.pid);
+            }
+            None => {
+                if !self.store.session_id_exists(id)? {
+                    return Err(StrobeError::session_not_found(id));
+                }
+            }
+        }
+        self.store.flush();
+        let count = self.store.count_events(id)?;
+        if retain {
+            let row = self.store.get_session(id)?;
+            let ended = row.as_ref().and_then(|r| r.ended_at).unwrap_or_else(now_unix);
+            let status = match row.as_ref().map(|r| r.status.as_str()) {
+                Some("exited") => "exited",
+                _ => "stopped",
+            };
+            let code = row.and_then(|r| r.exit_code);
+            self.store.update_session_status(id, status, Some(ended), code)?;
+        } else {
+            self.store.delete_session(id)?;
+        }
+        Ok(count)
+    }
+
+    /// Delete a session that is no longer live, with all its events.
+    pub fn delete(&self, id: &str) -> Result<()> {
+        if self.sessions.lock().unwrap().get(id).is_some_and(|s| s.is_running()) {
+            return Err(StrobeError::validation(format!(
+                "Session '{id}' is still running. Stop it first with debug_session {{action: 'stop', sessionId: '{id}'}}."
+            )));
+        }
+        if !self.store.session_id_exists(id)? {
+            return Err(StrobeError::session_not_found(id));
+        }
+        self.sessions.lock().unwrap().remove(id);
+        self.store.delete_session(id)
+    }
+
+    /// Stop every live session (daemon shutdown, client disconnect of its owner).
+    pub async fn stop_all(self: &Arc<Engine>) {
+        let ids: Vec<String> = self.sessions.lock().unwrap().keys().cloned().collect();
+        for id in ids {
+            let _ = self.stop(&id, true).await;
+        }
+    }
+
+    pub fn live_session_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.sessions.lock().unwrap().keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Write bytes to a live target's stdin.
+    pub async fn send_stdin(self: &Arc<Engine>, id: &str, data: &[u8]) -> Result<()> {
+        let s = self.session(id)?;
+        s.ensure_running()?;
+        self.frida().await?.host().input(s.pid, data).await
+    }
+
+    /// "Now" on a session's clock (ns since its start), for relative query times.
+    /// For a session that is no longer live, its end.
+    pub fn session_now_ns(&self, id: &str) -> i64 {
+        if let Some(s) = self.sessions.lock().unwrap().get(id) {
+            return monotonic_ns() - s.start_mono_ns;
+        }
+        match self.store.get_session(id) {
+            Ok(Some(row)) => (row.ended_at.unwrap_or_else(now_unix) - row.started_at).max(0) * 1_000_000_000,
+            _ => 0,
+        }
+    }
+
+    pub fn pending_patterns(&self) -> Vec<String> {
+        self.pending_patterns.lock().unwrap().clone()
+    }
+}
+
+pub(crate) fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// CLOCK_MONOTONIC in ns: the agent stamps events with the same clock.
+pub(crate) fn monotonic_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+}
+
+pub(crate) fn canonical_or_same(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}

@@ -1,0 +1,164 @@
+//! A live debug session: one target process, its symbols and its trace state.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use crate::error::{ErrorCode, Result, StrobeError};
+use crate::store::SessionRow;
+use crate::symbols::{Pattern, SymbolIndex};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionStatus {
+    Running,
+    Exited,
+    Stopped,
+}
+
+impl SessionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Running => "running",
+            SessionStatus::Exited => "exited",
+            SessionStatus::Stopped => "stopped",
+        }
+    }
+}
+
+pub struct Session {
+    pub id: String,
+    pub pid: u32,
+    pub binary_path: PathBuf,
+    pub project_root: PathBuf,
+    /// CLOCK_MONOTONIC at spawn; event timestamps are relative to it.
+    pub start_mono_ns: i64,
+    pub(crate) state: Mutex<SessionState>,
+}
+
+pub(crate) struct SessionState {
+    pub status: SessionStatus,
+    pub exit_code: Option<i64>,
+    pub exit_reason: Option<String>,
+    pub symbols: Option<Arc<SymbolIndex>>,
+    pub patterns: Vec<Pattern>,
+    /// Hooked functions, by agent function id (index into `symbols.functions`).
+    pub hooked: BTreeSet<u32>,
+    /// Agent call id of an open call → the event id of its enter event.
+    pub open_calls: HashMap<u64, i64>,
+}
+
+/// What `debug_session status` reports.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    pub session_id: String,
+    pub status: String,
+    pub pid: i64,
+    pub binary_path: String,
+    pub exit_code: Option<i64>,
+    pub exit_reason: Option<String>,
+    pub event_count: i64,
+    pub hooked_functions: usize,
+    pub trace_patterns: Vec<String>,
+}
+
+impl StatusReport {
+    pub fn from_row(row: &SessionRow, event_count: i64) -> StatusReport {
+        StatusReport {
+            session_id: row.id.clone(),
+            status: row.status.clone(),
+            pid: row.pid,
+            binary_path: row.binary_path.clone(),
+            exit_code: row.exit_code,
+            exit_reason: None,
+            event_count,
+            hooked_functions: 0,
+            trace_patterns: Vec::new(),
+        }
+    }
+}
+
+impl Session {
+    pub(crate) fn new(id: String, pid: u32, binary_path: PathBuf, project_root: PathBuf, start_mono_ns: i64) -> Session {
+        Session {
+            id,
+            pid,
+            binary_path,
+            project_root,
+            start_mono_ns,
+            state: Mutex::new(SessionState {
+                status: SessionStatus::Running,
+                exit_code: None,
+                exit_reason: None,
+                symbols: None,
+                patterns: Vec::new(),
+                hooked: BTreeSet::new(),
+                open_calls: HashMap::new(),
+            }),
+        }
+    }
+
+    pub fn status(&self) -> SessionStatus {
+        self.state.lock().unwrap().status
+    }
+    pub fn is_running(&self) -> bool {
+        self.status() == SessionStatus::Running
+    }
+
+    /// Fails with `PROCESS_EXITED` (saying what is still possible) unless the target runs.
+    pub fn ensure_running(&self) -> Result<()> {
+        let st = self.state.lock().unwrap();
+        match st.status {
+            SessionStatus::Running => Ok(()),
+            _ => {
+                let how = match (st.exit_code, &st.exit_reason) {
+                    (Some(c), _) => format!("code: {c}"),
+                    (None, Some(r)) => r.clone(),
+                    (None, None) => "code unknown".to_string(),
+                };
+                Err(StrobeError::new(
+                    ErrorCode::ProcessExited,
+                    format!(
+                        "Target process of session '{}' has exited ({how}). The session is still queryable with debug_query, but traces cannot be changed; launch it again to trace more.",
+                        self.id
+                    ),
+                ))
+            }
+        }
+    }
+
+    pub(crate) fn mark_exited(&self, exit_code: Option<i64>, reason: Option<String>) {
+        let mut st = self.state.lock().unwrap();
+        if st.status == SessionStatus::Running {
+            st.status = SessionStatus::Exited;
+            st.exit_code = exit_code;
+            st.exit_reason = reason;
+        }
+    }
+
+    pub(crate) fn mark_stopped(&self) {
+        self.state.lock().unwrap().status = SessionStatus::Stopped;
+    }
+
+    pub fn patterns(&self) -> Vec<String> {
+        self.state.lock().unwrap().patterns.iter().map(|p| p.as_str().to_string()).collect()
+    }
+
+    pub fn report(&self, event_count: i64) -> StatusReport {
+        let st = self.state.lock().unwrap();
+        StatusReport {
+            session_id: self.id.clone(),
+            status: st.status.as_str().to_string(),
+            pid: self.pid as i64,
+            binary_path: self.binary_path.display().to_string(),
+            exit_code: st.exit_code,
+            exit_reason: st.exit_reason.clone(),
+            event_count,
+            hooked_functions: st.hooked.len(),
+            trace_patterns: st.patterns.iter().map(|p| p.as_str().to_string()).collect(),
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! `trace`: turn patterns into the set of hooked functions of a live target, or
+//! stage them for the next launch when no session is given.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Engine, Session};
+use crate::error::{ErrorCode, Result, StrobeError};
+use crate::symbols::{Pattern, SymbolIndex};
+
+/// Above this many hooks a target slows to a crawl and install takes seconds;
+/// refusing with a hint is kinder than hanging the target.
+pub const MAX_HOOKS: usize = 10_000;
+
+#[derive(Debug, Clone, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceResult {
+    pub mode: String,
+    pub active_patterns: Vec<String>,
+    pub hooked_functions: usize,
+    pub matched_functions: usize,
+    pub warnings: Vec<String>,
+    /// Per added pattern: how many functions it matched (the hint rules use it).
+    pub matches_per_pattern: Vec<(String, usize)>,
+    /// For patterns that matched nothing: the closest function names.
+    pub suggestions: Vec<(String, Vec<String>)>,
+}
+
+fn parse_all(patterns: &[String]) -> Result<Vec<Pattern>> {
+    patterns.iter().map(|p| Pattern::parse(p)).collect()
+}
+
+impl Engine {
+    /// Add/remove patterns on a live session, or (no session) on the pending list.
+    pub async fn trace(self: &Arc<Engine>, session_id: Option<&str>, add: &[String], remove: &[String]) -> Result<TraceResult> {
+        let Some(id) = session_id else {
+            parse_all(add)?;
+            let mut pending = self.pending_patterns.lock().unwrap();
+            pending.retain(|p| !remove.contains(p));
+            for p in add {
+                if !pending.contains(p) {
+                    pending.push(p.clone());
+                }
+            }
+            return Ok(TraceResult { mode: "pending".into(), active_patterns: pending.clone(), ..Default::default() });
+        };
+        let session = self.session(id)?;
+        session.ensure_running()?;
+        self.apply_trace(&session, add, remove).await
+    }
+
+    pub(crate) fn session_symbols(&self, session: &Session) -> Result<Arc<SymbolIndex>> {
+        if let Some(s) = session.state.lock().unwrap().symbols.clone() {
+            return Ok(s);
+        }
+        let syms = self.symbols.get(&session.binary_path)?;
+        session.state.lock().unwrap().symbols = Some(syms.clone());
+        Ok(syms)
+    }
+
+    pub(crate) async fn apply_trace(&self, session: &Session, add: &[String], remove: &[String]) -> Result<TraceResult> {
+        let added = parse_all(add)?;
+        let mut warnings = Vec::new();
+        let symbols = if add.is_empty() && remove.is_empty() && session.state.lock().unwrap().patterns.is_empty() {
+            None
+        } else {
+            Some(self.session_symbols(session)?)
+        };
+
+        // The new pattern list: old minus removed, plus added (no duplicates).
+        let patterns: Vec<Pattern> = {
+            let st = session.state.lock().unwrap();
+            for r in remove {
+                if !st.patterns.iter().any(|p| p.as_str() == r) {
+                    warnings.push(format!("Pattern '{r}' was not active; nothing removed."));
+                }
+            }
+            let mut v: Vec<Pattern> = st.patterns.iter().filter(|p| !remove.iter().any(|r| r == p.as_str())).cloned().collect();
+            for p in added {
+                if !v.iter().any(|q| q.as_str() == p.as_str()) {
+                    v.push(p);
+                }
+            }
+            v
+        };
+
+        let mut result = TraceResult { mode: "runtime".into(), ..Default::default() };
+        let mut desired: BTreeSet<u32> = BTreeSet::new();
+        if let Some(symbols) = &symbols {
+            for p in &patterns {
+                let mut seen_addr = HashSet::new();
+                let mut n = 0;
+                for (i, f) in symbols.functions.iter().enumerate() {
+                    if f.address != 0 && p.matches(f, &session.project_root) && seen_addr.insert(f.address) {
+                        desired.insert(i as u32);
+                        n += 1;
+                    }
+                }
+                if add.iter().any(|a| a == p.as_str()) {
+                    result.matches_per_pattern.push((p.as_str().to_string(), n));
+                    if n == 0 {
+                        result.suggestions.push((p.as_str().to_string(), symbols.closest_names(p.as_str(), 5)));
+                    }
+                }
+            }
+            // Two names can share one address (aliases): hook each address once.
+            let mut by_addr = HashSet::new();
+            desired.retain(|i| by_addr.insert(symbols.functions[*i as usize].address));
+        }
+        if desired.len() > MAX_HOOKS {
+            return Err(StrobeError::new(
+                ErrorCode::ValidationError,
+                format!(
+                    "These patterns match {} functions; more than {MAX_HOOKS} hooks would stall the target. Narrow the patterns (e.g. 'mymodule::*' instead of '**', or @file:name.c).",
+                    desired.len()
+                ),
+            ));
+        }
+
+        let current: BTreeSet<u32> = session.state.lock().unwrap().hooked.clone();
+        let to_remove: Vec<u32> = current.difference(&desired).copied().collect();
+        let to_add: Vec<u32> = desired.difference(&current).copied().collect();
+        let mut hooked = current.clone();
+        if !to_remove.is_empty() || !to_add.is_empty() {
+            let symbols = symbols.as_ref().expect("symbols are loaded whenever hooks change");
+            let describe = |ids: &[u32]| -> serde_json::Value {
+                ids.iter()
+                    .map(|&i| {
+                        let f = &symbols.functions[i as usize];
+                        json!({ "id": i, "address": format!("0x{:x}", f.address), "name": f.name })
+                    })
+                    .collect()
+            };
+            let frida = self.frida_running()?;
+            if !to_remove.is_empty() {
+                frida.host().rpc(session.pid, "hooks", json!([{ "action": "remove", "functions": describe(&to_remove) }])).await?;
+                for i in &to_remove {
+                    hooked.remove(i);
+                }
+            }
+            if !to_add.is_empty() {
+                let reply = frida.host().rpc(session.pid, "hooks", json!([{ "action": "add", "functions": describe(&to_add) }])).await?;
+                if let Some(ids) = reply.get("installed").and_then(|v| v.as_array()) {
+                    hooked.extend(ids.iter().filter_map(|v| v.as_u64()).map(|v| v as u32));
+                }
+                if let Some(failed) = reply.get("failed").and_then(|v| v.as_array()) {
+                    for f in failed {
+                        warnings.push(format!(
+                            "Could not hook {}: {}",
+                            f.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
+                            f.get("error").and_then(|v| v.as_str()).unwrap_or("unknown error")
+                        ));
+                    }
+                }
+            }
+        }
+        let hooked_count = hooked.len();
+        {
+            let mut st = session.state.lock().unwrap();
+            st.hooked = hooked;
+            st.patterns = patterns.clone();
+        }
+        result.active_patterns = patterns.iter().map(|p| p.as_str().to_string()).collect();
+        result.hooked_functions = hooked_count;
+        result.matched_functions = desired.len();
+        result.warnings = warnings;
+        Ok(result)
+    }
+
+    /// The Frida runtime of live sessions; it exists whenever a session is live.
+    fn frida_running(&self) -> Result<Arc<crate::frida::FridaRuntime>> {
+        self.frida
+            .lock()
+            .unwrap()
+            .get()
+            .cloned()
+            .ok_or_else(|| StrobeError::new(ErrorCode::ProcessExited, "The Frida host is not running; the session's target is gone. Launch again."))
+    }
+}

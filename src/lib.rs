@@ -1,0 +1,19 @@
+//! Strobe: an LLM-native debugger. The Rust core (sessions, symbols, Frida, storage)
+//! provides primitives; the surface (MCP tools, hints, scenarios) is Lua in `scripts/`.
+
+pub mod error;
+pub mod paths;
+/// SQLite event store: schema, batched writer thread, queries.
+pub mod store;
+/// DWARF function index and trace patterns.
+pub mod symbols;
+/// The Frida host child process and the agent it injects.
+pub mod frida;
+/// JSON-schema subset checks for tool arguments.
+pub mod schema;
+/// Sessions over processes: launch, trace, query, stop.
+pub mod engine;
+/// The embedded Lua runtime: the `strobe` module and script loading.
+pub mod lua;
+/// MCP: protocol, connections, daemon, stdio proxy.
+pub mod mcp;

@@ -1,0 +1,53 @@
+//! The only boundary between the core and Lua. Each `strobe.*` area lives in its own
+//! file and exposes `register(lua, strobe_table, engine)`; `register_modules` below is
+//! the one list that wires them all in.
+
+mod convert;
+mod events;
+mod json;
+mod process;
+mod runtime;
+mod scripts;
+mod session;
+mod symbols;
+mod tools;
+mod util;
+
+pub use runtime::{LuaHost, ToolInfo};
+pub use scripts::ScriptSources;
+
+use std::sync::Arc;
+
+use mlua::{Lua, Table};
+
+use crate::engine::Engine;
+
+/// Every `strobe.*` module, in one visible list.
+fn register_modules(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Result<()> {
+    util::register(lua, strobe)?; // strobe.error, strobe.sleep, strobe.log, strobe.now_ms
+    json::register(lua, strobe)?; // strobe.json.encode/decode/array/null
+    session::register(lua, strobe, engine)?; // strobe.launch, strobe.session, strobe.sessions, strobe.trace_pending
+    symbols::register(lua, strobe, engine)?; // strobe.symbols
+    process::register(lua, strobe)?; // strobe.exec
+    Ok(())
+}
+
+/// Build a Lua state with the `strobe` global installed.
+pub fn new_state(engine: &Arc<Engine>) -> mlua::Result<Lua> {
+    let lua = Lua::new();
+    let strobe = lua.create_table()?;
+    register_modules(&lua, &strobe, engine)?;
+    lua.globals().set("strobe", strobe)?;
+    Ok(lua)
+}
+
+/// A coded error as a Lua error: the text is `CODE: message`, so it survives
+/// `pcall`, `tostring` and tracebacks and can be recovered on the way out.
+pub(crate) fn lua_err(e: crate::error::StrobeError) -> mlua::Error {
+    mlua::Error::RuntimeError(e.to_string())
+}
+
+/// Recover the coded error from whatever a Lua call raised.
+pub fn error_from_lua(e: &mlua::Error) -> crate::error::StrobeError {
+    crate::error::StrobeError::from_lua_message(&e.to_string())
+}

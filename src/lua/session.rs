@@ -1,0 +1,226 @@
+//! `strobe.launch{...}`, `strobe.session(id)`, `strobe.sessions()`,
+//! `strobe.trace_pending{...}` and the Session object. A Session holds only its id and
+//! resolves it again on every call, so a stale one fails with a message that says why.
+
+use std::sync::Arc;
+
+use mlua::{Lua, LuaSerdeExt, Table, UserData, UserDataFields, UserDataMethods, UserDataRef, Value};
+use serde::Deserialize;
+
+use super::convert::to_lua;
+use super::lua_err;
+use crate::engine::{Engine, LaunchRequest};
+use crate::error::StrobeError;
+
+pub struct LuaSession {
+    pub id: String,
+    pub pid: u32,
+    engine: Arc<Engine>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LaunchArgs {
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    cwd: Option<String>,
+    project_root: String,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TraceArgs {
+    #[serde(default)]
+    add: Vec<String>,
+    #[serde(default)]
+    remove: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StopArgs {
+    #[serde(default)]
+    retain: bool,
+}
+
+/// Decode a Lua table into an argument struct; a wrong shape is the caller's mistake.
+pub(crate) fn args<T: for<'de> Deserialize<'de> + Default>(lua: &Lua, v: Value, what: &str) -> mlua::Result<T> {
+    if v.is_nil() {
+        return Ok(T::default());
+    }
+    lua.from_value(v).map_err(|e| lua_err(StrobeError::validation(format!("{what}: {e}"))))
+}
+
+impl UserData for LuaSession {
+    fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_field_method_get("id", |_, this| Ok(this.id.clone()));
+        fields.add_field_method_get("pid", |_, this| Ok(this.pid));
+    }
+
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method("__tostring", |_, this, ()| Ok(format!("Session({}, pid {})", this.id, this.pid)));
+
+        // session:trace{add = {...}, remove = {...}} -> {activePatterns, hookedFunctions, ...}
+        methods.add_async_method("trace", |lua, this: UserDataRef<Self>, v: Value| {
+            let engine = this.engine.clone();
+            let id = this.id.clone();
+            async move {
+                let a: TraceArgs = args(&lua, v, "session:trace")?;
+                let r = engine.trace(Some(&id), &a.add, &a.remove).await.map_err(lua_err)?;
+                to_lua(&lua, &r)
+            }
+        });
+
+        // session:query{eventType=..., function={contains=...}, limit=...} -> {events, totalCount, hasMore, ...}
+        methods.add_method("query", |lua, this, v: Value| {
+            let q = super::events::query_from_lua(lua, &this.engine, &this.id, v)?;
+            let r = this.engine.query(&q).map_err(lua_err)?;
+            super::events::query_result_to_lua(lua, &this.id, &r)
+        });
+
+        // session:wait_for{eventType="stdout", text="ready", ["function"]={...}, timeoutMs=5000}
+        // -> the first matching event that arrives, or nil at the timeout.
+        methods.add_async_method("wait_for", |lua, this: UserDataRef<Self>, v: Table| {
+            let engine = this.engine.clone();
+            let id = this.id.clone();
+            async move {
+                let timeout = std::time::Duration::from_millis(v.get::<Option<u64>>("timeoutMs")?.unwrap_or(10_000));
+                let text: Option<String> = v.get("text")?;
+                v.set("timeoutMs", Value::Nil)?;
+                v.set("text", Value::Nil)?;
+                v.set("limit", 500)?;
+                let mut q = super::events::query_from_lua(&lua, &engine, &id, Value::Table(v))?;
+                let deadline = std::time::Instant::now() + timeout;
+                loop {
+                    let r = engine.query(&q).map_err(lua_err)?;
+                    let hit = r.events.iter().find(|e| match &text {
+                        Some(t) => e.text.as_deref().is_some_and(|x| x.contains(t.as_str())),
+                        None => true,
+                    });
+                    if let Some(e) = hit {
+                        return to_lua(&lua, &super::events::event_json(&id, e));
+                    }
+                    if let Some(last) = r.last_event_id {
+                        q.after_event_id = Some(last);
+                    }
+                    if std::time::Instant::now() >= deadline {
+                        return Ok(Value::Nil);
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+        });
+
+        // session:status() -> {status, pid, eventCount, exitCode, ...}
+        methods.add_method("status", |lua, this, ()| {
+            let r = this.engine.status(&this.id).map_err(lua_err)?;
+            to_lua(lua, &r)
+        });
+
+        // session:stop{retain=false} -> number of events collected
+        methods.add_async_method("stop", |lua, this: UserDataRef<Self>, v: Value| {
+            let engine = this.engine.clone();
+            let id = this.id.clone();
+            async move {
+                let a: StopArgs = args(&lua, v, "session:stop")?;
+                engine.stop(&id, a.retain).await.map_err(lua_err)
+            }
+        });
+
+        // session:stdin("text") writes to the target's standard input.
+        methods.add_async_method("stdin", |_, this: UserDataRef<Self>, data: mlua::String| {
+            let engine = this.engine.clone();
+            let id = this.id.clone();
+            let bytes = data.as_bytes().to_vec();
+            async move { engine.send_stdin(&id, &bytes).await.map_err(lua_err) }
+        });
+
+        // session:is_running()
+        methods.add_method("is_running", |_, this, ()| {
+            Ok(this.engine.status(&this.id).map(|s| s.status == "running").unwrap_or(false))
+        });
+    }
+}
+
+pub fn register(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Result<()> {
+    let e = engine.clone();
+    strobe.set(
+        "launch",
+        lua.create_async_function(move |lua, v: Value| {
+            let engine = e.clone();
+            async move {
+                let a: LaunchArgs = args(&lua, v, "strobe.launch")?;
+                let req = LaunchRequest {
+                    command: a.command,
+                    args: a.args,
+                    cwd: a.cwd,
+                    project_root: a.project_root,
+                    env: a.env.into_iter().collect(),
+                };
+                let r = engine.launch(req).await.map_err(lua_err)?;
+                let s = lua.create_userdata(LuaSession { id: r.session_id.clone(), pid: r.pid, engine: engine.clone() })?;
+                Ok((s, to_lua(&lua, &r)?))
+            }
+        })?,
+    )?;
+
+    let e = engine.clone();
+    strobe.set(
+        "session",
+        lua.create_function(move |lua, id: String| {
+            let st = e.status(&id).map_err(lua_err)?;
+            lua.create_userdata(LuaSession { id, pid: st.pid as u32, engine: e.clone() })
+        })?,
+    )?;
+
+    let e = engine.clone();
+    strobe.set(
+        "sessions",
+        lua.create_function(move |lua, ()| {
+            let rows = e.list().map_err(lua_err)?;
+            let list: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "sessionId": r.id, "binaryPath": r.binary_path, "pid": r.pid,
+                        "startedAt": r.started_at, "endedAt": r.ended_at, "status": r.status,
+                        "exitCode": r.exit_code,
+                    })
+                })
+                .collect();
+            to_lua(lua, &list)
+        })?,
+    )?;
+
+    let e = engine.clone();
+    strobe.set(
+        "trace_pending",
+        lua.create_async_function(move |lua, v: Value| {
+            let engine = e.clone();
+            async move {
+                let a: TraceArgs = args(&lua, v, "strobe.trace_pending")?;
+                let r = engine.trace(None, &a.add, &a.remove).await.map_err(lua_err)?;
+                to_lua(&lua, &r)
+            }
+        })?,
+    )?;
+
+    let e = engine.clone();
+    strobe.set(
+        "delete_session",
+        lua.create_function(move |_, id: String| e.delete(&id).map_err(lua_err))?,
+    )?;
+
+    let e = engine.clone();
+    strobe.set(
+        "stop_session",
+        lua.create_async_function(move |_, (id, retain): (String, Option<bool>)| {
+            let engine = e.clone();
+            async move { engine.stop(&id, retain.unwrap_or(false)).await.map_err(lua_err) }
+        })?,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! One MCP client connection: newline-delimited JSON-RPC in, responses out. Requests
+//! run concurrently; the sessions a connection launched are stopped (targets killed,
+//! data kept) when it goes away.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::protocol::*;
+use crate::engine::Engine;
+use crate::error::{ErrorCode, StrobeError};
+use crate::lua::LuaHost;
+
+/// Sessions one client may hold at once.
+pub const MAX_SESSIONS_PER_CONNECTION: usize = 10;
+/// Sessions the whole daemon may hold at once.
+pub const MAX_SESSIONS_TOTAL: usize = 50;
+
+pub struct Connection {
+    engine: Arc<Engine>,
+    lua: LuaHost,
+    launched: Mutex<BTreeSet<String>>,
+}
+
+impl Connection {
+    pub fn new(engine: Arc<Engine>, lua: LuaHost) -> Arc<Connection> {
+        Arc::new(Connection { engine, lua, launched: Mutex::new(BTreeSet::new()) })
+    }
+
+    /// Serve until the peer closes its side, then clean up its sessions.
+    pub async fn serve<R, W>(self: Arc<Self>, reader: R, mut writer: W)
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
+        let write_task = tokio::spawn(async move {
+            while let Some(msg) = out_rx.recv().await {
+                let mut line = msg.to_string();
+                line.push('\n');
+                if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut lines = BufReader::new(reader).lines();
+        let mut tasks = tokio::task::JoinSet::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let conn = self.clone();
+            let out = out_tx.clone();
+            tasks.spawn(async move {
+                if let Some(resp) = conn.handle_line(&line).await {
+                    let _ = out.send(resp);
+                }
+            });
+            while tasks.try_join_next().is_some() {}
+        }
+        // The client is gone: finish what it asked, then stop its targets.
+        while tasks.join_next().await.is_some() {}
+        drop(out_tx);
+        let _ = write_task.await;
+        self.cleanup().await;
+    }
+
+    async fn cleanup(&self) {
+        let ids: Vec<String> = self.launched.lock().unwrap().iter().cloned().collect();
+        for id in ids {
+            if self.engine.live_session_ids().contains(&id) {
+                tracing::info!("client disconnected: stopping its session {id} (data kept)");
+                let _ = self.engine.stop(&id, true).await;
+            }
+        }
+    }
+
+    /// Handle one line; `None` for notifications.
+    pub async fn handle_line(&self, line: &str) -> Option<Value> {
+        let msg: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => return Some(error_response(&Value::Null, PARSE_ERROR, format!("Parse error: {e}"))),
+        };
+        if let Some(batch) = msg.as_array() {
+            // JSON-RPC batches: answer each request, skip notifications.
+            let mut out = Vec::new();
+            for m in batch {
+                if let Some(r) = self.handle_message(m).await {
+                    out.push(r);
+                }
+            }
+            return (!out.is_empty()).then(|| Value::Array(out));
+        }
+        self.handle_message(&msg).await
+    }
+
+    async fn handle_message(&self, msg: &Value) -> Option<Value> {
+        let id = msg.get("id").cloned();
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            if msg.get("result").is_some() || msg.get("error").is_some() {
+                return None; // a response to something we never ask; ignore
+            }
+            return Some(error_response(&id.unwrap_or(Value::Null), INVALID_REQUEST, "Invalid Request: 'method' is missing"));
+        };
+        if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return id.map(|id| error_response(&id, INVALID_REQUEST, "Invalid Request: 'jsonrpc' must be \"2.0\""));
+        }
+        let id = id?; // notifications (initialized, cancelled, ...) need no answer
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        Some(match method {
+            "initialize" => response(&id, initialize_result(params.get("protocolVersion").and_then(Value::as_str))),
+            "ping" => response(&id, json!({})),
+            "tools/list" => match self.lua.list_tools().await {
+                Ok(tools) => response(&id, json!({ "tools": tools })),
+                Err(e) => error_response(&id, INVALID_PARAMS, e.to_string()),
+            },
+            "tools/call" => {
+                let Some(name) = params.get("name").and_then(Value::as_str) else {
+                    return Some(error_response(&id, INVALID_PARAMS, "tools/call needs params.name (the tool to call)"));
+                };
+                let args = params.get("arguments").cloned().unwrap_or(json!({}));
+                response(&id, self.call_tool(name, args).await)
+            }
+            other => error_response(&id, METHOD_NOT_FOUND, format!("Method not found: {other}")),
+        })
+    }
+
+    async fn call_tool(&self, name: &str, args: Value) -> Value {
+        if name == "debug_launch" {
+            if let Err(e) = self.check_session_limits() {
+                return tool_error(&e);
+            }
+        }
+        match self.lua.call_tool(name, args).await {
+            Ok(result) => {
+                if name == "debug_launch" {
+                    if let Some(id) = result.get("sessionId").and_then(Value::as_str) {
+                        self.launched.lock().unwrap().insert(id.to_string());
+                    }
+                }
+                tool_result(&result)
+            }
+            Err(e) => tool_error(&e),
+        }
+    }
+
+    fn check_session_limits(&self) -> Result<(), StrobeError> {
+        let live = self.engine.live_session_ids();
+        let mine = self.launched.lock().unwrap().iter().filter(|id| live.contains(id)).count();
+        if mine >= MAX_SESSIONS_PER_CONNECTION {
+            return Err(StrobeError::new(
+                ErrorCode::SessionLimit,
+                format!("This connection already has {mine} live sessions (max {MAX_SESSIONS_PER_CONNECTION}). Stop one with debug_session {{action: 'stop'}} first."),
+            ));
+        }
+        if live.len() >= MAX_SESSIONS_TOTAL {
+            return Err(StrobeError::new(
+                ErrorCode::SessionLimit,
+                format!("The daemon already has {} live sessions (max {MAX_SESSIONS_TOTAL}). Stop sessions you no longer need.", live.len()),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,7 @@
+//! MCP over JSON-RPC 2.0: the protocol handler, per-connection state, the daemon that
+//! serves `$STROBE_HOME/strobe.sock`, and the stdio proxy (`strobe mcp`).
+
+pub mod connection;
+pub mod daemon;
+pub mod protocol;
+pub mod proxy;

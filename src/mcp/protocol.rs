@@ -1,0 +1,53 @@
+//! JSON-RPC 2.0 and the MCP methods Strobe serves: `initialize`, `ping`,
+//! `tools/list`, `tools/call`. Tools themselves are Lua scripts (see `crate::lua`).
+
+use serde_json::{json, Value};
+
+use crate::error::StrobeError;
+
+/// Protocol versions we speak; the client's choice wins when we know it.
+pub const SUPPORTED_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+pub const LATEST_VERSION: &str = "2025-11-25";
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+
+pub fn response(id: &Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+pub fn error_response(id: &Value, code: i64, message: impl Into<String>) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message.into() } })
+}
+
+pub fn negotiate_version(requested: Option<&str>) -> &'static str {
+    requested.and_then(|r| SUPPORTED_VERSIONS.iter().find(|v| **v == r).copied()).unwrap_or(LATEST_VERSION)
+}
+
+pub fn initialize_result(requested: Option<&str>) -> Value {
+    json!({
+        "protocolVersion": negotiate_version(requested),
+        "capabilities": { "tools": { "listChanged": true } },
+        "serverInfo": { "name": "strobe", "version": env!("CARGO_PKG_VERSION") },
+        "instructions": "Strobe is a debugger. Launch the program with debug_launch (no trace patterns), read its output with debug_query({eventType:'stderr'}) first, then add targeted traces with debug_trace on the running session, query events, and stop with debug_session."
+    })
+}
+
+/// A tool's answer as MCP content: the JSON result as text.
+pub fn tool_result(result: &Value) -> Value {
+    json!({
+        "content": [{ "type": "text", "text": serde_json::to_string_pretty(result).unwrap_or_default() }],
+        "isError": false
+    })
+}
+
+/// A tool error: `isError` with the spec's code and a message that says what to do.
+pub fn tool_error(err: &StrobeError) -> Value {
+    let body = json!({ "error": err.code.as_str(), "message": err.message });
+    json!({
+        "content": [{ "type": "text", "text": serde_json::to_string_pretty(&body).unwrap_or_default() }],
+        "isError": true
+    })
+}

@@ -1,0 +1,24 @@
+//! Symbols: a function index built from a binary's DWARF debug info, and the trace
+//! patterns (`ns::*`, `**::step`, `@usercode`, `@file:x.c`) that select from it.
+//!
+//! - [`SymbolIndex::load`] reads an ELF binary (memory-mapped) and lists every
+//!   `DW_TAG_subprogram` with code: demangled qualified name, raw name, static
+//!   address, size, declaring file and line. Addresses are pre-slide; the agent adds
+//!   `module base - image_base` at runtime.
+//! - [`SymbolCache`] shares indexes across sessions, per canonical path, reloading
+//!   when the file's size or mtime changes.
+//! - [`Pattern`] parses and matches trace patterns (spec "Pattern Syntax").
+//!
+//! Errors: `NO_DEBUG_SYMBOLS` (no DWARF functions), `INVALID_PATTERN`, and
+//! `VALIDATION_ERROR` for a missing or non-ELF file.
+
+mod cache;
+mod demangle;
+mod dwarf;
+mod dwarf_unit;
+mod pattern;
+mod query;
+
+pub use cache::SymbolCache;
+pub use dwarf::{FunctionInfo, SymbolIndex};
+pub use pattern::Pattern;

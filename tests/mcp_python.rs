@@ -1,0 +1,59 @@
+//! Runs the MCP integration tests (`tests/mcp/*.py`): the official MCP Python SDK
+//! drives a real `strobe mcp` proxy and daemon against real fixture programs.
+//! The Python environment is created on first use under `target/py-test-venv`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A venv with the pinned test requirements, created once (file-locked: test binaries run in parallel).
+fn test_python() -> PathBuf {
+    let venv = repo().join("target").join("py-test-venv");
+    std::fs::create_dir_all(repo().join("target")).unwrap();
+    let lock = std::fs::File::create(repo().join("target").join("py-test-venv.lock")).unwrap();
+    lock.lock().unwrap();
+    let python = venv.join("bin").join("python");
+    let reqs = repo().join("tests").join("mcp").join("requirements.txt");
+    let marker = venv.join(".requirements");
+    let wanted = std::fs::read_to_string(&reqs).unwrap();
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
+        eprintln!("setting up the MCP test environment in {} (one-time)", venv.display());
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+        run(Command::new(&python).args(["-m", "pip", "install", "-q", "-r"]).arg(&reqs));
+        std::fs::write(&marker, wanted).unwrap();
+    }
+    python
+}
+
+fn run(cmd: &mut Command) {
+    let status = cmd.status().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(status.success(), "{cmd:?} failed with {status}");
+}
+
+fn pytest(file: &str) {
+    let python = test_python();
+    let target = repo().join("target");
+    let status = Command::new(python)
+        .args(["-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"])
+        .arg(Path::new("tests").join("mcp").join(file))
+        .current_dir(repo())
+        .env("STROBE_BIN", env!("CARGO_BIN_EXE_strobe"))
+        .env("STROBE_FIXTURES", target.join("fixtures"))
+        .env("STROBE_CACHE_DIR", target.join("strobe-cache"))
+        .status()
+        .expect("run pytest");
+    assert!(status.success(), "pytest {file} failed: {status}");
+}
+
+#[test]
+fn mcp_walking_skeleton() {
+    pytest("test_walking_skeleton.py");
+}
+
+#[test]
+fn mcp_bad_input() {
+    pytest("test_bad_input.py");
+}
