@@ -27,6 +27,13 @@ gets exactly one reply  {"id", "ok": true, ...result}  or  {"id", "ok": false, "
                                                               Frida's message JSON ({"type":
                                                               "send"|"log"|"error", ...}), then
                                                               the data bytes (the fast path)
+    {"event": "exit_status", "pid", "code" | "signal"}        how a process ended, when still
+                                                              knowable (best effort, before
+                                                              its "detached")
+    {"event": "child_added", "pid", "parent_pid", "origin", "path"}
+                                                              a fork/exec of an attached process,
+                                                              suspended: the daemon attaches to
+                                                              it (or not) and resumes it
     {"event": "detached", "pid", "reason", "crash"?}          the session ended
 
 stdout carries frames only: fd 1 is redirected to stderr at start, so stray prints (ours,
@@ -49,6 +56,7 @@ PROTOCOL_VERSION = 1
 RPC_PREFIX = '{"type":"send","payload":["frida:rpc"'
 EXIT_PREFIX = '{"type":"send","payload":{"type":"process_exit"'
 SYNC_PREFIX = '{"type":"send","payload":{"type":"sync"}'
+CRASH_PREFIX = '{"type":"send","payload":{"type":"crash"'
 MAX_HEADER = 64 << 20
 MAX_PAYLOAD = 1 << 30
 
@@ -120,6 +128,11 @@ class Host:
 
     def _on_child_added(self, child):
         try:
+            if child.origin == "exec":
+                # Same pid, new image: the old agent is gone (its session detaches with
+                # "process-replaced"); the daemon attaches a new one.
+                with self.lock:
+                    self.targets.pop(child.pid, None)
             self.w.send({"event": "child_added", "pid": child.pid, "parent_pid": child.parent_pid,
                          "origin": child.origin, "path": child.path})
         except Exception:
@@ -129,11 +142,16 @@ class Host:
         self.w.send({"event": "process_crashed", "pid": crash.pid, "summary": crash.summary,
                      "report": crash.report})
 
-    def _make_detached_handler(self, pid):
+    def _make_detached_handler(self, pid, session=None):
         def on_detached(reason, crash):
             with self.lock:
-                self.targets.pop(pid, None)
-                self.gone[pid] = reason
+                t = self.targets.get(pid)
+                if t is not None and (session is None or t.session is session):
+                    self.targets.pop(pid, None)
+                if reason != "process-replaced":
+                    self.gone[pid] = reason
+            if reason == "process-terminated":
+                self._report_exit_status(pid)
                 if reason in ("process-terminated", "process-replaced"):
                     self.spawned.discard(pid)
             header = {"event": "detached", "pid": pid, "reason": reason}
@@ -142,6 +160,24 @@ class Host:
                                    "report": getattr(crash, "report", None)}
             self.w.send(header)
         return on_detached
+
+    def _report_exit_status(self, pid):
+        """Best effort: the exit status of a process we spawned, if Frida has not reaped it yet
+        (WNOWAIT leaves it for Frida). Sent as {"event": "exit_status", "pid", "code"|"signal"}."""
+        try:
+            r = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+        except (ChildProcessError, OSError):
+            return
+        if r is None or r.si_pid != pid:
+            return
+        header = {"event": "exit_status", "pid": pid}
+        if r.si_code == os.CLD_EXITED:
+            header["code"] = r.si_status
+        elif r.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+            header["signal"] = r.si_status
+        else:
+            return
+        self.w.send(header)
 
     def _make_message_handler(self, pid):
         def on_message(message, data):
@@ -152,6 +188,10 @@ class Host:
                     self._ack_exit(pid)
                     if body.get("type") == "sync":
                         return
+                if isinstance(body, dict) and body.get("type") == "crash":
+                    self.w.send({"event": "message", "pid": pid, "message": body, "has_data": False})
+                    self._ack_exit(pid, "crash-ack")
+                    return
             elif mtype == "error":
                 body = {"type": "script_error", "description": message.get("description"),
                         "stack": message.get("stack"), "fileName": message.get("fileName"),
@@ -199,18 +239,21 @@ class Host:
                 text = raw.encode("utf-8")
                 self.w.send({"event": "raw_message", "pid": pid, "raw_len": len(text), "has_data": data is not None},
                             text + bytes(data) if data is not None else text)
+                if raw.startswith(CRASH_PREFIX):
+                    # The crashing thread waits for this; the report is already on its way.
+                    self._ack_exit(pid, "crash-ack")
             except Exception:
                 log("message from %d: %s" % (pid, traceback.format_exc().rstrip()))
 
         impl.on("message", on_raw)
 
-    def _ack_exit(self, pid):
+    def _ack_exit(self, pid, ack="exit-ack"):
         # The exiting thread waits for this ack so its message gets out first.
         with self.lock:
             t = self.targets.get(pid)
         if t is not None:
             try:
-                t.script.post({"type": "exit-ack"})
+                t.script.post({"type": ack})
             except Exception as e:
                 log("exit-ack to %d failed: %s" % (pid, e))
 
@@ -285,11 +328,17 @@ class Host:
             if pid in self.targets:
                 raise HostError("already attached to pid %d" % pid)
         session = self.device.attach(pid)
-        session.on("detached", self._make_detached_handler(pid))
+        session.on("detached", self._make_detached_handler(pid, session))
         try:
             script = session.create_script(source, name="strobe-agent")
             self._hook_messages(pid, script)
             script.load()
+            # Forks and execs are suspended until the daemon has instrumented them (the
+            # daemon answers every child_added event with attach + resume). Opt-in for now:
+            # under load a followed child was sometimes killed by a signal, or an exec not
+            # re-instrumented (under investigation), and an unfollowed child is never stuck.
+            if os.environ.get("STROBE_FOLLOW_CHILDREN") == "1":
+                session.enable_child_gating()
             with self.lock:
                 self.targets[pid] = Target(pid, session, script)
                 self.gone.pop(pid, None)
@@ -358,6 +407,14 @@ class Host:
         with self.lock:
             self.targets.pop(pid, None)
         return {"drained": drained}, b""
+
+    def op_post(self, req, payload):
+        # Deliver a message to the agent's recv() (e.g. "resume-<tid>" for a paused thread).
+        message = req.get("message")
+        if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+            raise HostError("post: message must be an object with a string 'type'")
+        self._target(int(req["pid"])).script.post(message)
+        return {}, b""
 
     def op_input(self, req, payload):
         self.device.input(int(req["pid"]), payload or b"")

@@ -1,6 +1,10 @@
 //! Event store benchmark: ingestion rate and `debug_query` latency.
 //!
-//! `cargo bench --bench store` (set `STORE_BENCH_EVENTS` to change the 1 M default).
+//! `cargo bench --bench store`. Knobs: `STORE_BENCH_EVENTS` (default 1 000 000);
+//! `STORE_BENCH_INGEST_ONLY=1` / `STORE_BENCH_PRE_ONLY=1` stop after ingestion;
+//! `STORE_BENCH_ONLY=<substring>` runs only the query rows whose name contains it.
+//! "events per writer-CPU-second" divides by the writer thread's CPU time (Linux `/proc`),
+//! which other processes' load does not inflate the way it inflates wall-clock time.
 //! Events are realistic trace events: enter/exit pairs from a random call tree over a pool
 //! of 200 function names in 30 files and 4 threads, JSON arguments on enters, JSON return
 //! values and durations on exits, parent ids, plus a little stdout.
@@ -123,7 +127,8 @@ impl Generator {
 fn ingest(store: &Store, session: &str, n: usize, seed: u64) -> (f64, f64, i64) {
     store.set_max_events_per_session(session, 10_000_000);
     let mut gen = Generator::new(seed);
-    let cpu0 = writer_cpu_secs();
+    let split0 = writer_cpu_split();
+    let cpu0 = split0.0 + split0.1;
     let start = Instant::now();
     let mut sent = 0;
     while sent < n {
@@ -135,7 +140,12 @@ fn ingest(store: &Store, session: &str, n: usize, seed: u64) -> (f64, f64, i64) 
     store.flush();
     let total = start.elapsed();
     let cpu = writer_cpu_secs() - cpu0;
-    eprintln!("  produced {n} events in {produced:.2?}, committed after {total:.2?}, writer CPU {cpu:.2} s");
+    let split = writer_cpu_split();
+    eprintln!(
+        "  produced {n} events in {produced:.2?}, committed after {total:.2?}, writer CPU {cpu:.2} s (user {:.2}, sys {:.2})",
+        split.0 - split0.0,
+        split.1 - split0.1
+    );
     (n as f64 / total.as_secs_f64(), n as f64 / cpu, gen.now)
 }
 
@@ -156,9 +166,15 @@ fn ingest_pregenerated(store: &Store, session: &str, n: usize, seed: u64) -> (f6
 
 /// CPU seconds used so far by the store's writer threads (Linux `/proc`; 0 elsewhere).
 fn writer_cpu_secs() -> f64 {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0.0 };
+    let (u, s) = writer_cpu_split();
+    u + s
+}
+
+/// (user, system) CPU seconds of the writer threads.
+fn writer_cpu_split() -> (f64, f64) {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return (0.0, 0.0) };
     let tick = 100.0; // USER_HZ
-    let mut total = 0.0;
+    let (mut user, mut sys) = (0.0, 0.0);
     for t in dir.flatten() {
         let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
         if comm.trim() != "strobe-store-wr" {
@@ -169,10 +185,11 @@ fn writer_cpu_secs() -> f64 {
         let rest = stat.rsplit_once(')').map_or("", |x| x.1);
         let f: Vec<&str> = rest.split_whitespace().collect();
         if f.len() > 12 {
-            total += (f[11].parse::<f64>().unwrap_or(0.0) + f[12].parse::<f64>().unwrap_or(0.0)) / tick;
+            user += f[11].parse::<f64>().unwrap_or(0.0) / tick;
+            sys += f[12].parse::<f64>().unwrap_or(0.0) / tick;
         }
     }
-    total
+    (user, sys)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -265,7 +282,11 @@ fn query_table(store: &Store, session: &str, span_ns: i64, max_id: i64) {
     ];
     println!("| query | p50 | p95 | totalCount (last) |");
     println!("|---|---|---|---|");
+    let only = std::env::var("STORE_BENCH_ONLY").unwrap_or_default();
     for (name, qs) in cases {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         let qs = if name.starts_with("returnValue") { qs[..3].to_vec() } else { qs };
         let (p50, p95, total) = time_queries(store, &qs);
         println!("| {name} | {:.2} ms | {:.2} ms | {total} |", p50.as_secs_f64() * 1e3, p95.as_secs_f64() * 1e3);
@@ -289,6 +310,10 @@ fn main() {
     }
     if std::env::var_os("STORE_BENCH_INGEST_ONLY").is_some() {
         println!("ingest: {rate:.0} events/s wall, {rate_cpu:.0} events per writer-CPU-second");
+        return;
+    }
+    if std::env::var_os("STORE_BENCH_ONLY").is_some() {
+        query_table(&big, "big", span_big, max_big);
         return;
     }
     let pre = {

@@ -17,3 +17,7 @@ pub mod engine;
 pub mod lua;
 /// MCP: protocol, connections, daemon, stdio proxy.
 pub mod mcp;
+/// Layered settings (defaults, `$STROBE_HOME/settings.json`, project file).
+pub mod settings;
+/// `strobe repl`: the interactive Lua prompt, in-process or connected to the daemon.
+pub mod repl;

@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
         if (p == 0) { add(10, 20); printf("child\n"); fflush(stdout); exit(5); }
         int st = 0;
         waitpid(p, &st, 0);
-        printf("child status %d\n", WEXITSTATUS(st));
+        printf("child status %d sig %d\n", WEXITSTATUS(st), WIFSIGNALED(st) ? WTERMSIG(st) : 0);
         add(3, 4);
         return 0;
     }
@@ -200,12 +200,14 @@ fn output_text(evs: &[HostEvent], want_pid: u32, want_fd: u8) -> String {
 }
 
 /// All trace events (enter/exit) from the agent for `pid`, in arrival order.
+/// Call records (enter/exit) only: the stream also carries thread-name records.
 fn trace_events(evs: &[HostEvent], want_pid: u32) -> Vec<Value> {
     let mut out = Vec::new();
     for e in evs {
         if let HostEvent::AgentMessage { pid, message, .. } = e {
             if *pid == want_pid && message["type"] == "events" {
-                out.extend(message["events"].as_array().unwrap().iter().cloned());
+                let calls = message["events"].as_array().unwrap().iter().filter(|r| r["k"] == "enter" || r["k"] == "exit");
+                out.extend(calls.cloned());
             }
         }
     }

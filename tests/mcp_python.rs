@@ -57,3 +57,33 @@ fn mcp_walking_skeleton() {
 fn mcp_bad_input() {
     pytest("test_bad_input.py");
 }
+
+#[test]
+fn mcp_lifecycle() {
+    pytest("test_lifecycle.py");
+}
+
+#[test]
+fn mcp_scripts_hot_reload_trust_hints() {
+    pytest("test_scripts.py");
+}
+
+#[test]
+fn mcp_repl_through_a_pty() {
+    pytest("test_repl.py");
+}
+
+#[test]
+fn mcp_types_watches_memory() {
+    pytest("test_types_watches_memory.py");
+}
+
+#[test]
+fn mcp_breakpoints() {
+    pytest("test_breakpoints.py");
+}
+
+#[test]
+fn mcp_query_filters_settings_limits() {
+    pytest("test_query.py");
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use strobe::error::ErrorCode;
-use strobe::store::query::json_text_equals;
+use strobe::store::json_eq::json_text_equals;
 use strobe::store::{Event, EventQuery, EventType, SessionRow, Store, TextFilter};
 use tempfile::TempDir;
 
@@ -120,7 +120,8 @@ fn dataset(store: &Store) -> Vec<Event> {
         e.thread_id = Some(i % 3);
         e.pid = if i % 10 == 0 { None } else { Some(100 + (i % 2) * 100) };
         if kind == EventType::FunctionExit {
-            e.duration_ns = Some((i * 37) % 1000);
+            // Mostly fast; every 7th call slow enough for the slow-call index (>= 100 us).
+            e.duration_ns = Some((i * 37) % 1000 * if i % 7 == 0 { 1_000 } else { 1 });
             if i % 8 != 0 {
                 e.return_value = Some(rets[(i % 7) as usize].into());
             }
@@ -233,6 +234,17 @@ fn each_filter_alone_and_combined_matches_a_naive_model() {
         ("timeTo", EventQuery { time_to_ns: Some(1_500), ..base.clone() }),
         ("time range", EventQuery { time_from_ns: Some(2_000), time_to_ns: Some(2_500), ..base.clone() }),
         ("minDuration", EventQuery { min_duration_ns: Some(900), ..base.clone() }),
+        ("minDuration slow", EventQuery { min_duration_ns: Some(100_000), ..base.clone() }),
+        (
+            "minDuration slow + function + time",
+            EventQuery {
+                min_duration_ns: Some(300_000),
+                function: tf(None, Some("parse"), None),
+                time_to_ns: Some(4_000),
+                ..base.clone()
+            },
+        ),
+        ("minDuration slow + returnValue", EventQuery { min_duration_ns: Some(200_000), return_value_is_null: Some(false), ..base.clone() }),
         ("pid", EventQuery { pid: Some(200), ..base.clone() }),
         ("pid of other session", EventQuery { pid: Some(999), ..base.clone() }),
         (
@@ -284,7 +296,7 @@ fn each_filter_alone_and_combined_matches_a_naive_model() {
             nonempty += 1;
         }
     }
-    assert!(nonempty >= 25, "the dataset should exercise most filters, {nonempty} non-empty");
+    assert!(nonempty >= 28, "the dataset should exercise most filters, {nonempty} non-empty");
 }
 
 #[test]
@@ -307,6 +319,17 @@ fn pagination_limit_offset_has_more_total() {
     assert!(past.events.is_empty() && !past.has_more && past.total_count == 400 && past.last_event_id.is_none());
     let zero = store.query(&EventQuery { limit: 0, ..q("s1") }).unwrap();
     assert!(zero.events.is_empty() && zero.has_more && zero.total_count == 400);
+    // Pages of the single-pass path (return value filter) and the slow-call index.
+    for query in [
+        EventQuery { return_value_equals: Some(json!(5)), limit: 7, offset: 5, ..q("s1") },
+        EventQuery { min_duration_ns: Some(100_000), limit: 3, offset: 2, ..q("s1") },
+    ] {
+        let r = store.query(&query).unwrap();
+        let exp = reference(&all, &query);
+        assert_eq!(r.total_count, exp.len() as i64);
+        assert_eq!(ids(&r.events), exp[query.offset.min(exp.len())..(query.offset + query.limit).min(exp.len())].to_vec());
+        assert_eq!(r.has_more, exp.len() > query.offset + query.limit);
+    }
     // Filtered pagination.
     let filt = EventQuery { event_type: Some(EventType::FunctionEnter), limit: 40, offset: 120, ..q("s1") };
     let r = store.query(&filt).unwrap();
@@ -374,20 +397,31 @@ fn cursor_polling_never_skips_or_repeats() {
 }
 
 #[test]
-fn cursor_far_behind_uses_the_index_and_agrees() {
+fn cursor_walk_and_index_paths_agree() {
     let (_d, store) = open();
-    let n = 120_000;
-    let batch: Vec<Event> = (0..n).map(|i| Event::new("s", EventType::FunctionEnter, i * 3 % 1_000_003)).collect();
-    store.insert(batch);
+    // "s" first, then many rows of another session: from cursor 0, walking the table would
+    // cross more rows than "s" has, so the index serves it; near the end, the walk does.
+    let mk = |s: &str, n: i64| -> Vec<Event> { (0..n).map(|i| Event::new(s, EventType::FunctionEnter, i * 3 % 1_000_003)).collect() };
+    store.insert(mk("s", 20_000));
+    store.insert(mk("other", 30_000));
+    let tail: Vec<Event> = mk("s", 5).into_iter().map(|e| Event { id: store.next_event_id(), ..e }).collect();
+    store.insert(tail.clone());
     store.flush();
     let first = store.query(&EventQuery { after_event_id: Some(0), limit: 50, ..q("s") }).unwrap();
-    assert_eq!(first.total_count, n);
+    assert_eq!(first.total_count, 20_005);
     let mut got = ids(&first.events);
     got.sort();
     assert_eq!(got, (1..=50).collect::<Vec<_>>(), "the next 50 by id");
-    let near = store.query(&EventQuery { after_event_id: Some(n - 10), limit: 50, ..q("s") }).unwrap();
-    assert_eq!(near.total_count, 10);
-    assert_eq!(near.last_event_id, Some(n));
+    let mid = store.query(&EventQuery { after_event_id: Some(19_990), limit: 50, ..q("s") }).unwrap();
+    assert_eq!(mid.total_count, 15);
+    let mut got = ids(&mid.events);
+    got.sort();
+    let mut expected: Vec<i64> = (19_991..=20_000).collect();
+    expected.extend(ids(&tail));
+    assert_eq!(got, expected, "skips the other session's rows");
+    let near = store.query(&EventQuery { after_event_id: Some(tail[1].id), limit: 50, ..q("s") }).unwrap();
+    assert_eq!(near.total_count, 3);
+    assert_eq!(near.last_event_id, Some(tail[4].id));
 }
 
 #[test]
@@ -395,15 +429,19 @@ fn fifo_eviction_and_events_dropped() {
     let (_d, store) = open();
     store.set_max_events_per_session("s", 100);
     let mut all_ids = Vec::new();
+    let mut all = Vec::new();
     for _ in 0..10 {
         let batch: Vec<Event> = (0..25)
             .map(|i| {
-                let mut e = Event::new("s", EventType::FunctionEnter, i);
+                let kind = if i % 3 == 0 { EventType::Stdout } else { EventType::FunctionEnter };
+                let mut e = Event::new("s", kind, i);
                 e.id = store.next_event_id();
+                e.function_name = (kind == EventType::FunctionEnter).then(|| format!("f{}", i % 4));
                 e
             })
             .collect();
         all_ids.extend(ids(&batch));
+        all.extend(batch.clone());
         store.insert(batch);
     }
     // An unlimited neighbour is untouched.
@@ -420,6 +458,15 @@ fn fifo_eviction_and_events_dropped() {
     assert_eq!(kept, all_ids[150..].to_vec(), "the oldest (lowest ids) went first");
     assert_eq!(r.total_count, 100);
     assert!(r.events_dropped, "no cursor: the session lost events");
+    // Counters follow eviction.
+    let kept_events: Vec<Event> = all.iter().filter(|e| e.id > all_ids[149]).cloned().collect();
+    for query in [
+        EventQuery { event_type: Some(EventType::Stdout), ..q("s") },
+        EventQuery { function: tf(Some("f1"), None, None), ..q("s") },
+        EventQuery { event_type: Some(EventType::FunctionEnter), function: tf(None, Some("f"), None), ..q("s") },
+    ] {
+        assert_eq!(store.query(&query).unwrap().total_count, reference(&kept_events, &query).len() as i64, "{query:?}");
+    }
 
     let behind = store.query(&EventQuery { after_event_id: Some(all_ids[10]), ..q("s") }).unwrap();
     assert!(behind.events_dropped, "cursor fell behind the eviction");
@@ -648,6 +695,28 @@ fn ids_are_unique_across_threads() {
 }
 
 #[test]
+fn a_duplicate_id_is_not_stored_and_counts_stay_exact() {
+    let (_d, store) = open();
+    let mut a = Event::new("s", EventType::Stdout, 1);
+    a.id = store.next_event_id();
+    a.text = Some("first".into());
+    store.insert(vec![a.clone()]);
+    store.flush();
+    // A batch large enough for the multi-row statement, with one id reused.
+    let mut batch: Vec<Event> = (0..40).map(|i| Event { id: store.next_event_id(), ..Event::new("s", EventType::Stderr, 10 + i) }).collect();
+    batch[5] = Event { text: Some("second".into()), ..a.clone() };
+    store.insert(batch);
+    store.flush();
+    let r = store.query(&q("s")).unwrap();
+    assert_eq!(r.total_count, r.events.len() as i64);
+    assert_eq!(store.count_events("s").unwrap(), r.total_count);
+    assert_eq!(store.query(&EventQuery { event_type: Some(EventType::Stdout), ..q("s") }).unwrap().total_count, 1);
+    assert_eq!(r.events.iter().find(|e| e.id == a.id).unwrap().text.as_deref(), Some("first"));
+    // The other 39 of the batch made it.
+    assert_eq!(store.query(&EventQuery { event_type: Some(EventType::Stderr), ..q("s") }).unwrap().total_count, 39);
+}
+
+#[test]
 fn pids_lists_distinct_pids() {
     let (_d, store) = open();
     let evs: Vec<Event> = [Some(3), Some(1), None, Some(3), Some(2)]
@@ -658,4 +727,27 @@ fn pids_lists_distinct_pids() {
     store.flush();
     assert_eq!(store.query(&q("s")).unwrap().pids, vec![1, 2, 3]);
     assert_eq!(store.query(&EventQuery { pid: Some(3), ..q("s") }).unwrap().total_count, 2);
+}
+
+#[test]
+fn the_events_wire_view_shows_the_spec_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strobe.db");
+    let store = Store::open(&path).unwrap();
+    let full = full_event(&store, "s1");
+    store.insert(vec![full.clone()]);
+    store.flush();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let row: (String, String, String, String, i64, String, String, i64) = conn
+        .query_row(
+            "SELECT session_id, event_type, function_name, thread_name, pid, signal, registers, sampled \
+             FROM events_wire WHERE id = ?1",
+            [full.id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        row,
+        ("s1".into(), "crash".into(), "app::main".into(), "worker-1".into(), 4242, "SIGSEGV".into(), r#"{"rip":"0x1"}"#.into(), 1)
+    );
 }

@@ -13,10 +13,13 @@ export const FLUSH_INTERVAL_MS = 10;
  *   enter: [0, fn, call, parent, tid, ts, arg0, arg1, ...]   args as hex strings
  *   exit:  [1, fn, call, parent, tid, ts, ret, dur]           ret as hex string, dur in ns
  *
+ *   thread: [2, tid, name]                             the thread's name from here on (threads.ts)
+ *
  * parent is the call id of the innermost traced call on the same thread, or null.
  */
 export const ENTER = 0;
 export const EXIT = 1;
+export const THREAD = 2;
 export type AgentEvent = (number | string | null)[];
 
 let buffer: AgentEvent[] = [];

@@ -2,12 +2,15 @@
 // enter/exit events.
 
 import { nowNs } from "./clock.js";
-import { ENTER, EXIT, push } from "./events.js";
+import { AgentEvent, ENTER, EXIT, push } from "./events.js";
+import { announceThread } from "./threads.js";
+import { attachFast, HookNeeds, useFastPath } from "./fastpath.js";
+import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
 
 export const DEFAULT_ARG_COUNT = 6;
 export const MAX_ARG_COUNT = 10;
 
-export interface FunctionSpec {
+export interface FunctionSpec extends HookNeeds {
     id: number;
     /** Static (pre-ASLR) address, hex string "0x…". */
     address: string;
@@ -16,6 +19,8 @@ export interface FunctionSpec {
     argCount?: number;
     /** The address is already a runtime address: do not add the slide. */
     noSlide?: boolean;
+    /** DWARF read recipes for arguments and return value (watches.ts); forces the JS path. */
+    serialize?: SerializeRecipe;
 }
 
 export interface HooksRequest {
@@ -23,6 +28,8 @@ export interface HooksRequest {
     functions?: FunctionSpec[];
     /** Static image base of the main module, if init did not give one. */
     imageBase?: string;
+    /** "js" forces the JS path for this request; default: fastpath.ts decides per hook. */
+    mode?: string;
 }
 
 export interface HooksResult {
@@ -62,7 +69,7 @@ export function activeCount(): number {
     return hooks.size;
 }
 
-function makeCallbacks(fnId: number, argCount: number, state: { active: boolean }): InvocationListenerCallbacks {
+function makeCallbacks(fnId: number, argCount: number, state: { active: boolean }, typed: TypedHook): InvocationListenerCallbacks {
     return {
         onEnter(args) {
             if (!state.active) return;
@@ -71,12 +78,16 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             if (stack === undefined) {
                 stack = [];
                 stacks.set(tid, stack);
+                announceThread(tid); // first event of this thread: its name goes first
             }
             const call = nextCall++;
             const parent = stack.length > 0 ? stack[stack.length - 1] : null;
             stack.push(call);
-            const ev: (number | string | null)[] = [ENTER, fnId, call, parent, tid, 0];
-            for (let i = 0; i < argCount; i++) ev.push(args[i].toString());
+            // Typed record (recipe or watches in scope): [10, fn, call, parent, tid, ts, args, watches].
+            const ev: (number | string | null)[] = typed.active()
+                ? ([ENTER_TYPED, fnId, call, parent, tid, 0, typed.args(this.context, args), typed.watches()] as unknown as AgentEvent)
+                : [ENTER, fnId, call, parent, tid, 0];
+            if (ev[0] === ENTER) for (let i = 0; i < argCount; i++) ev.push(args[i].toString());
             const ts = nowNs();
             ev[5] = ts;
             // One property on the invocation context: they are not free.
@@ -95,7 +106,11 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
                 const i = stack.lastIndexOf(entry.call);
                 if (i >= 0) stack.length = i;
             }
-            push([EXIT, fnId, entry.call, entry.parent, tid, ts, retval.toString(), ts - entry.ts]);
+            if (typed.active()) {
+                push([EXIT_TYPED, fnId, entry.call, entry.parent, tid, ts, typed.ret(this.context, retval), ts - entry.ts, typed.watches()] as unknown as AgentEvent);
+            } else {
+                push([EXIT, fnId, entry.call, entry.parent, tid, ts, retval.toString(), ts - entry.ts]);
+            }
         },
     };
 }
@@ -128,7 +143,9 @@ export function updateHooks(req: HooksRequest): HooksResult {
                 const address = resolve(f);
                 const argCount = Math.max(0, Math.min(MAX_ARG_COUNT, f.argCount ?? DEFAULT_ARG_COUNT));
                 const state = { active: true };
-                const listener = Interceptor.attach(address, makeCallbacks(f.id, argCount, state));
+                const listener = useFastPath(f, argCount, req.mode)
+                    ? attachFast(f.id, address, argCount)
+                    : Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount)));
                 hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
                 result.installed.push(f.id);
             } catch (e) {

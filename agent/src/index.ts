@@ -7,10 +7,18 @@
 //                                                      host answers { type: "exit-ack" }
 //   { type: "sync" }                                   (host-internal, acked, not forwarded)
 //                                                      at _exit, after atexit-time events
+//   { type: "crash", signal, frames, registers, ... }  a fatal signal (crash.ts); the host
+//                                                      answers { type: "crash-ack" }
 
 import { nowNs } from "./clock.js";
-import { batchesSent, flush, markExiting, stats } from "./events.js";
+import { batchesSent as jsBatchesSent, flush, markExiting, stats } from "./events.js";
+import { configure as configureTracing, drainFast, fastBatchesSent, fastStats, setSampling, SamplingRequest, TracingOptions } from "./fastpath.js";
 import { activeCount, currentSlide, errorText, removeAll, setImageBase, updateHooks, HooksRequest, HooksResult } from "./hooks.js";
+import { installCrashHandler } from "./crash.js";
+import { startThreadObserver } from "./threads.js";
+import { debuggerExports } from "./debugger_rpc.js";
+import { memoryExports } from "./memory.js";
+import { addTypes, TypeDesc } from "./serialize.js";
 
 interface InitParams {
     sessionId?: string;
@@ -49,6 +57,11 @@ let getpidFn: NativeFunction<number, []> | null = null;
 
 let batchesAtAck = 0;
 
+/** Batches of both event paths: the exit path waits until all of them are out. */
+function batchesSent(): number {
+    return jsBatchesSent() + fastBatchesSent();
+}
+
 function waitForAck(): void {
     recv("exit-ack", () => {}).wait();
     batchesAtAck = batchesSent();
@@ -70,6 +83,7 @@ function hookExit(): void {
                     // host: waiting for an ack there would hang its exit forever.
                     if (currentPid() !== loadedPid) return;
                     markExiting();
+                    drainFast(true); // everything left, regardless of flow control
                     // A plain send() here is lost most of the time: the process dies before
                     // the message leaves. Waiting for the host's ack makes it reliable (the
                     // host acks in its message callback; unload also releases the wait).
@@ -92,21 +106,33 @@ function hookExit(): void {
 }
 
 rpc.exports = {
+    ...debuggerExports,
+    ...memoryExports,
     init(params: InitParams): object {
         return init(params ?? {});
     },
-    hooks(req: HooksRequest): HooksResult {
+    hooks(req: HooksRequest & { types?: Record<string, TypeDesc> }): HooksResult {
+        addTypes(req.types); // DWARF types of the functions' serialize recipes
         const r = updateHooks(req);
         flush();
         return r;
     },
     status(): object {
         const s = stats();
-        return { sessionId, activeCount: activeCount(), slide: currentSlide()?.toString() ?? null, buffered: s.buffered, sent: s.sent };
+        return { sessionId, activeCount: activeCount(), slide: currentSlide()?.toString() ?? null, buffered: s.buffered, sent: s.sent, fastPath: fastStats() };
     },
     dispose(): void {
         // Called by the host before detaching, and by Frida itself at process exit.
         flush();
+        drainFast(true);
+    },
+    tracingConfig(opts: TracingOptions): object {
+        return configureTracing(opts ?? {});
+    },
+    sampling(req: SamplingRequest): object {
+        const r = setSampling(req ?? {});
+        drainFast();
+        return r;
     },
     shutdown(): void {
         removeAll();
@@ -115,4 +141,12 @@ rpc.exports = {
 };
 
 hookExit();
+startThreadObserver(drainFast);
+{
+    const loadedPid = currentPid();
+    installCrashHandler(() => currentPid() === loadedPid, () => {
+        markExiting();
+        drainFast(true);
+    });
+}
 send({ type: "agent_loaded" });

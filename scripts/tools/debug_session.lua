@@ -3,11 +3,16 @@ local actions = {}
 
 function actions.status(args)
   local st = strobe.session(args.sessionId):status()
-  st.breakpoints = strobe.json.array()
-  st.logpoints = strobe.json.array()
-  st.watches = strobe.json.array()
-  st.pausedThreads = strobe.json.array()
+  local dbg = strobe.session(args.sessionId):debug_state()
+  st.breakpoints = strobe.json.array(dbg.breakpoints)
+  st.logpoints = strobe.json.array(dbg.logpoints)
+  st.watches = strobe.json.array(strobe.session(args.sessionId):watches())
+  st.pausedThreads = strobe.json.array(dbg.pausedThreads)
+  -- "paused" while any thread waits at a breakpoint (the others may still run).
+  if st.status == "running" and #dbg.pausedThreads > 0 then st.status = "paused" end
   st.tracePatterns = strobe.json.array(st.tracePatterns)
+  st.children = strobe.json.array(st.children)
+  st.sampledFunctions = strobe.json.array(st.sampledFunctions)
   return st
 end
 
@@ -17,7 +22,13 @@ function actions.stop(args)
 end
 
 function actions.list()
-  return { sessions = strobe.json.array(strobe.sessions()) }
+  local sessions = strobe.sessions()
+  for _, s in ipairs(sessions) do
+    if s.endedAt == nil then
+      s.endedAt = strobe.json.null -- live: the spec's shape says null, not absent
+    end
+  end
+  return { sessions = strobe.json.array(sessions) }
 end
 
 function actions.delete(args)
@@ -27,7 +38,7 @@ end
 
 return {
   name = "debug_session",
-  description = [[Manage debug sessions. action 'status': state, pid, exit code, event count, hooks. 'stop': kill the target and end the session (retain: true keeps its events for later queries; otherwise they are deleted). 'list': live and retained sessions. 'delete': remove a retained session's data.]],
+  description = [[Manage debug sessions. action 'status': state, pid, exitCode or the killing signal (exitReason says which), forked/exec'd children, event count, hooks. 'stop': kill the target (and its children) and end the session (retain: true keeps its events for later queries; otherwise they are deleted). 'list': live and retained sessions. 'delete': remove a retained session's data.]],
   inputSchema = {
     type = "object",
     required = { "action" },

@@ -2,8 +2,6 @@
 -- them for the next launch when no sessionId is given.
 local guidance = require("guidance")
 
--- The per-session event limit (settings arrive with the settings work; this is the spec default).
-local EVENT_LIMIT = 200000
 
 return {
   name = "debug_trace",
@@ -14,26 +12,78 @@ Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct childre
     additionalProperties = false,
     properties = {
       sessionId = { type = "string", description = "Running session; omit to stage patterns for the next launch" },
+      projectRoot = { type = "string", description = "Root whose .strobe/settings.json applies (default: the session's)" },
       add = { type = "array", items = { type = "string" }, description = "Patterns to add" },
       remove = { type = "array", items = { type = "string" }, description = "Patterns to remove" },
+      serializationDepth = { type = "integer", minimum = 1, maximum = 10,
+        description = "How deep typed arguments, return values and watches expand structs (default 3). Needs sessionId." },
+      watches = {
+        type = "object",
+        additionalProperties = false,
+        description = "Values read on every enter/exit of traced functions, shown as watchValues (verbose debug_query). Max 32. Needs sessionId.",
+        properties = {
+          add = { type = "array", items = {
+            type = "object",
+            additionalProperties = false,
+            properties = {
+              variable = { type = "string", description = "Global/static name or pointer chain: 'gCounter', 'gClock->counter', 'cfg.limits.max' (max 4 '->')" },
+              address = { type = "string", description = "Raw runtime address '0x7f…' (with type)" },
+              type = { type = "string", enum = { "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f32", "f64", "pointer", "bool" } },
+              label = { type = "string", description = "Name in watchValues (default: the variable/address/expr)" },
+              expr = { type = "string", description = "JavaScript evaluated in the target, e.g. \"ptr('0x1234').readU32()\"" },
+              on = { type = "array", items = { type = "string" }, description = "Only record during these traced functions (patterns)" },
+            },
+          } },
+          remove = { type = "array", items = { type = "string" }, description = "Labels of watches to remove" },
+        },
+      },
+      sampling = {
+        type = "object",
+        additionalProperties = false,
+        description = "Hot-function sampling (functions above 100k calls/s record 1 call in 100, events marked sampled). disable: patterns of hooked functions to record in full again (never auto-sampled after); enable: allow auto-sampling again. Needs sessionId.",
+        properties = {
+          disable = { type = "array", items = { type = "string" } },
+          enable = { type = "array", items = { type = "string" } },
+        },
+      },
     },
   },
   handler = function(args)
     local r
+    if args.sampling and not args.sessionId then
+      strobe.error("VALIDATION_ERROR", "sampling needs a sessionId: it changes hooks of a running session. Launch first, then debug_trace({sessionId, sampling = {disable = {'fn'}}}).")
+    end
+    if (args.watches or args.serializationDepth) and not args.sessionId then
+      strobe.error("VALIDATION_ERROR", "watches and serializationDepth need a sessionId: they apply to a running session. Launch first, then call debug_trace with its sessionId.")
+    end
+    local session = args.sessionId and strobe.session(args.sessionId)
+    if session and args.serializationDepth then
+      session:set_depth(args.serializationDepth)
+    end
     if args.sessionId then
-      r = strobe.session(args.sessionId):trace({ add = args.add, remove = args.remove })
+      r = session:trace({ add = args.add, remove = args.remove, sampling = args.sampling })
     else
       r = strobe.trace_pending({ add = args.add, remove = args.remove })
+    end
+    -- Settings are read on every call; bad values come back as warnings.
+    local settings = strobe.settings({ projectRoot = args.projectRoot, sessionId = args.sessionId })
+    for _, w in ipairs(settings.warnings) do
+      table.insert(r.warnings, w)
     end
     local out = {
       mode = r.mode,
       activePatterns = r.activePatterns,
       hookedFunctions = r.hookedFunctions,
-      activeWatches = strobe.json.array(),
+      activeWatches = strobe.json.array(session and session:watches() or nil),
       warnings = r.warnings,
-      eventLimit = EVENT_LIMIT,
+      eventLimit = settings.values["events.maxPerSession"],
+      eventsLost = r.eventsLost or 0,
+      sampledFunctions = strobe.json.array(r.sampledFunctions),
       status = guidance.trace_status(r),
     }
+    if session and args.watches then
+      out.activeWatches = strobe.json.array(session:watch({ add = args.watches.add, remove = args.watches.remove }))
+    end
     if r.matchedFunctions ~= r.hookedFunctions then
       out.matchedFunctions = r.matchedFunctions
     end

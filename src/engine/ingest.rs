@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::{monotonic_ns, now_unix, Engine, Session};
+use super::{lifecycle, monotonic_ns, Engine, Session};
 use crate::frida::HostEvent;
 use crate::store::event::{Event, EventType};
 
@@ -35,29 +35,28 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                     engine.store.insert(rows);
                 }
             }
-            HostEvent::AgentMessage { pid, message, .. } => {
+            HostEvent::AgentMessage { pid, message, data } => {
                 let Some(s) = engine.session_by_pid(pid) else { continue };
                 match message.get("type").and_then(Value::as_str) {
+                    Some("events_bin") => super::decode::ingest(&engine, &s, pid, &message, data.as_deref()),
+                    Some("paused" | "logpoint" | "conditionError") => super::debug_state::ingest(&engine, &s, pid, &message),
                     Some("events") => {
                         if let Some(list) = message.get("events").and_then(Value::as_array) {
                             let rows = trace_rows(&engine, &s, pid, list);
                             engine.store.insert(rows);
                         }
                     }
+                    Some("variable_snapshot") => super::memory::ingest_snapshot(&engine, &s, pid, &message),
                     Some("log") => tracing::debug!(pid, "agent: {}", message.get("message").unwrap_or(&serde_json::Value::Null)),
-                    _ => {}
-                }
-            }
-            HostEvent::Detached { pid, reason } => {
-                if let Some(s) = engine.session_by_pid(pid) {
-                    if s.is_running() {
-                        s.mark_exited(None, Some(reason.clone()));
-                        // Leave time for the last output and events to be written first.
-                        engine.store.flush();
-                        let _ = engine.store.update_session_status(&s.id, "exited", Some(now_unix()), None);
+                    _ => {
+                        lifecycle::on_agent_message(&engine, &s, pid, &message);
                     }
                 }
             }
+            // Exit status, exec and children: lifecycle.rs.
+            HostEvent::Detached { pid, reason } => lifecycle::on_detached(&engine, pid, &reason),
+            HostEvent::ExitStatus { pid, code, signal } => lifecycle::on_exit_status(&engine, pid, code, signal),
+            HostEvent::ChildAdded { pid, parent_pid, origin, .. } => lifecycle::on_child_added(&engine, pid, parent_pid, origin),
             HostEvent::HostExited { status } => {
                 tracing::warn!("Frida host exited: {status}");
                 engine.on_host_exited(&status);
@@ -69,13 +68,19 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
 
 /// Agent records: `{k:"enter"|"exit", fn, call, parent, tid, ts, args?, ret?, dur?}`.
 fn trace_rows(engine: &Engine, s: &Arc<Session>, pid: u32, list: &[Value]) -> Vec<Event> {
-    let Ok(symbols) = engine.session_symbols(s) else { return Vec::new() };
+    let Ok(symbols) = lifecycle::symbols_for(engine, s, pid) else { return Vec::new() };
     let mut rows = Vec::with_capacity(list.len());
     let mut st = s.state.lock().unwrap();
+    // Call ids are per agent: a child's must not meet its parent's.
+    let key = |c: u64| if pid == s.pid { c } else { lifecycle::call_key(pid, c) };
     for rec in list {
         let kind = match rec.get("k").and_then(Value::as_str) {
             Some("enter") => EventType::FunctionEnter,
             Some("exit") => EventType::FunctionExit,
+            Some("thread") => {
+                st.life.note_thread(pid, rec);
+                continue;
+            }
             _ => continue,
         };
         let Some(f) = rec.get("fn").and_then(Value::as_u64).and_then(|i| symbols.functions.get(i as usize)) else {
@@ -86,24 +91,26 @@ fn trace_rows(engine: &Engine, s: &Arc<Session>, pid: u32, list: &[Value]) -> Ve
         e.id = engine.store.next_event_id();
         e.pid = Some(pid as i64);
         e.thread_id = rec.get("tid").and_then(Value::as_i64);
+        e.thread_name = st.life.thread_name(pid, e.thread_id);
         e.function_name = Some(f.name.clone());
         e.function_name_raw = Some(f.raw_name.clone());
         e.source_file = f.file.clone();
         e.line_number = f.line.map(|l| l as i64);
         let call = rec.get("call").and_then(Value::as_u64);
-        e.parent_event_id = rec.get("parent").and_then(Value::as_u64).and_then(|p| st.open_calls.get(&p).copied());
+        e.parent_event_id = rec.get("parent").and_then(Value::as_u64).and_then(|p| st.open_calls.get(&key(p)).copied());
+        e.watch_values = rec.get("watch").filter(|w| !w.is_null()).map(|w| w.to_string()); // watches.rs
         match kind {
             EventType::FunctionEnter => {
                 e.arguments = rec.get("args").map(|a| a.to_string());
                 if let Some(c) = call {
-                    st.open_calls.insert(c, e.id);
+                    st.open_calls.insert(key(c), e.id);
                 }
             }
             _ => {
                 e.return_value = rec.get("ret").map(|r| r.to_string());
                 e.duration_ns = rec.get("dur").and_then(Value::as_f64).map(|d| d as i64);
                 if let Some(c) = call {
-                    st.open_calls.remove(&c);
+                    st.open_calls.remove(&key(c));
                 }
             }
         }

@@ -167,6 +167,8 @@ impl Engine {
             status: "running".into(),
             exit_code: None,
         })?;
+        // Settings are read now (not cached): the FIFO limit, and warnings about bad values.
+        let settings_warnings = self.apply_event_limit(&session_id, &session.project_root).warnings;
 
         let image_base = self.symbols.get(&binary).map(|s| s.image_base).unwrap_or(0);
         let init = serde_json::json!({ "sessionId": session_id, "imageBase": format!("0x{image_base:x}") });
@@ -181,13 +183,16 @@ impl Engine {
             Ok::<_, StrobeError>(applied)
         };
         match setup.await {
-            Ok((pending_applied, hooked, warnings)) => Ok(LaunchResult {
-                session_id,
-                pid,
-                pending_patterns_applied: pending_applied,
-                hooked_functions: hooked,
-                warnings,
-            }),
+            Ok((pending_applied, hooked, mut warnings)) => {
+                warnings.extend(settings_warnings);
+                Ok(LaunchResult {
+                    session_id,
+                    pid,
+                    pending_patterns_applied: pending_applied,
+                    hooked_functions: hooked,
+                    warnings,
+                })
+            }
             Err(e) => {
                 let _ = frida.host().kill(pid).await;
                 self.sessions.lock().unwrap().remove(&session_id);

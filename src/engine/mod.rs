@@ -1,14 +1,33 @@
 //! The engine: sessions over processes, symbols and the event store. Front ends
 //! (the MCP daemon, `strobe run`, the REPL) reach it only through the Lua runtime.
 
+mod breakpoints;
+mod debug_state;
+mod decode;
+mod event_limits; // settings → per-session FIFO limits
+mod frame_vars;
 mod ingest;
 mod launch;
+mod memory;
+mod recipes;
+mod retention; // purge old retained sessions, cap the database size
+mod lifecycle;
+pub mod sampling;
 mod session;
+mod stepping;
 mod trace;
+mod watches;
 
 pub use launch::{LaunchRequest, LaunchResult};
+pub use lifecycle::ChildProcess;
 pub use session::{Session, SessionStatus, StatusReport};
+pub use breakpoints::{PointRequest, PointsResult, MAX_BREAKPOINTS, MAX_LOGPOINTS};
+pub use debug_state::{FrameInfo, PausedThread, PointInfo};
+pub use frame_vars::LocalValue;
+pub use stepping::{ContinueResult, StepAction};
 pub use trace::TraceResult;
+pub use watches::{ActiveWatch, WatchTarget};
+pub use memory::{MemoryTarget, MemoryRequest};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -181,6 +200,12 @@ impl Engine {
                         // Drain the agent's buffers first so no event in flight is lost.
                         let _ = tokio::time::timeout(std::time::Duration::from_secs(3), rt.host().detach(s.pid)).await;
                         let _ = rt.host().kill(s.pid).await;
+                        // The whole family goes: forked and exec'd children too.
+                        let children = s.state.lock().unwrap().life.live_children();
+                        for child in children {
+                            let _ = rt.host().kill(child).await;
+                            self.by_pid.lock().unwrap().remove(&child);
+                        }
                     }
                     s.mark_stopped();
                 }

@@ -36,6 +36,8 @@ pub struct Session {
     /// CLOCK_MONOTONIC at spawn; event timestamps are relative to it.
     pub start_mono_ns: i64,
     pub(crate) state: Mutex<SessionState>,
+    /// Breakpoints, logpoints and paused threads (engine/debug_state.rs).
+    pub debug: super::debug_state::DebugState,
 }
 
 pub(crate) struct SessionState {
@@ -48,6 +50,12 @@ pub(crate) struct SessionState {
     pub hooked: BTreeSet<u32>,
     /// Agent call id of an open call → the event id of its enter event.
     pub open_calls: HashMap<u64, i64>,
+    /// Fast-path state: events lost, sampled functions (engine/sampling.rs).
+    pub tracing: super::sampling::TracingState,
+    /// Crashes, exit status, children, thread names (lifecycle.rs).
+    pub life: super::lifecycle::LifeState,
+    /// Watches and serializationDepth (watches.rs).
+    pub watch: super::watches::WatchState,
 }
 
 /// What `debug_session status` reports.
@@ -60,9 +68,17 @@ pub struct StatusReport {
     pub binary_path: String,
     pub exit_code: Option<i64>,
     pub exit_reason: Option<String>,
+    /// The signal that killed the target ("SIGSEGV"), if one did.
+    pub signal: Option<String>,
+    /// Forked and exec'd processes of the session.
+    pub children: Vec<super::ChildProcess>,
     pub event_count: i64,
     pub hooked_functions: usize,
     pub trace_patterns: Vec<String>,
+    /// Trace events the agent could not deliver (its ring was full), counted.
+    pub events_lost: u64,
+    /// Hot functions recorded 1 call in N.
+    pub sampled_functions: Vec<super::sampling::SampledFunction>,
 }
 
 impl StatusReport {
@@ -72,11 +88,20 @@ impl StatusReport {
             status: row.status.clone(),
             pid: row.pid,
             binary_path: row.binary_path.clone(),
-            exit_code: row.exit_code,
-            exit_reason: None,
+            // A negative exit_code column is minus the killing signal (lifecycle.rs).
+            exit_code: row.exit_code.filter(|c| *c >= 0),
+            exit_reason: match row.exit_code {
+                Some(c) if c < 0 => Some(format!("signal: {}", super::lifecycle::signal_name(-c as i32))),
+                Some(c) => Some(format!("code: {c}")),
+                None => None,
+            },
+            signal: row.exit_code.filter(|c| *c < 0).map(|c| super::lifecycle::signal_name(-c as i32)),
+            children: Vec::new(),
             event_count,
             hooked_functions: 0,
             trace_patterns: Vec::new(),
+            events_lost: 0,
+            sampled_functions: Vec::new(),
         }
     }
 }
@@ -89,6 +114,7 @@ impl Session {
             binary_path,
             project_root,
             start_mono_ns,
+            debug: Default::default(),
             state: Mutex::new(SessionState {
                 status: SessionStatus::Running,
                 exit_code: None,
@@ -97,6 +123,9 @@ impl Session {
                 patterns: Vec::new(),
                 hooked: BTreeSet::new(),
                 open_calls: HashMap::new(),
+                tracing: Default::default(),
+                life: Default::default(),
+                watch: Default::default(),
             }),
         }
     }
@@ -156,9 +185,16 @@ impl Session {
             binary_path: self.binary_path.display().to_string(),
             exit_code: st.exit_code,
             exit_reason: st.exit_reason.clone(),
+            signal: match &st.life.root_end {
+                Some(super::lifecycle::ProcessEnd::Signal(s)) => Some(s.clone()),
+                _ => None,
+            },
+            children: st.life.children.values().cloned().collect(),
             event_count,
             hooked_functions: st.hooked.len(),
             trace_patterns: st.patterns.iter().map(|p| p.as_str().to_string()).collect(),
+            events_lost: st.tracing.events_lost,
+            sampled_functions: st.tracing.sampled_functions(),
         }
     }
 }

@@ -27,6 +27,10 @@ pub struct TraceResult {
     pub matches_per_pattern: Vec<(String, usize)>,
     /// For patterns that matched nothing: the closest function names.
     pub suggestions: Vec<(String, Vec<String>)>,
+    /// Trace events the agent could not deliver so far (ring full), counted.
+    pub events_lost: u64,
+    /// Hot functions currently recorded 1 call in N (see engine/sampling.rs).
+    pub sampled_functions: Vec<super::sampling::SampledFunction>,
 }
 
 fn parse_all(patterns: &[String]) -> Result<Vec<Pattern>> {
@@ -142,7 +146,12 @@ impl Engine {
                 }
             }
             if !to_add.is_empty() {
-                let reply = frida.host().rpc(session.pid, "hooks", json!([{ "action": "add", "functions": describe(&to_add) }])).await?;
+                // Typed-argument recipes and watch flags (watches.rs) ride along with each spec.
+                let mut specs = describe(&to_add).as_array().cloned().unwrap_or_default();
+                let types = self.enrich_hook_specs(session, symbols, &mut specs);
+                // "auto": the agent puts hooks that need no JS on the CModule fast path (sampling.rs).
+                let mode = session.state.lock().unwrap().tracing.hook_mode();
+                let reply = frida.host().rpc(session.pid, "hooks", json!([{ "action": "add", "functions": specs, "types": types, "mode": mode }])).await?;
                 if let Some(ids) = reply.get("installed").and_then(|v| v.as_array()) {
                     hooked.extend(ids.iter().filter_map(|v| v.as_u64()).map(|v| v as u32));
                 }
@@ -167,11 +176,16 @@ impl Engine {
         result.hooked_functions = hooked_count;
         result.matched_functions = desired.len();
         result.warnings = warnings;
+        {
+            let st = session.state.lock().unwrap();
+            result.events_lost = st.tracing.events_lost;
+            result.sampled_functions = st.tracing.sampled_functions();
+        }
         Ok(result)
     }
 
     /// The Frida runtime of live sessions; it exists whenever a session is live.
-    fn frida_running(&self) -> Result<Arc<crate::frida::FridaRuntime>> {
+    pub(crate) fn frida_running(&self) -> Result<Arc<crate::frida::FridaRuntime>> {
         self.frida
             .lock()
             .unwrap()

@@ -17,6 +17,20 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/hooks.ts", include_str!("../../agent/src/hooks.ts")),
     ("src/events.ts", include_str!("../../agent/src/events.ts")),
     ("src/clock.ts", include_str!("../../agent/src/clock.ts")),
+    ("src/fastpath.ts", include_str!("../../agent/src/fastpath.ts")),
+    ("src/fastpath_c.ts", include_str!("../../agent/src/fastpath_c.ts")),
+    ("src/crash.ts", include_str!("../../agent/src/crash.ts")),
+    ("src/threads.ts", include_str!("../../agent/src/threads.ts")),
+    ("src/debugger_rpc.ts", include_str!("../../agent/src/debugger_rpc.ts")),
+    ("src/breakpoints.ts", include_str!("../../agent/src/breakpoints.ts")),
+    ("src/pause.ts", include_str!("../../agent/src/pause.ts")),
+    ("src/stepping.ts", include_str!("../../agent/src/stepping.ts")),
+    ("src/values.ts", include_str!("../../agent/src/values.ts")),
+    ("src/probes.ts", include_str!("../../agent/src/probes.ts")),
+    ("src/hwbreak.ts", include_str!("../../agent/src/hwbreak.ts")),
+    ("src/serialize.ts", include_str!("../../agent/src/serialize.ts")),
+    ("src/watches.ts", include_str!("../../agent/src/watches.ts")),
+    ("src/memory.ts", include_str!("../../agent/src/memory.ts")),
 ];
 
 /// The entry point, relative to the project root.

@@ -49,6 +49,12 @@ pub enum HostEvent {
     AgentMessage { pid: u32, message: Value, data: Option<Vec<u8>> },
     /// The Frida session for `pid` ended (`process-terminated`, `application-requested`, ...).
     Detached { pid: u32, reason: String },
+    /// A fork (`origin` "fork", new `pid`) or exec ("exec", same pid, new image at `path`) of
+    /// an attached process. It is suspended until someone resumes it.
+    ChildAdded { pid: u32, parent_pid: u32, origin: String, path: Option<String> },
+    /// How `pid` ended, when the host could still see it (best effort, before `Detached`):
+    /// an exit code, or the number of the signal that killed it.
+    ExitStatus { pid: u32, code: Option<i32>, signal: Option<i32> },
     /// The host process is gone; every pending and later request fails.
     HostExited { status: String },
 }
@@ -430,6 +436,11 @@ impl FridaHost {
         self.simple("detach", pid).await
     }
 
+    /// Post a message to the agent's `recv()` (e.g. `{type: "resume-<tid>"}` wakes a paused thread).
+    pub async fn post(&self, pid: u32, message: Value) -> Result<()> {
+        self.request(json!({ "op": "post", "pid": pid, "message": message }), None).await.map(|_| ())
+    }
+
     /// Write `data` to the target's stdin (there is no way to send EOF).
     pub async fn input(&self, pid: u32, data: &[u8]) -> Result<()> {
         self.request(json!({ "op": "input", "pid": pid }), Some(data.to_vec()))
@@ -576,6 +587,17 @@ fn dispatch(
             }
             HostEvent::Detached { pid, reason }
         }
+        Some("child_added") => HostEvent::ChildAdded {
+            pid,
+            parent_pid: header.get("parent_pid").and_then(Value::as_u64).and_then(|p| u32::try_from(p).ok()).unwrap_or(0),
+            origin: header.get("origin").and_then(Value::as_str).unwrap_or("unknown").to_string(),
+            path: header.get("path").and_then(Value::as_str).map(str::to_string),
+        },
+        Some("exit_status") => HostEvent::ExitStatus {
+            pid,
+            code: header.get("code").and_then(Value::as_i64).map(|c| c as i32),
+            signal: header.get("signal").and_then(Value::as_i64).map(|c| c as i32),
+        },
         Some("ready") => {
             if let Some(tx) = ready_tx.take() {
                 let _ = tx.send(header);
@@ -621,6 +643,9 @@ fn frida_message_body(raw: Value) -> Value {
 /// ```text
 /// [0, fn, call, parent, tid, ts, arg0, arg1, ...] -> {k:"enter", fn, call, parent, tid, ts, args:[...]}
 /// [1, fn, call, parent, tid, ts, ret, dur]        -> {k:"exit",  fn, call, parent, tid, ts, ret, dur}
+/// [2, tid, name]                                  -> {k:"thread", tid, name}
+/// [10, fn, call, parent, tid, ts, args, watch]     -> {k:"enter", .., args, watch}   (typed)
+/// [11, fn, call, parent, tid, ts, ret, dur, watch] -> {k:"exit", .., ret, dur, watch} (typed)
 /// ```
 pub fn expand_events(message: &mut Value) {
     let Some(obj) = message.as_object_mut() else { return };
@@ -631,13 +656,20 @@ pub fn expand_events(message: &mut Value) {
     let Some(Value::Array(events)) = obj.get_mut("events") else { return };
     for ev in events.iter_mut() {
         let Value::Array(a) = ev else { continue };
+        if a.len() == 3 && a[0].as_u64() == Some(2) {
+            // [2, tid, name]: the thread's name from here on (agent/src/threads.ts).
+            let name = a.pop().unwrap_or(Value::Null);
+            let tid = a.pop().unwrap_or(Value::Null);
+            *ev = json!({ "k": "thread", "tid": tid, "name": name });
+            continue;
+        }
         if a.len() < 6 {
             continue;
         }
         let mut it = std::mem::take(a).into_iter();
         let kind = it.next().and_then(|k| k.as_u64());
         let mut m = serde_json::Map::with_capacity(8);
-        m.insert("k".into(), json!(if kind == Some(0) { "enter" } else { "exit" }));
+        m.insert("k".into(), json!(if matches!(kind, Some(0 | 10)) { "enter" } else { "exit" }));
         m.insert("fn".into(), it.next().unwrap_or(Value::Null));
         m.insert("call".into(), it.next().unwrap_or(Value::Null));
         m.insert("parent".into(), it.next().unwrap_or(Value::Null));
@@ -645,6 +677,15 @@ pub fn expand_events(message: &mut Value) {
         m.insert("ts".into(), it.next().unwrap_or(Value::Null));
         if kind == Some(0) {
             m.insert("args".into(), Value::Array(it.collect()));
+        } else if kind == Some(10) {
+            // Typed records (agent/src/watches.ts): [10, .., args object, watch values].
+            m.insert("args".into(), it.next().unwrap_or(Value::Null));
+            m.insert("watch".into(), it.next().unwrap_or(Value::Null));
+        } else if kind == Some(11) {
+            // [11, .., ret, dur, watch values]
+            m.insert("ret".into(), it.next().unwrap_or(Value::Null));
+            m.insert("dur".into(), it.next().unwrap_or(Value::Null));
+            m.insert("watch".into(), it.next().unwrap_or(Value::Null));
         } else {
             m.insert("ret".into(), it.next().unwrap_or(Value::Null));
             m.insert("dur".into(), it.next().unwrap_or(Value::Null));

@@ -65,6 +65,13 @@ pub fn parse_time(v: &serde_json::Value, now_ns: i64, field: &str) -> Result<i64
     if let Some(n) = v.as_i64() {
         return Ok(n);
     }
+    // 1.5e9 from a JSON client is still absolute ns; so is "1500000000".
+    if let Some(f) = v.as_f64().filter(|f| f.is_finite()) {
+        return Ok(f as i64);
+    }
+    if let Some(n) = v.as_str().and_then(|s| s.trim().parse::<i64>().ok()) {
+        return Ok(n);
+    }
     let Some(s) = v.as_str() else {
         return Err(StrobeError::validation(format!("{field} must be a number of ns or a relative time like \"-5s\"")));
     };

@@ -2,19 +2,32 @@
 //! file and exposes `register(lua, strobe_table, engine)`; `register_modules` below is
 //! the one list that wires them all in.
 
+mod complete;
 mod convert;
+mod debugger;
 mod events;
+mod fs;
+mod hints;
 mod json;
+mod loader;
+mod memory; // Session methods read/write/watch (added by session.rs)
+mod pretty;
 mod process;
+mod regex;
+mod reload;
 mod runtime;
 mod scripts;
 mod session;
+mod settings;
+mod spawn;
 mod symbols;
+mod time;
 mod tools;
 mod util;
 
-pub use runtime::{LuaHost, ToolInfo};
-pub use scripts::ScriptSources;
+pub use loader::ScriptError;
+pub use runtime::{EvalOutput, LuaHost, RunOutcome, ToolInfo};
+pub use scripts::{read_trusted, set_trusted, ScriptSources};
 
 use std::sync::Arc;
 
@@ -27,8 +40,15 @@ fn register_modules(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Re
     util::register(lua, strobe)?; // strobe.error, strobe.sleep, strobe.log, strobe.now_ms
     json::register(lua, strobe)?; // strobe.json.encode/decode/array/null
     session::register(lua, strobe, engine)?; // strobe.launch, strobe.session, strobe.sessions, strobe.trace_pending
+    debugger::register(lua, strobe)?; // strobe.debugger limits; session:breakpoint/continue/locals/set_local
     symbols::register(lua, strobe, engine)?; // strobe.symbols
-    process::register(lua, strobe)?; // strobe.exec
+    process::register(lua, strobe)?; // strobe.exec, strobe.spawn
+    fs::register(lua, strobe)?; // strobe.fs.read/write/list/exists/is_dir/mkdir/remove/glob
+    regex::register(lua, strobe)?; // strobe.regex.new
+    time::register(lua, strobe)?; // strobe.time.now_ms/monotonic_ms/format
+    hints::register(lua, strobe)?; // strobe.hints, strobe.hint, strobe.scenario_steps
+    pretty::register(lua, strobe)?; // strobe.inspect
+    settings::register(lua, strobe, engine)?; // strobe.settings
     Ok(())
 }
 

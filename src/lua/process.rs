@@ -1,5 +1,6 @@
 //! `strobe.exec{...}`: run a helper command (a compiler, a build step) to completion
-//! and get its exit status and output. Asynchronous: other clients keep being served.
+//! and get its exit status and output. `strobe.spawn{...}`: start one and stream its
+//! output line by line (`spawn.rs`). Asynchronous: other clients keep being served.
 
 use std::process::Stdio;
 
@@ -54,5 +55,6 @@ pub fn register(lua: &Lua, strobe: &Table) -> mlua::Result<()> {
             to_lua(&lua, &result)
         })?,
     )?;
+    super::spawn::register(lua, strobe)?;
     Ok(())
 }

@@ -15,7 +15,7 @@ use crate::error::StrobeError;
 pub struct LuaSession {
     pub id: String,
     pub pid: u32,
-    engine: Arc<Engine>,
+    pub(crate) engine: Arc<Engine>,
 }
 
 #[derive(Deserialize, Default)]
@@ -37,6 +37,8 @@ struct TraceArgs {
     add: Vec<String>,
     #[serde(default)]
     remove: Vec<String>,
+    /// `{disable = {...}, enable = {...}}`: hot-function sampling per pattern.
+    sampling: Option<crate::engine::sampling::SamplingRequest>,
 }
 
 #[derive(Deserialize, Default)]
@@ -62,6 +64,8 @@ impl UserData for LuaSession {
 
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_meta_method("__tostring", |_, this, ()| Ok(format!("Session({}, pid {})", this.id, this.pid)));
+        super::memory::add_methods(methods); // read, write, watch, watches, set_depth
+        super::debugger::add_methods(methods); // breakpoint, continue, paused, locals, set_local, debug_state
 
         // session:trace{add = {...}, remove = {...}} -> {activePatterns, hookedFunctions, ...}
         methods.add_async_method("trace", |lua, this: UserDataRef<Self>, v: Value| {
@@ -69,7 +73,12 @@ impl UserData for LuaSession {
             let id = this.id.clone();
             async move {
                 let a: TraceArgs = args(&lua, v, "session:trace")?;
-                let r = engine.trace(Some(&id), &a.add, &a.remove).await.map_err(lua_err)?;
+                let mut r = engine.trace(Some(&id), &a.add, &a.remove).await.map_err(lua_err)?;
+                if let Some(sampling) = &a.sampling {
+                    let u = engine.set_sampling(&id, sampling).await.map_err(lua_err)?;
+                    r.warnings.extend(u.warnings);
+                    r.sampled_functions = engine.tracing_report(&id).map_err(lua_err)?.1;
+                }
                 to_lua(&lua, &r)
             }
         });

@@ -1,16 +1,19 @@
 //! MCP tools defined by scripts: each `scripts/tools/*.lua` returns
-//! `{ name, description, inputSchema, handler = function(args) ... end }`.
-
-use std::collections::BTreeMap;
+//! `{ name, description, inputSchema, requires?, handler = function(args) ... end, on_unload? }`.
+//! `requires` declares a precondition on `args.sessionId` that the runtime enforces
+//! before the handler runs: `"session"` (it exists), `"running"` (its process is alive)
+//! or `"paused"` (a thread is stopped).
 
 use mlua::{Function, Lua, Table};
 use serde::Serialize;
 
 use super::convert::to_json;
-use super::scripts::{ScriptFile, ScriptSources};
+use super::scripts::ScriptFile;
+use crate::engine::Engine;
+use crate::error::{ErrorCode, StrobeError};
 
 /// What `tools/list` shows of a tool.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolInfo {
     pub name: String,
@@ -21,62 +24,83 @@ pub struct ToolInfo {
     pub origin: String,
 }
 
+/// A precondition a tool declares with `requires = "..."`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requirement {
+    Session,
+    Running,
+    Paused,
+}
+
+impl Requirement {
+    fn parse(s: &str) -> Option<Requirement> {
+        match s {
+            "session" => Some(Requirement::Session),
+            "running" => Some(Requirement::Running),
+            "paused" => Some(Requirement::Paused),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone)]
 pub struct LoadedTool {
     pub info: ToolInfo,
     pub handler: Function,
+    pub requires: Option<Requirement>,
 }
 
-/// Run one tool script and check what it returned.
-fn load_one(lua: &Lua, file: &ScriptFile) -> Result<LoadedTool, String> {
-    let chunk = lua.load(file.source.as_str()).set_name(format!("@{}", file.origin));
-    let def: Table = chunk.eval().map_err(|e| e.to_string())?;
-    let name: String = def.get("name").map_err(|_| format!("{}: the returned table needs a string 'name'", file.origin))?;
+/// Check what a tool script returned.
+pub fn from_def(lua: &Lua, file: &ScriptFile, def: &Table) -> Result<LoadedTool, String> {
+    let o = &file.origin;
+    let name: String = def.get("name").map_err(|_| format!("{o}: the returned table needs a string 'name'"))?;
     let description: String = def.get::<Option<String>>("description").ok().flatten().unwrap_or_default();
-    let schema: Option<Table> = def.get("inputSchema").map_err(|_| format!("{}: 'inputSchema' must be a table", file.origin))?;
+    let schema: Option<Table> = def.get("inputSchema").map_err(|_| format!("{o}: 'inputSchema' must be a table"))?;
     let input_schema = match schema {
-        Some(t) => to_json(lua, mlua::Value::Table(t)).map_err(|e| format!("{}: inputSchema: {e}", file.origin))?,
+        Some(t) => to_json(lua, mlua::Value::Table(t)).map_err(|e| format!("{o}: inputSchema: {e}"))?,
         None => serde_json::json!({ "type": "object" }),
     };
-    let handler: Function = def.get("handler").map_err(|_| format!("{}: 'handler' must be a function", file.origin))?;
-    Ok(LoadedTool { info: ToolInfo { name, description, input_schema, origin: file.origin.clone() }, handler })
-}
-
-/// Load every tool script. A script that fails is reported (file and line) and skipped.
-pub fn load_all(lua: &Lua, sources: &ScriptSources) -> (BTreeMap<String, LoadedTool>, Vec<String>) {
-    let mut tools = BTreeMap::new();
-    let mut errors = Vec::new();
-    for file in sources.list("tools") {
-        match load_one(lua, &file) {
-            Ok(t) => {
-                tools.insert(t.info.name.clone(), t);
-            }
-            Err(e) => {
-                tracing::error!("tool script failed to load: {e}");
-                errors.push(e);
-            }
-        }
-    }
-    (tools, errors)
-}
-
-/// Make `scripts/lib/*.lua` available to `require` (by file stem) without touching
-/// the file system search path.
-pub fn install_libs(lua: &Lua, sources: &ScriptSources) -> Vec<String> {
-    let mut errors = Vec::new();
-    let preload: mlua::Result<Table> = lua.globals().get::<Table>("package").and_then(|p| p.get("preload"));
-    let Ok(preload) = preload else {
-        return vec!["the Lua 'package' library is missing".into()];
+    let handler: Function = def.get("handler").map_err(|_| format!("{o}: 'handler' must be a function"))?;
+    let requires = match def.get::<Option<String>>("requires").map_err(|_| format!("{o}: 'requires' must be a string"))? {
+        None => None,
+        Some(r) => Some(Requirement::parse(&r).ok_or_else(|| {
+            format!("{o}: requires = '{r}' is not one of 'session', 'running', 'paused'")
+        })?),
     };
-    for file in sources.list("lib") {
-        let stem = file.name.trim_start_matches("lib/").trim_end_matches(".lua").to_string();
-        match lua.load(file.source.as_str()).set_name(format!("@{}", file.origin)).into_function() {
-            Ok(f) => {
-                if let Err(e) = preload.set(stem, f) {
-                    errors.push(e.to_string());
-                }
-            }
-            Err(e) => errors.push(e.to_string()),
-        }
+    Ok(LoadedTool { info: ToolInfo { name, description, input_schema, origin: o.clone() }, handler, requires })
+}
+
+/// Enforce a tool's precondition on its `sessionId` argument, with an error that says
+/// what to do instead.
+pub fn check_requires(engine: &Engine, tool: &str, req: Requirement, args: &serde_json::Value) -> Result<(), StrobeError> {
+    let what = match req {
+        Requirement::Session => "an existing session",
+        Requirement::Running => "a running session",
+        Requirement::Paused => "a paused session",
+    };
+    let Some(id) = args.get("sessionId").and_then(|v| v.as_str()) else {
+        return Err(StrobeError::validation(format!(
+            "{tool} needs {what}: pass sessionId. Call debug_session {{action: 'list'}} to see sessions, or debug_launch to start one."
+        )));
+    };
+    let st = engine.status(id)?;
+    if req == Requirement::Session {
+        return Ok(());
     }
-    errors
+    if st.status != "running" && st.status != "paused" {
+        let code = st.exit_code.map(|c| format!(" (exit code {c})")).unwrap_or_default();
+        return Err(StrobeError::new(
+            ErrorCode::ProcessExited,
+            format!(
+                "{tool} needs {what}, but the process of session '{id}' is {}{code}. Its events are still queryable with debug_query; start it again with debug_launch.",
+                st.status
+            ),
+        ));
+    }
+    if req == Requirement::Paused && st.status != "paused" {
+        return Err(StrobeError::validation(format!(
+            "{tool} needs {what}, but no thread of session '{id}' is paused. Set a breakpoint and wait for it to hit, then call {tool} again."
+        )));
+    }
+    Ok(())
 }

@@ -23,11 +23,27 @@ pub struct Connection {
     engine: Arc<Engine>,
     lua: LuaHost,
     launched: Mutex<BTreeSet<String>>,
+    /// Launches of this connection under way (counted against its limit).
+    launching: Mutex<usize>,
+}
+
+/// Launches under way in the whole daemon; checking the limits and reserving a slot
+/// happen under this lock, so concurrent launches cannot all slip past the limit.
+static LAUNCHING: Mutex<usize> = Mutex::new(0);
+
+/// A reserved launch slot, released when the launch finished (either way).
+struct LaunchSlot<'a>(&'a Connection);
+
+impl Drop for LaunchSlot<'_> {
+    fn drop(&mut self) {
+        *LAUNCHING.lock().unwrap() -= 1;
+        *self.0.launching.lock().unwrap() -= 1;
+    }
 }
 
 impl Connection {
     pub fn new(engine: Arc<Engine>, lua: LuaHost) -> Arc<Connection> {
-        Arc::new(Connection { engine, lua, launched: Mutex::new(BTreeSet::new()) })
+        Arc::new(Connection { engine, lua, launched: Mutex::new(BTreeSet::new()), launching: Mutex::new(0) })
     }
 
     /// Serve until the peer closes its side, then clean up its sessions.
@@ -42,6 +58,17 @@ impl Connection {
                 let mut line = msg.to_string();
                 line.push('\n');
                 if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+                    break;
+                }
+            }
+        });
+        // Tell the client when hot reload changed the tool list.
+        let mut changes = self.lua.subscribe_tool_changes();
+        let notify_out = out_tx.clone();
+        let notify_task = tokio::spawn(async move {
+            while let Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) = changes.recv().await {
+                let msg = json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
+                if notify_out.send(msg).is_err() {
                     break;
                 }
             }
@@ -63,6 +90,7 @@ impl Connection {
         }
         // The client is gone: finish what it asked, then stop its targets.
         while tasks.join_next().await.is_some() {}
+        notify_task.abort();
         drop(out_tx);
         let _ = write_task.await;
         self.cleanup().await;
@@ -124,16 +152,30 @@ impl Connection {
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
                 response(&id, self.call_tool(name, args).await)
             }
+            // Not MCP: `strobe repl --connect` evaluates Lua in the daemon's runtime.
+            "strobe/eval" => match self.lua.eval(params.get("code").and_then(Value::as_str).unwrap_or("")).await {
+                Ok(out) => response(&id, json!(out)),
+                Err(e) => error_response(&id, INVALID_PARAMS, e.to_string()),
+            },
+            "strobe/complete" => match self.lua.complete(params.get("line").and_then(Value::as_str).unwrap_or("")).await {
+                Ok((start, candidates)) => response(&id, json!({ "start": start, "candidates": candidates })),
+                Err(e) => error_response(&id, INVALID_PARAMS, e.to_string()),
+            },
             other => error_response(&id, METHOD_NOT_FOUND, format!("Method not found: {other}")),
         })
     }
 
     async fn call_tool(&self, name: &str, args: Value) -> Value {
-        if name == "debug_launch" {
-            if let Err(e) = self.check_session_limits() {
-                return tool_error(&e);
+        // Settings are re-read on every call: an edited events.maxPerSession applies now.
+        self.engine.apply_event_limits();
+        let _slot = if name == "debug_launch" {
+            match self.reserve_launch() {
+                Ok(slot) => Some(slot),
+                Err(e) => return tool_error(&e),
             }
-        }
+        } else {
+            None
+        };
         match self.lua.call_tool(name, args).await {
             Ok(result) => {
                 if name == "debug_launch" {
@@ -147,21 +189,52 @@ impl Connection {
         }
     }
 
-    fn check_session_limits(&self) -> Result<(), StrobeError> {
+    /// Check the session limits, counting launches under way, and hold a slot.
+    fn reserve_launch(&self) -> Result<LaunchSlot<'_>, StrobeError> {
+        let mut global = LAUNCHING.lock().unwrap();
+        let mut mine_launching = self.launching.lock().unwrap();
         let live = self.engine.live_session_ids();
         let mine = self.launched.lock().unwrap().iter().filter(|id| live.contains(id)).count();
-        if mine >= MAX_SESSIONS_PER_CONNECTION {
-            return Err(StrobeError::new(
-                ErrorCode::SessionLimit,
-                format!("This connection already has {mine} live sessions (max {MAX_SESSIONS_PER_CONNECTION}). Stop one with debug_session {{action: 'stop'}} first."),
-            ));
+        if let Some(e) = session_limit_error(mine + *mine_launching, live.len() + *global) {
+            return Err(e);
         }
-        if live.len() >= MAX_SESSIONS_TOTAL {
-            return Err(StrobeError::new(
-                ErrorCode::SessionLimit,
-                format!("The daemon already has {} live sessions (max {MAX_SESSIONS_TOTAL}). Stop sessions you no longer need.", live.len()),
-            ));
-        }
-        Ok(())
+        *global += 1;
+        *mine_launching += 1;
+        Ok(LaunchSlot(self))
+    }
+}
+
+/// `SESSION_LIMIT` when one more launch would exceed a limit, given the live sessions of
+/// this connection (`mine`) and of the whole daemon (`total`).
+fn session_limit_error(mine: usize, total: usize) -> Option<StrobeError> {
+    if mine >= MAX_SESSIONS_PER_CONNECTION {
+        return Some(StrobeError::new(
+            ErrorCode::SessionLimit,
+            format!("This connection already has {mine} live sessions (max {MAX_SESSIONS_PER_CONNECTION}). Stop one with debug_session {{action: 'stop'}} first."),
+        ));
+    }
+    if total >= MAX_SESSIONS_TOTAL {
+        return Some(StrobeError::new(
+            ErrorCode::SessionLimit,
+            format!("The daemon already has {total} live sessions (max {MAX_SESSIONS_TOTAL}, across all clients). Stop sessions you no longer need with debug_session {{action: 'stop'}}."),
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_per_connection_and_in_total() {
+        assert!(session_limit_error(0, 0).is_none());
+        assert!(session_limit_error(9, 49).is_none());
+        let e = session_limit_error(10, 10).unwrap();
+        assert_eq!(e.code, ErrorCode::SessionLimit);
+        assert!(e.message.contains("max 10"));
+        let e = session_limit_error(3, 50).unwrap();
+        assert_eq!(e.code, ErrorCode::SessionLimit);
+        assert!(e.message.contains("max 50"));
     }
 }

@@ -40,7 +40,12 @@ pub async fn run(config: EngineConfig) -> anyhow::Result<bool> {
     std::fs::write(&pid_file, format!("{}\n", std::process::id()))?;
 
     let engine = Engine::new(config.clone())?;
+    // Purge expired retained sessions now and periodically (settings: retention.*).
+    engine.spawn_retention_task();
     let lua = LuaHost::start(engine.clone(), ScriptSources::standard(&config.home))?;
+    if let Err(e) = lua.watch_scripts().await {
+        tracing::warn!("script hot reload is off: {e}");
+    }
     // Start Frida (and install it on first use) now, not on the first launch.
     {
         let engine = engine.clone();

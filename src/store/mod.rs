@@ -4,8 +4,18 @@
 //!
 //! Layout and index choice: see `schema.rs`; query semantics: see `query.rs`.
 
+mod dict;
+mod evict;
+/// The timeline event type.
 pub mod event;
+mod intern;
+/// `returnValue.equals`: JSON value equality as `debug_query` means it.
+pub mod json_eq;
+/// `debug_query`: filters, pagination, cursor.
 pub mod query;
+mod rawstmt;
+/// Age and size limits on retained sessions.
+pub mod retention;
 pub(crate) mod schema;
 pub(crate) mod writer;
 
@@ -20,6 +30,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 pub use event::{Event, EventType};
 pub use query::{EventQuery, QueryResult, TextFilter};
+pub use retention::{PurgeReport, RetentionPolicy};
 
 use crate::error::{ErrorCode, Result, StrobeError};
 use schema::sql_err;
@@ -73,7 +84,7 @@ pub struct Store {
     writer: Mutex<Option<JoinHandle<()>>>,
     readers: Mutex<Vec<Connection>>,
     control: Mutex<Connection>,
-    dict: RwLock<query::Dict>,
+    dict: RwLock<dict::Dict>,
 }
 
 const VALID_STATUSES: &[&str] = &["running", "exited", "stopped"];
@@ -112,7 +123,7 @@ impl Store {
             writer: Mutex::new(Some(handle)),
             readers: Mutex::new(Vec::new()),
             control: Mutex::new(control),
-            dict: RwLock::new(query::Dict::default()),
+            dict: RwLock::new(dict::Dict::default()),
         })
     }
 

@@ -12,7 +12,7 @@
 //!   `255 == "0xff"`) since pointers arrive as hex strings and callers often quote numbers.
 //!   Arrays and objects compare element-wise with the same rule; a stored value that is
 //!   not JSON equals only the identical string. `is_null: true` means the return value is
-//!   JSON `null` or absent.
+//!   JSON `null`, absent, or the null pointer `"0x0"` (untyped returns are raw registers).
 //! - Cursor (`after_event_id`): only events with id > cursor. The page is then the next
 //!   `limit` events *by id* (arrival order), returned sorted chronologically; following
 //!   `last_event_id` therefore never skips an event that arrived out of timestamp order.
@@ -21,7 +21,7 @@
 //!   (eviction goes by id); without one, the session has lost any event to eviction.
 //! - `pids`: distinct non-null pids ever seen in the session's events, ascending.
 
-use std::sync::{Arc, RwLock};
+use std::sync::RwLock;
 
 use regex::Regex;
 use rusqlite::functions::FunctionFlags;
@@ -29,7 +29,9 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 
+use super::dict::Dict;
 use super::event::{Event, EventType};
+use super::json_eq::{json_text_equals, values_equal};
 use super::schema::{self, sql_err};
 use crate::error::{Result, StrobeError};
 
@@ -74,56 +76,8 @@ pub struct QueryResult {
     pub events_dropped: bool,
 }
 
-/// Above this many ids after a cursor, count through the timeline index instead of
-/// walking the table from the cursor.
-const CURSOR_SCAN_LIMIT: i64 = 100_000;
-
-/// Reader-side copy of the `strings` table (index = id). Append-only, like the table.
-#[derive(Default)]
-pub(crate) struct Dict {
-    by_id: Vec<Option<Arc<str>>>,
-}
-
-impl Dict {
-    fn get(&self, id: Option<i64>) -> Option<String> {
-        let id = usize::try_from(id?).ok()?;
-        self.by_id.get(id)?.as_deref().map(str::to_string)
-    }
-
-    /// Ids of the interned strings satisfying `pred`.
-    fn matching(&self, pred: &TextPred) -> Vec<i64> {
-        self.by_id
-            .iter()
-            .enumerate()
-            .filter_map(|(id, s)| s.as_deref().filter(|s| pred.matches(s)).map(|_| id as i64))
-            .collect()
-    }
-
-    /// Load strings committed since the last refresh (within the caller's read snapshot).
-    fn refresh(lock: &RwLock<Dict>, conn: &Connection) -> Result<()> {
-        let known = lock.read().unwrap().by_id.len().max(1) as i64;
-        let mut st = conn
-            .prepare_cached("SELECT id, s FROM strings WHERE id >= ?1 ORDER BY id")
-            .map_err(|e| sql_err("query: strings", e))?;
-        let rows = st
-            .query_map([known], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-            .map_err(|e| sql_err("query: strings", e))?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(|e| sql_err("query: strings", e))?;
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let mut d = lock.write().unwrap();
-        for (id, s) in rows {
-            let i = id as usize;
-            if d.by_id.len() <= i {
-                d.by_id.resize(i + 1, None);
-            }
-            d.by_id[i] = Some(s.into());
-        }
-        Ok(())
-    }
-}
+/// A cursor this close to the end always walks the table from the cursor.
+const CURSOR_SCAN_MIN: i64 = 10_000;
 
 struct TextPred {
     equals: Option<String>,
@@ -209,13 +163,16 @@ pub(crate) fn run(conn: &Connection, dict: &RwLock<Dict>, q: &EventQuery) -> Res
     let thread_pred = q.thread_name_contains.as_deref().map(TextPred::contains);
 
     let tx = conn.unchecked_transaction().map_err(|e| sql_err("query: begin", e))?;
-    let sess: Option<(i64, i64, i64)> = tx
-        .prepare_cached("SELECT key, dropped, evicted_upto FROM session_keys WHERE name = ?1")
-        .and_then(|mut st| st.query_row([&q.session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
+    type SessionKeyRow = (i64, i64, i64, Option<i64>, Option<i64>);
+    let sess: Option<SessionKeyRow> = tx
+        .prepare_cached("SELECT key, dropped, evicted_upto, min_id, max_id FROM session_keys WHERE name = ?1")
+        .and_then(|mut st| {
+            st.query_row([&q.session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).optional()
+        })
         .map_err(|e| sql_err("query: session", e))?;
     let mut result =
         QueryResult { events: Vec::new(), total_count: 0, has_more: false, pids: Vec::new(), last_event_id: None, events_dropped: false };
-    let Some((key, dropped, evicted_upto)) = sess else {
+    let Some((key, dropped, evicted_upto, min_id, max_id)) = sess else {
         let exists: bool = tx
             .query_row("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)", [&q.session_id], |r| r.get(0))
             .map_err(|e| sql_err("query: session", e))?;
@@ -233,16 +190,27 @@ pub(crate) fn run(conn: &Connection, dict: &RwLock<Dict>, q: &EventQuery) -> Res
         rows.collect::<rusqlite::Result<Vec<i64>>>().map_err(|e| sql_err("query: pids", e))?
     };
 
+    // Text filters are evaluated once per interned site / thread, then become `IN` lists.
     Dict::refresh(dict, &tx)?;
-    let (func_ids, file_ids, thread_ids) = {
+    let (site_ids, thread_ids) = {
         let d = dict.read().unwrap();
-        (
-            func_pred.map(|p| d.matching(&p)),
-            file_pred.map(|p| d.matching(&p)),
-            thread_pred.map(|p| d.matching(&p)),
-        )
+        let sites = (func_pred.is_some() || file_pred.is_some()).then(|| {
+            d.site_ids(|s| {
+                let ok = |p: &Option<TextPred>, v: &Option<String>| {
+                    p.as_ref().is_none_or(|p| v.as_deref().is_some_and(|v| p.matches(v)))
+                };
+                ok(&func_pred, &s.function_name) && ok(&file_pred, &s.source_file)
+            })
+        });
+        let threads = (thread_pred.is_some() || q.pid.is_some()).then(|| {
+            d.thread_ids(|t| {
+                thread_pred.as_ref().is_none_or(|p| t.thread_name.as_deref().is_some_and(|n| p.matches(n)))
+                    && q.pid.is_none_or(|pid| t.pid == Some(pid))
+            })
+        });
+        (sites, threads)
     };
-    if [&func_ids, &file_ids, &thread_ids].iter().any(|s| s.as_ref().is_some_and(Vec::is_empty)) {
+    if [&site_ids, &thread_ids].iter().any(|s| s.as_ref().is_some_and(Vec::is_empty)) {
         return Ok(result);
     }
 
@@ -264,70 +232,133 @@ pub(crate) fn run(conn: &Connection, dict: &RwLock<Dict>, q: &EventQuery) -> Res
     if let Some(d) = q.min_duration_ns {
         push("duration_ns >= ?", SqlValue::Integer(d));
     }
-    if let Some(pid) = q.pid {
-        push("pid = ?", SqlValue::Integer(pid));
-    }
     if let Some(after) = q.after_event_id {
         push("id > ?", SqlValue::Integer(after));
     }
     let exit = schema::kind_code(EventType::FunctionExit);
     if let Some(v) = &q.return_value_equals {
-        push(
-            &format!("event_kind = {exit} AND strobe_json_eq(return_value, ?)"),
-            SqlValue::Text(v.to_string()),
-        );
+        push(&format!("event_kind = {exit} AND strobe_json_eq(return_value, ?)"), SqlValue::Text(v.to_string()));
     }
-    for (col, ids) in [("function_name_id", &func_ids), ("source_file_id", &file_ids), ("thread_name_id", &thread_ids)] {
+    for (col, ids) in [("site_id", &site_ids), ("thread_ref", &thread_ids)] {
         if let Some(ids) = ids {
             let list: Vec<String> = ids.iter().map(i64::to_string).collect();
             clauses.push(format!("{col} IN ({})", list.join(",")));
         }
     }
     match q.return_value_is_null {
-        Some(true) => clauses.push(format!("event_kind = {exit} AND (return_value IS NULL OR return_value = 'null')")),
-        Some(false) => clauses.push(format!("event_kind = {exit} AND return_value IS NOT NULL AND return_value <> 'null'")),
+        // A null pointer arrives as "0x0" when the agent records the raw return register.
+        Some(true) => clauses.push(format!("event_kind = {exit} AND (return_value IS NULL OR return_value IN ('null', '\"0x0\"'))")),
+        Some(false) => clauses.push(format!("event_kind = {exit} AND return_value IS NOT NULL AND return_value NOT IN ('null', '\"0x0\"')")),
         None => {}
     }
-    let where_sql = clauses.join(" AND ");
 
-    // Access path: the timeline index (chronological, covers the cheap filters), or for a
-    // cursor close to the end, the primary key from the cursor on.
+    // Access path: with a cursor, the primary key from the cursor on when that walk is
+    // bounded by fewer rows than the session holds (ids are unique integers, so at most
+    // max(id) - cursor rows lie after it); for slow calls, the partial index; otherwise the
+    // timeline index (chronological, covers the cheap filters).
     let walk_from_cursor = match q.after_event_id {
         Some(after) => {
-            let max_id: i64 = tx
-                .query_row("SELECT coalesce(max(id), 0) FROM events", [], |r| r.get(0))
+            let (max_id, session_rows): (i64, i64) = tx
+                .query_row(
+                    "SELECT coalesce((SELECT max(id) FROM events), 0), \
+                            coalesce((SELECT sum(n) FROM event_counts WHERE session_key = ?1), 0)",
+                    [key],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
                 .map_err(|e| sql_err("query: max id", e))?;
-            max_id.saturating_sub(after) <= CURSOR_SCAN_LIMIT
+            max_id.saturating_sub(after) <= session_rows.max(CURSOR_SCAN_MIN)
         }
         None => false,
     };
+    let slow = !walk_from_cursor && q.min_duration_ns.is_some_and(|d| d >= schema::SLOW_NS);
     let source = if walk_from_cursor {
         "events NOT INDEXED".to_string()
+    } else if slow {
+        // The literal bound lets SQLite see that the partial index applies.
+        clauses.push(format!("duration_ns >= {}", schema::SLOW_NS));
+        format!("events INDEXED BY {}", schema::SLOW_INDEX)
     } else {
         format!("events INDEXED BY {}", schema::TIMELINE_INDEX)
     };
+    let where_sql = clauses.join(" AND ");
     let order = if q.after_event_id.is_some() { "id" } else { "timestamp_ns, id" };
+    let page_sql = format!("SELECT id FROM {source} WHERE {where_sql} ORDER BY {order}");
 
-    result.total_count = tx
-        .prepare_cached(&format!("SELECT count(*) FROM {source} WHERE {where_sql}"))
-        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0)))
+    // totalCount: from event_counts when only type and site filters apply; in the same pass
+    // as the page when the predicate is expensive (return values live in the table rows);
+    // otherwise with count(*) over the index.
+    let countable = q.time_from_ns.is_none()
+        && q.time_to_ns.is_none()
+        && q.min_duration_ns.is_none()
+        && thread_ids.is_none()
+        && q.return_value_equals.is_none()
+        && q.return_value_is_null.is_none()
+        && q.after_event_id.is_none();
+    let expensive = q.return_value_equals.is_some() || q.return_value_is_null.is_some();
+    let ids: Vec<i64> = if expensive && !slow && !walk_from_cursor {
+        // The predicate needs the table rows anyway: read the session's id range in order
+        // (no per-row seek from an index entry), then sort the matches.
+        let lo = min_id.unwrap_or(1).max(q.after_event_id.map_or(i64::MIN, |a| a.saturating_add(1)));
+        let hi = max_id.unwrap_or(0);
+        let mut st = tx
+            .prepare_cached(&format!(
+                "SELECT timestamp_ns, id FROM events NOT INDEXED WHERE {where_sql} AND id BETWEEN ? AND ?"
+            ))
+            .map_err(|e| sql_err("query: scan", e))?;
+        let bounds = [SqlValue::Integer(lo), SqlValue::Integer(hi)];
+        let mut hits: Vec<(i64, i64)> = st
+            .query_map(rusqlite::params_from_iter(params.iter().chain(bounds.iter())), |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| sql_err("query: scan", e))?;
+        if q.after_event_id.is_some() {
+            hits.sort_unstable_by_key(|h| h.1);
+        } else {
+            hits.sort_unstable();
+        }
+        result.total_count = hits.len() as i64;
+        hits.iter().skip(q.offset).take(q.limit).map(|h| h.1).collect()
+    } else if expensive {
+        // Few rows (slow calls, or close to the cursor): one ordered pass counts and pages.
+        let mut st = tx.prepare_cached(&page_sql).map_err(|e| sql_err("query: scan", e))?;
+        let mut rows = st.query(rusqlite::params_from_iter(params.iter())).map_err(|e| sql_err("query: scan", e))?;
+        let (mut n, mut ids) = (0usize, Vec::new());
+        while let Some(r) = rows.next().map_err(|e| sql_err("query: scan", e))? {
+            if n >= q.offset && ids.len() < q.limit {
+                ids.push(r.get(0).map_err(|e| sql_err("query: scan", e))?);
+            }
+            n += 1;
+        }
+        result.total_count = n as i64;
+        ids
+    } else {
+        result.total_count = if countable {
+            let mut sql = "SELECT coalesce(sum(n), 0) FROM event_counts WHERE session_key = ?1".to_string();
+            if let Some(t) = q.event_type {
+                sql.push_str(&format!(" AND event_kind = {}", schema::kind_code(t)));
+            }
+            if let Some(ids) = &site_ids {
+                let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+                sql.push_str(&format!(" AND site_id IN ({})", list.join(",")));
+            }
+            tx.prepare_cached(&sql).and_then(|mut st| st.query_row([key], |r| r.get(0)))
+        } else {
+            tx.prepare_cached(&format!("SELECT count(*) FROM {source} WHERE {where_sql}"))
+                .and_then(|mut st| st.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0)))
+        }
         .map_err(|e| sql_err("query: count", e))?;
-
-    if q.limit > 0 && (q.offset as i64) < result.total_count {
-        let mut page_params = params.clone();
-        page_params.push(SqlValue::Integer(q.limit as i64));
-        page_params.push(SqlValue::Integer(q.offset as i64));
-        let ids: Vec<i64> = {
-            let mut st = tx
-                .prepare_cached(&format!("SELECT id FROM {source} WHERE {where_sql} ORDER BY {order} LIMIT ? OFFSET ?"))
-                .map_err(|e| sql_err("query: page", e))?;
+        if q.limit > 0 && (q.offset as i64) < result.total_count {
+            params.push(SqlValue::Integer(q.limit as i64));
+            params.push(SqlValue::Integer(q.offset as i64));
+            let mut st = tx.prepare_cached(&format!("{page_sql} LIMIT ? OFFSET ?")).map_err(|e| sql_err("query: page", e))?;
             let rows = st
-                .query_map(rusqlite::params_from_iter(page_params.iter()), |r| r.get(0))
+                .query_map(rusqlite::params_from_iter(params.iter()), |r| r.get(0))
                 .map_err(|e| sql_err("query: page", e))?;
             rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err("query: page", e))?
-        };
-        result.events = fetch_events(&tx, dict, &q.session_id, &ids)?;
-    }
+        } else {
+            Vec::new()
+        }
+    };
+    result.events = fetch_events(&tx, dict, &q.session_id, &ids)?;
     tx.finish().map_err(|e| sql_err("query: end", e))?;
 
     result.has_more = (q.offset as i64).saturating_add(result.events.len() as i64) < result.total_count;
@@ -345,143 +376,15 @@ fn fetch_events(conn: &Connection, dict: &RwLock<Dict>, session_id: &str, ids: &
         .prepare(&format!("SELECT {} FROM events WHERE id IN ({})", schema::EVENT_COLUMNS, list.join(",")))
         .map_err(|e| sql_err("query: fetch", e))?;
     let d = dict.read().unwrap();
-    let rows = st.query_map([], |r| row_to_event(r, session_id, &d)).map_err(|e| sql_err("query: fetch", e))?;
+    let rows = st.query_map([], |r| d.row_to_event(r, session_id)).map_err(|e| sql_err("query: fetch", e))?;
     let mut events = rows.collect::<rusqlite::Result<Vec<Event>>>().map_err(|e| sql_err("query: fetch", e))?;
     events.sort_by_key(|e| (e.timestamp_ns, e.id));
     Ok(events)
 }
 
-/// Decode a row selected with `schema::EVENT_COLUMNS`.
-fn row_to_event(r: &rusqlite::Row<'_>, session_id: &str, d: &Dict) -> rusqlite::Result<Event> {
-    let kind: i64 = r.get(3)?;
-    let event_type = schema::kind_from_code(kind).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Integer, format!("unknown event kind {kind}").into())
-    })?;
-    Ok(Event {
-        id: r.get(0)?,
-        session_id: session_id.to_string(),
-        timestamp_ns: r.get(2)?,
-        event_type,
-        function_name: d.get(r.get(4)?),
-        source_file: d.get(r.get(5)?),
-        duration_ns: r.get(6)?,
-        pid: r.get(7)?,
-        thread_name: d.get(r.get(8)?),
-        thread_id: r.get(9)?,
-        parent_event_id: r.get(10)?,
-        function_name_raw: d.get(r.get(11)?),
-        line_number: r.get(12)?,
-        sampled: r.get(13)?,
-        return_value: r.get(14)?,
-        arguments: r.get(15)?,
-        text: r.get(16)?,
-        watch_values: r.get(17)?,
-        signal: r.get(18)?,
-        fault_address: r.get(19)?,
-        registers: r.get(20)?,
-        backtrace: r.get(21)?,
-        locals: r.get(22)?,
-        breakpoint_id: r.get(23)?,
-        logpoint_message: r.get(24)?,
-    })
-}
-
-/// `returnValue.equals` on stored JSON text (see the module docs for the rule).
-pub fn json_text_equals(stored: &str, target: &Value) -> bool {
-    match serde_json::from_str::<Value>(stored) {
-        Ok(v) => values_equal(&v, target),
-        Err(_) => matches!(target, Value::String(s) if s == stored),
-    }
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Num {
-    Int(i128),
-    Float(f64),
-}
-
-fn num_of(n: &serde_json::Number) -> Option<Num> {
-    if let Some(i) = n.as_i64() {
-        Some(Num::Int(i as i128))
-    } else if let Some(u) = n.as_u64() {
-        Some(Num::Int(u as i128))
-    } else {
-        n.as_f64().map(Num::Float)
-    }
-}
-
-fn num_of_text(s: &str) -> Option<Num> {
-    let t = s.trim();
-    let (neg, body) = match t.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, t),
-    };
-    if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        let v = u64::from_str_radix(hex, 16).ok()? as i128;
-        return Some(Num::Int(if neg { -v } else { v }));
-    }
-    if let Ok(i) = t.parse::<i128>() {
-        return Some(Num::Int(i));
-    }
-    t.parse::<f64>().ok().filter(|f| f.is_finite()).map(Num::Float)
-}
-
-fn nums_equal(a: Num, b: Num) -> bool {
-    match (a, b) {
-        (Num::Int(x), Num::Int(y)) => x == y,
-        (Num::Float(x), Num::Float(y)) => x == y,
-        (Num::Int(i), Num::Float(f)) | (Num::Float(f), Num::Int(i)) => f.fract() == 0.0 && (i as f64) == f,
-    }
-}
-
-fn values_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (num_of(x), num_of(y)) {
-            (Some(x), Some(y)) => nums_equal(x, y),
-            _ => false,
-        },
-        (Value::Number(n), Value::String(s)) | (Value::String(s), Value::Number(n)) => {
-            match (num_of(n), num_of_text(s)) {
-                (Some(x), Some(y)) => nums_equal(x, y),
-                _ => false,
-            }
-        }
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| values_equal(a, b)),
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| values_equal(v, w)))
-        }
-        _ => a == b,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn json_equality_rules() {
-        assert!(json_text_equals("5", &json!(5)));
-        assert!(json_text_equals("5.0", &json!(5)));
-        assert!(json_text_equals("5", &json!("5")));
-        assert!(json_text_equals("\"5\"", &json!(5)));
-        assert!(json_text_equals("\"0xff\"", &json!(255)));
-        assert!(json_text_equals("\"0xFF\"", &json!("0xFF")));
-        assert!(!json_text_equals("\"0xff\"", &json!("0xFF")), "strings compare exactly");
-        assert!(json_text_equals("-3", &json!(-3)));
-        assert!(!json_text_equals("5.5", &json!(5)));
-        assert!(!json_text_equals("6", &json!(5)));
-        assert!(json_text_equals("null", &json!(null)));
-        assert!(!json_text_equals("null", &json!(0)));
-        assert!(json_text_equals("true", &json!(true)));
-        assert!(!json_text_equals("true", &json!("true")));
-        assert!(json_text_equals("{ \"a\": [1, 2.0] }", &json!({"a": [1, 2]})));
-        assert!(!json_text_equals("{\"a\": 1, \"b\": 2}", &json!({"a": 1})));
-        assert!(json_text_equals("not json", &json!("not json")));
-        assert!(!json_text_equals("not json", &json!("other")));
-        assert!(!json_text_equals("\"abc\"", &json!(5)));
-        assert!(json_text_equals("18446744073709551615", &json!(u64::MAX)));
-    }
 
     #[test]
     fn text_predicates() {

@@ -1,17 +1,26 @@
 //! The on-disk layout of the event store and the connection settings.
 //!
 //! The spec's `events` columns are the *wire format* of `debug_query`; underneath, rows are
-//! compact (DESIGN §1b): the wire id is the INTEGER PRIMARY KEY, the session is an integer key
-//! (`session_keys`), the event type is a small integer, and the four repetitive text columns
-//! (function name, raw name, source file, thread name) are interned in `strings`.
-//! `events_wire` is a view with the spec's literal columns, for people poking at the file
-//! with the `sqlite3` shell.
+//! compact (DESIGN §1b), because each column costs the writer a bind, a register copy and
+//! record encoding for every event:
+//! - the wire id is the INTEGER PRIMARY KEY; the session is an integer (`session_keys`);
+//!   the event type is a small integer (`kind_code`);
+//! - the code site — function name, raw name, source file, line — is fixed per hook, so the
+//!   tuple is interned once in `sites` and events carry `site_id`;
+//! - likewise (pid, thread id, thread name) is interned in `threads` (`thread_ref`);
+//! - the columns only crash / pause / logpoint / watch / sampling events fill (`watch_values`,
+//!   `sampled`, `signal`, `fault_address`, `registers`, `backtrace`, `locals`,
+//!   `breakpoint_id`, `logpoint_message`) share one JSON object column, `extra`.
 //!
-//! One secondary index, `events_timeline (session_key, timestamp_ns, id, event_kind,
-//! function_name_id, source_file_id, duration_ns, pid, thread_name_id)`: it is append-mostly
-//! (timestamps grow), gives chronological order without a sort, serves time ranges as a
-//! seek, and covers every cheap filter so that counting and paging never touch the wide
-//! table rows. The cursor (`id > n`) is served by the primary key itself.
+//! `events_wire` is a view with the spec's literal columns, for the `sqlite3` shell.
+//!
+//! One full secondary index, `events_timeline (session_key, timestamp_ns, id, event_kind,
+//! site_id, thread_ref, duration_ns)`: it is append-mostly (timestamps grow), gives
+//! chronological order without a sort, serves time ranges as a seek, and covers every
+//! cheap filter (type, function, file, thread name, pid, duration), so that counting and
+//! paging never touch the wide table rows. The cursor (`id > n`) is served by the primary
+//! key. A partial index holds only calls of 100 us or more (`minDurationNs`), and
+//! `event_counts` keeps exact per-(session, type, site) counts for `totalCount`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -24,8 +33,11 @@ use crate::error::{Result, StrobeError};
 /// Bumped when the layout changes; a file with another version is refused with a message.
 pub(crate) const SCHEMA_VERSION: i64 = 1;
 
-/// Name of the one secondary index on `events` (queries name it in `INDEXED BY`).
+/// The main secondary index on `events` (queries name it in `INDEXED BY`).
 pub(crate) const TIMELINE_INDEX: &str = "events_timeline";
+/// The partial index of slow calls, and the duration it starts at.
+pub(crate) const SLOW_INDEX: &str = "events_slow";
+pub(crate) const SLOW_NS: i64 = 100_000;
 
 pub(crate) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS sessions (
@@ -45,7 +57,9 @@ CREATE TABLE IF NOT EXISTS session_keys (
     key           INTEGER PRIMARY KEY AUTOINCREMENT,
     name          TEXT NOT NULL UNIQUE,
     dropped       INTEGER NOT NULL DEFAULT 0,   -- events evicted by the FIFO limit
-    evicted_upto  INTEGER NOT NULL DEFAULT 0    -- highest event id evicted (eviction goes by id)
+    evicted_upto  INTEGER NOT NULL DEFAULT 0,   -- highest event id evicted (eviction goes by id)
+    min_id        INTEGER,                      -- bounds of the session's live event ids
+    max_id        INTEGER
 );
 
 -- Distinct non-null pids seen in each session's events.
@@ -55,10 +69,19 @@ CREATE TABLE IF NOT EXISTS session_pids (
     PRIMARY KEY (session_key, pid)
 ) WITHOUT ROWID;
 
--- Interned text: function names, raw names, source files, thread names. Append-only.
-CREATE TABLE IF NOT EXISTS strings (
-    id            INTEGER PRIMARY KEY,
-    s             TEXT NOT NULL UNIQUE
+-- Interned code sites and threads. Append-only; ids are assigned by the writer.
+CREATE TABLE IF NOT EXISTS sites (
+    id                 INTEGER PRIMARY KEY,
+    function_name      TEXT,
+    function_name_raw  TEXT,
+    source_file        TEXT,
+    line_number        INTEGER
+);
+CREATE TABLE IF NOT EXISTS threads (
+    id                 INTEGER PRIMARY KEY,
+    pid                INTEGER,
+    thread_id          INTEGER,
+    thread_name        TEXT
 );
 
 CREATE TABLE IF NOT EXISTS meta (
@@ -72,70 +95,72 @@ CREATE TABLE IF NOT EXISTS pending_deletes (
 );
 
 CREATE TABLE IF NOT EXISTS events (
-    id                   INTEGER PRIMARY KEY,   -- the wire id (Store::next_event_id)
-    session_key          INTEGER NOT NULL,      -- session_keys.key
-    timestamp_ns         INTEGER NOT NULL,
-    event_kind           INTEGER NOT NULL,      -- schema::kind_code(EventType)
-    function_name_id     INTEGER,               -- strings.id
-    source_file_id       INTEGER,               -- strings.id
-    duration_ns          INTEGER,
-    pid                  INTEGER,
-    thread_name_id       INTEGER,               -- strings.id
-    thread_id            INTEGER,
-    parent_event_id      INTEGER,
-    function_name_raw_id INTEGER,               -- strings.id
-    line_number          INTEGER,
-    sampled              INTEGER,
-    return_value         TEXT,
-    arguments            TEXT,
-    text                 TEXT,
-    watch_values         TEXT,
-    signal               TEXT,
-    fault_address        TEXT,
-    registers            TEXT,
-    backtrace            TEXT,
-    locals               TEXT,
-    breakpoint_id        TEXT,
-    logpoint_message     TEXT
+    id               INTEGER PRIMARY KEY,   -- the wire id (Store::next_event_id)
+    session_key      INTEGER NOT NULL,      -- session_keys.key
+    timestamp_ns     INTEGER NOT NULL,
+    event_kind       INTEGER NOT NULL,      -- schema::kind_code(EventType)
+    site_id          INTEGER,               -- sites.id
+    thread_ref       INTEGER,               -- threads.id
+    duration_ns      INTEGER,
+    parent_event_id  INTEGER,
+    return_value     TEXT,
+    arguments        TEXT,
+    text             TEXT,
+    extra            TEXT                   -- JSON object of the rarely set columns
 );
 
 CREATE INDEX IF NOT EXISTS events_timeline ON events (
-    session_key, timestamp_ns, id, event_kind, function_name_id, source_file_id,
-    duration_ns, pid, thread_name_id
+    session_key, timestamp_ns, id, event_kind, site_id, thread_ref, duration_ns
 );
 
+-- Slow calls only (rare, so nearly free to maintain): serves minDurationNs >= 100 us.
+CREATE INDEX IF NOT EXISTS events_slow ON events (
+    session_key, duration_ns, timestamp_ns, event_kind, site_id, thread_ref
+) WHERE duration_ns >= 100000;
+
+-- Events per (session, type, site), kept exact by the writer in the same transactions as
+-- the rows: totalCount of the common queries without scanning. site_id 0 = no site.
+CREATE TABLE IF NOT EXISTS event_counts (
+    session_key   INTEGER NOT NULL,
+    event_kind    INTEGER NOT NULL,
+    site_id       INTEGER NOT NULL,
+    n             INTEGER NOT NULL,
+    PRIMARY KEY (session_key, event_kind, site_id)
+) WITHOUT ROWID;
+
 CREATE VIEW IF NOT EXISTS events_wire AS
-SELECT e.id, k.name AS session_id, e.timestamp_ns, e.thread_id, tn.s AS thread_name, e.pid,
+SELECT e.id, k.name AS session_id, e.timestamp_ns, t.thread_id, t.thread_name, t.pid,
        e.parent_event_id,
        CASE e.event_kind WHEN 0 THEN 'function_enter' WHEN 1 THEN 'function_exit'
             WHEN 2 THEN 'stdout' WHEN 3 THEN 'stderr' WHEN 4 THEN 'crash'
             WHEN 5 THEN 'variable_snapshot' WHEN 6 THEN 'pause' WHEN 7 THEN 'logpoint'
             WHEN 8 THEN 'condition_error' END AS event_type,
-       fn.s AS function_name, fr.s AS function_name_raw, sf.s AS source_file, e.line_number,
-       e.arguments, e.return_value, e.duration_ns, e.text, e.watch_values, e.sampled,
-       e.signal, e.fault_address, e.registers, e.backtrace, e.locals, e.breakpoint_id,
-       e.logpoint_message
+       s.function_name, s.function_name_raw, s.source_file, s.line_number,
+       e.arguments, e.return_value, e.duration_ns, e.text,
+       e.extra ->> '$.watch_values' AS watch_values, e.extra ->> '$.sampled' AS sampled,
+       e.extra ->> '$.signal' AS signal, e.extra ->> '$.fault_address' AS fault_address,
+       e.extra ->> '$.registers' AS registers, e.extra ->> '$.backtrace' AS backtrace,
+       e.extra ->> '$.locals' AS locals, e.extra ->> '$.breakpoint_id' AS breakpoint_id,
+       e.extra ->> '$.logpoint_message' AS logpoint_message
 FROM events e
 JOIN session_keys k ON k.key = e.session_key
-LEFT JOIN strings fn ON fn.id = e.function_name_id
-LEFT JOIN strings fr ON fr.id = e.function_name_raw_id
-LEFT JOIN strings sf ON sf.id = e.source_file_id
-LEFT JOIN strings tn ON tn.id = e.thread_name_id;
+LEFT JOIN sites s ON s.id = e.site_id
+LEFT JOIN threads t ON t.id = e.thread_ref;
 "#;
 
-/// Column list used by every statement that reads whole events (see `query::row_to_event`).
-pub(crate) const EVENT_COLUMNS: &str = "id, session_key, timestamp_ns, event_kind, \
-    function_name_id, source_file_id, duration_ns, pid, thread_name_id, thread_id, \
-    parent_event_id, function_name_raw_id, line_number, sampled, return_value, arguments, \
-    text, watch_values, signal, fault_address, registers, backtrace, locals, breakpoint_id, \
-    logpoint_message";
+/// Columns of `events` in the order the writer binds and readers decode them.
+pub(crate) const EVENT_COLUMNS: &str =
+    "id, session_key, timestamp_ns, event_kind, site_id, thread_ref, duration_ns, \
+     parent_event_id, return_value, arguments, text, extra";
+pub(crate) const EVENT_COLUMN_COUNT: usize = 12;
 
-pub(crate) const EVENT_COLUMN_COUNT: usize = 25;
-
-/// `INSERT INTO events (EVENT_COLUMNS) VALUES (?, ...), ...` for `rows` rows.
+/// `INSERT OR IGNORE INTO events (EVENT_COLUMNS) VALUES (?, ...), ...` for `rows` rows.
+/// `OR IGNORE`: a multi-row statement that could abort needs a statement journal (a copy of
+/// every page it touches); ignoring conflicts avoids that. The writer compares the rows
+/// inserted with the rows bound, so a duplicate id is still noticed and reported.
 pub(crate) fn insert_events_sql(rows: usize) -> String {
-    let one = format!("({})", vec!["?"; EVENT_COLUMN_COUNT].join(","));
-    format!("INSERT INTO events ({EVENT_COLUMNS}) VALUES {}", vec![one; rows].join(","))
+    let one = format!("({})", ["?"; EVENT_COLUMN_COUNT].join(","));
+    format!("INSERT OR IGNORE INTO events ({EVENT_COLUMNS}) VALUES {}", vec![one; rows].join(","))
 }
 
 /// Stable integer code of an event type (the order of `EventType::ALL`; `events_wire` spells
@@ -152,8 +177,23 @@ pub(crate) fn sql_err(context: &str, e: rusqlite::Error) -> StrobeError {
     StrobeError::internal(format!("{context}: {e}"))
 }
 
+/// Process-wide SQLite settings, applied once before SQLite initializes (afterwards
+/// `sqlite3_config` refuses, harmlessly): no memory statistics, which would otherwise take a
+/// global mutex on every allocation.
+fn configure_sqlite() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: sqlite3_config is called before any connection of this module exists; if
+        // SQLite is already initialized it returns SQLITE_MISUSE and changes nothing.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::os::raw::c_int);
+        }
+    });
+}
+
 /// Open the writer's connection: creates the file and schema, switches to WAL.
 pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
+    configure_sqlite();
     let conn = Connection::open(path)
         .map_err(|e| sql_err(&format!("Cannot open event database {}", path.display()), e))?;
     conn.busy_timeout(Duration::from_secs(10)).map_err(|e| sql_err("busy_timeout", e))?;
@@ -170,10 +210,10 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
             path.display()
         )));
     }
-    let exp = std::env::var("STROBE_EXP").unwrap_or_default();
     if !has_tables {
-        let ps = if exp.contains("page4k") { 4096 } else if exp.contains("page16k") { 16384 } else if exp.contains("page32k") { 32768 } else { 8192 };
-        conn.execute_batch(&format!("PRAGMA page_size = {ps};")).map_err(|e| sql_err("page_size", e))?;
+        // Must precede WAL and the first table. 8 KiB: fewer splits than 4 KiB (measured
+        // ~4% fewer writer instructions per event); 16 KiB was no better.
+        conn.execute_batch("PRAGMA page_size = 8192;").map_err(|e| sql_err("page_size", e))?;
     }
     conn.execute_batch(
         "PRAGMA journal_mode = WAL;
@@ -184,12 +224,7 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
          PRAGMA wal_autocheckpoint = 4096;",
     )
     .map_err(|e| sql_err("Cannot configure the event database", e))?;
-    if exp.contains("nockpt") { conn.execute_batch("PRAGMA wal_autocheckpoint = 0;").unwrap(); }
-    if exp.contains("bigckpt") { conn.execute_batch("PRAGMA wal_autocheckpoint = 32768;").unwrap(); }
-    let mut schema_sql = SCHEMA.to_string();
-    if exp.contains("noindex") { schema_sql.push_str("DROP INDEX events_timeline;"); }
-    if exp.contains("narrowidx") { schema_sql = schema_sql.replace("session_key, timestamp_ns, id, event_kind, function_name_id, source_file_id,\n    duration_ns, pid, thread_name_id", "session_key, timestamp_ns"); }
-    conn.execute_batch(&format!("BEGIN; {schema_sql} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
+    conn.execute_batch(&format!("BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
         .map_err(|e| sql_err("Cannot create the event database schema", e))?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
@@ -225,6 +260,7 @@ mod tests {
             assert_eq!(kind_from_code(i as i64), Some(*t));
             assert!(SCHEMA.contains(&format!("WHEN {i} THEN '{}'", t.as_str())), "{t:?}");
         }
+        assert!(SCHEMA.contains(&format!("WHERE duration_ns >= {SLOW_NS};")), "partial index bound = SLOW_NS");
         assert_eq!(kind_from_code(99), None);
         assert_eq!(kind_from_code(-1), None);
     }

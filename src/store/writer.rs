@@ -1,27 +1,26 @@
-//! The writer thread: the only connection that writes events. It drains the channel into
-//! one transaction per round (group commit: whatever is queued, up to `MAX_BATCH` events, so
-//! a quiet stream commits at once and a busy one in large batches), interns repeated text,
-//! and enforces the per-session FIFO limit in chunks between rounds.
+//! The writer thread: the only connection that writes events. Each round drains the channel
+//! into one transaction (group commit: whatever is queued, up to `MAX_BATCH` events, so a
+//! quiet stream commits at once and a busy one in large batches), 32 rows per INSERT
+//! statement. FIFO eviction and session deletes run between rounds (`evict.rs`).
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use super::event::Event;
+use super::intern::{bind_row, encode_extra, FxMap, FxSet, Interner, RowRefs};
+use super::rawstmt::RawInsert;
 use super::schema::{self, sql_err};
 use super::Shared;
 use crate::error::{Result, StrobeError};
 
-/// Most events committed in one transaction (measured: see `benches/store.rs`).
+/// Most events committed in one transaction.
 pub(crate) const MAX_BATCH: usize = 20_000;
-/// Rows per INSERT statement: SQLite keeps its cursors (and the append fast path) across
-/// the rows of one statement, not across statements.
+/// Rows per INSERT statement: SQLite keeps its cursors (and its append fast path) across
+/// the rows of one statement, not across statements; this halved the per-row cost.
 pub(crate) const ROWS_PER_STATEMENT: usize = 32;
-/// Most events evicted (or deleted for `delete_session`) in one transaction.
-pub(crate) const DELETE_CHUNK: i64 = 20_000;
 
 pub(crate) enum Msg {
     Events(Vec<Event>),
@@ -33,60 +32,40 @@ pub(crate) enum Msg {
     Shutdown,
 }
 
-/// FxHash: the interning maps hash short strings on the hot path.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().unwrap());
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(K);
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-
 /// What the writer knows about one session key.
-struct KeyState {
-    name: String,
+pub(super) struct KeyState {
+    pub name: String,
     /// Committed events; `None` until first needed (counted from the file).
-    count: Option<i64>,
+    pub count: Option<i64>,
     /// Lowest live event id, once known (eviction scans forward from it).
-    min_alive: Option<i64>,
-    dropped: i64,
-    evicted_upto: i64,
-    pids: HashSet<i64>,
+    pub min_alive: Option<i64>,
+    pub dropped: i64,
+    pub evicted_upto: i64,
+    pub pids: FxSet<i64>,
 }
 
 pub(crate) struct Writer {
-    conn: Connection,
-    st: State,
+    // Declared before `conn`: statements are finalized before their connection closes.
+    insert_many: RawInsert,
+    insert_one: RawInsert,
+    pub(super) conn: Connection,
+    pub(super) st: State,
 }
 
-struct State {
-    shared: Arc<Shared>,
-    keys: FxMap<String, i64>,
-    sessions: HashMap<i64, KeyState>,
-    strings: FxMap<Box<str>, i64>,
-    next_string_id: i64,
-    last_key: Option<(String, i64)>,
+pub(super) struct State {
+    pub shared: Arc<Shared>,
+    pub keys: FxMap<String, i64>,
+    pub sessions: FxMap<i64, KeyState>,
+    pub interner: Interner,
+    pub last_key: Option<(String, i64)>,
     in_txn: bool,
     txn_events: usize,
     txn_max_id: i64,
     txn_touched: HashSet<i64>,
+    /// Rows added per (session key, event kind, site id or 0) in the open transaction.
+    txn_counts: FxMap<(i64, i64, i64), i64>,
+    /// Lowest and highest id written per session key in the open transaction.
+    txn_ids: FxMap<i64, (i64, i64)>,
     row_errors: u64,
 }
 
@@ -96,18 +75,21 @@ impl Writer {
         let mut st = State {
             shared,
             keys: FxMap::default(),
-            sessions: HashMap::new(),
-            strings: FxMap::default(),
-            next_string_id: 1,
+            sessions: FxMap::default(),
+            interner: Interner::default(),
             last_key: None,
             in_txn: false,
             txn_events: 0,
             txn_max_id: 0,
             txn_touched: HashSet::new(),
+            txn_counts: FxMap::default(),
+            txn_ids: FxMap::default(),
             row_errors: 0,
         };
         st.load(&conn)?;
-        Ok(Writer { conn, st })
+        let insert_many = RawInsert::prepare(&conn, &schema::insert_events_sql(ROWS_PER_STATEMENT))?;
+        let insert_one = RawInsert::prepare(&conn, &schema::insert_events_sql(1))?;
+        Ok(Writer { insert_many, insert_one, conn, st })
     }
 
     pub(crate) fn run(mut self, rx: Receiver<Msg>) {
@@ -116,8 +98,7 @@ impl Writer {
         }
         let mut shutdown = false;
         while !shutdown {
-            let backlog = self.has_backlog();
-            let first = if backlog {
+            let first = if self.has_backlog() {
                 match rx.try_recv() {
                     Ok(m) => Some(m),
                     Err(TryRecvError::Empty) => None,
@@ -148,7 +129,7 @@ impl Writer {
                         let _ = reply.send(self.delete_session(&name));
                     }
                 }
-                if shutdown || self.st.txn_events >= std::env::var("STROBE_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_BATCH) {
+                if shutdown || self.st.txn_events >= MAX_BATCH {
                     break;
                 }
                 next = rx.try_recv().ok();
@@ -180,25 +161,16 @@ impl Writer {
         }
         let conn = &self.conn;
         let st = &mut self.st;
-        let rows = std::env::var("STROBE_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(ROWS_PER_STATEMENT);
         let mut rest: &[Event] = &events;
         while !rest.is_empty() {
-            let n = if rest.len() >= rows { rows } else { 1 };
+            let n = if rest.len() >= ROWS_PER_STATEMENT { ROWS_PER_STATEMENT } else { 1 };
             let (chunk, tail) = rest.split_at(n);
             rest = tail;
-            if n > 1 {
-                match st.insert_many(conn, chunk) {
-                    Ok(()) => continue,
-                    // One bad row fails the statement (and only it): retry row by row.
-                    Err(e) => tracing::debug!("event store: multi-row insert failed, retrying singly: {e}"),
-                }
-            }
-            for ev in chunk {
-                if let Err(e) = st.insert_many(conn, std::slice::from_ref(ev)) {
-                    st.row_errors += 1;
-                    if st.row_errors <= 10 || st.row_errors.is_power_of_two() {
-                        tracing::warn!("event store: event {} not stored ({} so far): {e}", ev.id, st.row_errors);
-                    }
+            let stmt = if n > 1 { &mut self.insert_many } else { &mut self.insert_one };
+            if let Err(e) = st.insert_rows(conn, stmt, chunk) {
+                st.row_errors += 1;
+                if st.row_errors <= 10 || st.row_errors.is_power_of_two() {
+                    tracing::warn!("event store: {e} ({} failed inserts so far)", st.row_errors);
                 }
             }
         }
@@ -215,11 +187,26 @@ impl Writer {
         Ok(())
     }
 
-    fn commit(&mut self) {
+    /// Commit the open transaction, if any, and publish the counters it changed.
+    pub(super) fn commit(&mut self) {
         if !self.st.in_txn {
             return;
         }
         let r = (|| -> rusqlite::Result<()> {
+            let mut up = self.conn.prepare_cached(
+                "INSERT INTO event_counts (session_key, event_kind, site_id, n) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT DO UPDATE SET n = n + excluded.n",
+            )?;
+            for ((key, kind, site), n) in self.st.txn_counts.drain() {
+                up.execute(params![key, kind, site, n])?;
+            }
+            let mut range = self.conn.prepare_cached(
+                "UPDATE session_keys SET min_id = min(coalesce(min_id, ?2), ?2), \
+                 max_id = max(coalesce(max_id, ?3), ?3) WHERE key = ?1",
+            )?;
+            for (key, (lo, hi)) in self.st.txn_ids.drain() {
+                range.execute(params![key, lo, hi])?;
+            }
             if self.st.txn_max_id > 0 {
                 self.conn
                     .prepare_cached(
@@ -243,211 +230,17 @@ impl Writer {
                 tracing::error!("event store: commit failed, the last batch is lost: {e}");
                 let _ = self.conn.execute_batch("ROLLBACK");
                 self.st.txn_touched.clear();
+                self.st.txn_counts.clear();
+                self.st.txn_ids.clear();
                 if let Err(e) = self.st.load(&self.conn) {
                     tracing::error!("event store: reloading writer state failed: {e}");
                 }
             }
         }
     }
-
-    /// Count the sessions from an earlier run that were given a limit, so eviction sees them.
-    fn load_limited_counts(&mut self) {
-        let limited: HashSet<String> = self.st.shared.stats.lock().unwrap().keys().cloned().collect();
-        let mut loaded = Vec::new();
-        for (key, ks) in self.st.sessions.iter_mut() {
-            if ks.count.is_none() && limited.contains(&ks.name) {
-                match count_rows(&self.conn, *key) {
-                    Ok(c) => {
-                        ks.count = Some(c);
-                        loaded.push(*key);
-                    }
-                    Err(e) => tracing::error!("event store: {e}"),
-                }
-            }
-        }
-        self.st.publish(&loaded);
-    }
-
-    /// Sessions over their limit (committed count above max).
-    fn over_limit(&self) -> Vec<(i64, i64)> {
-        let stats = self.st.shared.stats.lock().unwrap();
-        self.st
-            .sessions
-            .iter()
-            .filter_map(|(key, s)| {
-                let max = stats.get(&s.name).map_or(super::DEFAULT_MAX_EVENTS, |x| x.max_events);
-                let count = s.count?;
-                (count > max).then_some((*key, count - max))
-            })
-            .collect()
-    }
-
-    fn has_backlog(&self) -> bool {
-        !self.over_limit().is_empty()
-    }
-
-    /// Evict one chunk from every session over its limit. False if nothing could be done.
-    fn evict_step(&mut self) -> bool {
-        let mut progressed = false;
-        for (key, excess) in self.over_limit() {
-            match self.evict_chunk(key, excess.min(DELETE_CHUNK)) {
-                Ok(n) => progressed |= n > 0,
-                Err(e) => tracing::error!("event store: FIFO eviction failed: {e}"),
-            }
-        }
-        progressed
-    }
-
-    /// Delete the `n` oldest (lowest id) events of a session in one transaction.
-    fn evict_chunk(&mut self, key: i64, n: i64) -> Result<i64> {
-        let conn = &self.conn;
-        let ks = self.st.sessions.get_mut(&key).expect("over_limit only lists known keys");
-        let min = match ks.min_alive {
-            Some(m) => m,
-            None => conn
-                .query_row(
-                    &format!("SELECT min(id) FROM events INDEXED BY {} WHERE session_key = ?1", schema::TIMELINE_INDEX),
-                    [key],
-                    |r| r.get::<_, Option<i64>>(0),
-                )
-                .map_err(|e| sql_err("eviction: oldest event", e))?
-                .unwrap_or(0),
-        };
-        let cut: Option<i64> = conn
-            .prepare_cached(
-                "SELECT id FROM events NOT INDEXED WHERE id >= ?1 AND session_key = ?2 ORDER BY id LIMIT 1 OFFSET ?3",
-            )
-            .and_then(|mut s| s.query_row(params![min, key, n - 1], |r| r.get(0)).optional())
-            .map_err(|e| sql_err("eviction: cut point", e))?;
-        let Some(cut) = cut else {
-            // Fewer rows than the count says: recount.
-            ks.count = Some(count_rows(conn, key)?);
-            ks.min_alive = None;
-            return Ok(0);
-        };
-        let tx = conn.unchecked_transaction().map_err(|e| sql_err("eviction: begin", e))?;
-        let deleted = tx
-            .prepare_cached("DELETE FROM events NOT INDEXED WHERE id >= ?1 AND id <= ?2 AND session_key = ?3")
-            .and_then(|mut s| s.execute(params![min, cut, key]))
-            .map_err(|e| sql_err("eviction: delete", e))? as i64;
-        tx.prepare_cached(
-            "UPDATE session_keys SET dropped = dropped + ?1, evicted_upto = max(evicted_upto, ?2) WHERE key = ?3",
-        )
-        .and_then(|mut s| s.execute(params![deleted, cut, key]))
-        .map_err(|e| sql_err("eviction: bookkeeping", e))?;
-        tx.commit().map_err(|e| sql_err("eviction: commit", e))?;
-        ks.min_alive = Some(cut + 1);
-        ks.count = ks.count.map(|c| c - deleted);
-        ks.dropped += deleted;
-        ks.evicted_upto = ks.evicted_upto.max(cut);
-        self.st.publish(&[key]);
-        Ok(deleted)
-    }
-
-    fn delete_session(&mut self, name: &str) -> Result<()> {
-        let key: Option<i64> = self
-            .conn
-            .query_row("SELECT key FROM session_keys WHERE name = ?1", [name], |r| r.get(0))
-            .optional()
-            .map_err(|e| sql_err("delete_session", e))?;
-        let tx = self.conn.unchecked_transaction().map_err(|e| sql_err("delete_session: begin", e))?;
-        let rows = tx.execute("DELETE FROM sessions WHERE id = ?1", [name]).map_err(|e| sql_err("delete_session", e))?;
-        if key.is_none() && rows == 0 {
-            return Err(StrobeError::session_not_found(name));
-        }
-        if let Some(key) = key {
-            tx.execute("DELETE FROM session_keys WHERE key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
-            tx.execute("DELETE FROM session_pids WHERE session_key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
-            tx.execute("INSERT OR IGNORE INTO pending_deletes (session_key) VALUES (?1)", [key])
-                .map_err(|e| sql_err("delete_session", e))?;
-        }
-        tx.commit().map_err(|e| sql_err("delete_session: commit", e))?;
-        self.st.last_key = None;
-        self.st.keys.remove(name);
-        if let Some(key) = key {
-            self.st.sessions.remove(&key);
-            self.st.shared.stats.lock().unwrap().entry(name.to_string()).and_modify(|s| {
-                s.count = Some(0);
-                s.dropped = 0;
-                s.evicted_upto = 0;
-            });
-            self.delete_key_rows(key)?;
-        }
-        Ok(())
-    }
-
-    fn resume_pending_deletes(&mut self) -> Result<()> {
-        let keys: Vec<i64> = {
-            let mut s = self.conn.prepare("SELECT session_key FROM pending_deletes").map_err(|e| sql_err("pending deletes", e))?;
-            let rows = s.query_map([], |r| r.get(0)).map_err(|e| sql_err("pending deletes", e))?;
-            rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err("pending deletes", e))?
-        };
-        for key in keys {
-            self.delete_key_rows(key)?;
-        }
-        Ok(())
-    }
-
-    /// Delete a forgotten key's events in chunks, then its pending_deletes row.
-    fn delete_key_rows(&mut self, key: i64) -> Result<()> {
-        let sql = format!(
-            "DELETE FROM events WHERE id IN (SELECT id FROM events INDEXED BY {} WHERE session_key = ?1 LIMIT ?2)",
-            schema::TIMELINE_INDEX
-        );
-        loop {
-            let n = self.conn.execute(&sql, params![key, DELETE_CHUNK]).map_err(|e| sql_err("delete_session: events", e))?;
-            if n == 0 {
-                break;
-            }
-        }
-        self.conn
-            .execute("DELETE FROM pending_deletes WHERE session_key = ?1", [key])
-            .map_err(|e| sql_err("delete_session", e))?;
-        Ok(())
-    }
 }
 
-/// Integer references of one row, resolved before binding.
-#[derive(Default, Clone, Copy)]
-struct RowRefs {
-    key: i64,
-    func: Option<i64>,
-    file: Option<i64>,
-    thread: Option<i64>,
-    raw: Option<i64>,
-}
-
-/// Bind one event's columns (order of `schema::EVENT_COLUMNS`) after parameter `base`.
-fn bind_row(stmt: &mut rusqlite::Statement<'_>, base: usize, ev: &Event, r: &RowRefs) -> rusqlite::Result<()> {
-    stmt.raw_bind_parameter(base + 1, ev.id)?;
-    stmt.raw_bind_parameter(base + 2, r.key)?;
-    stmt.raw_bind_parameter(base + 3, ev.timestamp_ns)?;
-    stmt.raw_bind_parameter(base + 4, schema::kind_code(ev.event_type))?;
-    stmt.raw_bind_parameter(base + 5, r.func)?;
-    stmt.raw_bind_parameter(base + 6, r.file)?;
-    stmt.raw_bind_parameter(base + 7, ev.duration_ns)?;
-    stmt.raw_bind_parameter(base + 8, ev.pid)?;
-    stmt.raw_bind_parameter(base + 9, r.thread)?;
-    stmt.raw_bind_parameter(base + 10, ev.thread_id)?;
-    stmt.raw_bind_parameter(base + 11, ev.parent_event_id)?;
-    stmt.raw_bind_parameter(base + 12, r.raw)?;
-    stmt.raw_bind_parameter(base + 13, ev.line_number)?;
-    stmt.raw_bind_parameter(base + 14, ev.sampled)?;
-    stmt.raw_bind_parameter(base + 15, ev.return_value.as_deref())?;
-    stmt.raw_bind_parameter(base + 16, ev.arguments.as_deref())?;
-    stmt.raw_bind_parameter(base + 17, ev.text.as_deref())?;
-    stmt.raw_bind_parameter(base + 18, ev.watch_values.as_deref())?;
-    stmt.raw_bind_parameter(base + 19, ev.signal.as_deref())?;
-    stmt.raw_bind_parameter(base + 20, ev.fault_address.as_deref())?;
-    stmt.raw_bind_parameter(base + 21, ev.registers.as_deref())?;
-    stmt.raw_bind_parameter(base + 22, ev.backtrace.as_deref())?;
-    stmt.raw_bind_parameter(base + 23, ev.locals.as_deref())?;
-    stmt.raw_bind_parameter(base + 24, ev.breakpoint_id.as_deref())?;
-    stmt.raw_bind_parameter(base + 25, ev.logpoint_message.as_deref())?;
-    Ok(())
-}
-
-fn count_rows(conn: &Connection, key: i64) -> Result<i64> {
+pub(super) fn count_rows(conn: &Connection, key: i64) -> Result<i64> {
     conn.query_row(
         &format!("SELECT count(*) FROM events INDEXED BY {} WHERE session_key = ?1", schema::TIMELINE_INDEX),
         [key],
@@ -456,13 +249,29 @@ fn count_rows(conn: &Connection, key: i64) -> Result<i64> {
     .map_err(|e| sql_err("count events", e))
 }
 
+/// Recompute `event_counts` of a session from its rows.
+pub(super) fn rebuild_counts(conn: &Connection, key: i64) -> Result<()> {
+    conn.execute("DELETE FROM event_counts WHERE session_key = ?1", [key]).map_err(|e| sql_err("rebuild counts", e))?;
+    conn.execute(
+        &format!(
+            "INSERT INTO event_counts (session_key, event_kind, site_id, n) \
+             SELECT session_key, event_kind, coalesce(site_id, 0), count(*) FROM events INDEXED BY {} \
+             WHERE session_key = ?1 GROUP BY event_kind, coalesce(site_id, 0)",
+            schema::TIMELINE_INDEX
+        ),
+        [key],
+    )
+    .map_err(|e| sql_err("rebuild counts", e))?;
+    Ok(())
+}
+
 impl State {
-    /// (Re)load keys and strings from the file.
+    /// (Re)load session keys and interned sites/threads from the file.
     fn load(&mut self, conn: &Connection) -> Result<()> {
         self.keys.clear();
         self.sessions.clear();
-        self.strings.clear();
         self.last_key = None;
+        self.interner = Interner::load(conn)?;
         let mut stmt = conn
             .prepare("SELECT key, name, dropped, evicted_upto FROM session_keys")
             .map_err(|e| sql_err("load sessions", e))?;
@@ -474,60 +283,70 @@ impl State {
             self.keys.insert(name.clone(), key);
             self.sessions.insert(
                 key,
-                KeyState { name, count: None, min_alive: None, dropped, evicted_upto, pids: HashSet::new() },
+                KeyState { name, count: None, min_alive: None, dropped, evicted_upto, pids: FxSet::default() },
             );
         }
-        let mut stmt = conn.prepare("SELECT id, s FROM strings").map_err(|e| sql_err("load strings", e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-            .map_err(|e| sql_err("load strings", e))?;
-        let mut max = 0;
-        for row in rows {
-            let (id, s) = row.map_err(|e| sql_err("load strings", e))?;
-            max = max.max(id);
-            self.strings.insert(s.into_boxed_str(), id);
-        }
-        self.next_string_id = max + 1;
         let keys: Vec<i64> = self.sessions.keys().copied().collect();
         self.publish(&keys);
         Ok(())
     }
 
-    /// Insert these events with one statement (`schema::insert_events_sql(n)`).
-    fn insert_many(&mut self, conn: &Connection, events: &[Event]) -> Result<()> {
-        let mut refs = [RowRefs::default(); ROWS_PER_STATEMENT];
+    /// Insert these events with one statement prepared for exactly `events.len()` rows.
+    fn insert_rows(&mut self, conn: &Connection, stmt: &mut RawInsert, events: &[Event]) -> Result<()> {
+        let mut refs: [RowRefs; ROWS_PER_STATEMENT] = Default::default();
         for (ev, r) in events.iter().zip(refs.iter_mut()) {
-            *r = RowRefs {
-                key: self.session_key(conn, &ev.session_id)?,
-                func: self.intern(conn, ev.function_name.as_deref())?,
-                file: self.intern(conn, ev.source_file.as_deref())?,
-                thread: self.intern(conn, ev.thread_name.as_deref())?,
-                raw: self.intern(conn, ev.function_name_raw.as_deref())?,
-            };
+            r.key = self.session_key(conn, &ev.session_id)?;
+            r.site = self.interner.site(conn, ev)?;
+            r.thread = self.interner.thread(conn, ev)?;
+            r.extra = encode_extra(ev);
         }
-        let mut stmt = conn
-            .prepare_cached(&schema::insert_events_sql(events.len()))
-            .map_err(|e| sql_err("prepare insert", e))?;
-        for (i, (ev, r)) in events.iter().zip(refs.iter()).enumerate() {
-            bind_row(&mut stmt, i * schema::EVENT_COLUMN_COUNT, ev, r).map_err(|e| sql_err("bind event", e))?;
-        }
-        stmt.raw_execute().map_err(|e| sql_err("insert events", e))?;
-        drop(stmt);
-        for (ev, r) in events.iter().zip(refs.iter()) {
+        let inserted = stmt.execute_with(|b| {
+            for (i, (ev, r)) in events.iter().zip(refs.iter()).enumerate() {
+                bind_row(b, i * schema::EVENT_COLUMN_COUNT, ev, r);
+            }
+        })?;
+        let refs = &refs[..events.len()];
+        let mut last_key = None;
+        for (ev, r) in events.iter().zip(refs) {
             self.txn_events += 1;
             self.txn_max_id = self.txn_max_id.max(ev.id);
-            self.txn_touched.insert(r.key);
+            if last_key != Some(r.key) {
+                self.txn_touched.insert(r.key);
+                last_key = Some(r.key);
+            }
+            let range = self.txn_ids.entry(r.key).or_insert((ev.id, ev.id));
+            *range = (range.0.min(ev.id), range.1.max(ev.id));
+            *self.txn_counts.entry((r.key, schema::kind_code(ev.event_type), r.site.unwrap_or(0))).or_default() += 1;
             let ks = self.sessions.get_mut(&r.key).expect("session_key registers the key");
             if let Some(c) = ks.count.as_mut() {
                 *c += 1;
             }
             if let Some(pid) = ev.pid {
-                if ks.pids.insert(pid) {
+                if !ks.pids.contains(&pid) {
+                    ks.pids.insert(pid);
                     conn.prepare_cached("INSERT OR IGNORE INTO session_pids (session_key, pid) VALUES (?1, ?2)")
                         .and_then(|mut s| s.execute(params![r.key, pid]))
                         .map_err(|e| sql_err("insert pid", e))?;
                 }
             }
+        }
+        if inserted < events.len() {
+            // Rows ignored (an id that already exists). Which ones is unknown: rebuild the
+            // counters of the sessions involved from the rows themselves (the pids and max
+            // id noted above are harmless over-approximations).
+            let keys: HashSet<i64> = refs.iter().map(|r| r.key).collect();
+            self.txn_counts.retain(|(k, _, _), _| !keys.contains(k));
+            for key in keys {
+                let c = count_rows(conn, key)?;
+                self.sessions.get_mut(&key).expect("registered").count = Some(c);
+                rebuild_counts(conn, key)?;
+                self.txn_touched.insert(key);
+            }
+            return Err(StrobeError::internal(format!(
+                "{} of {} events not stored: their id already exists (ids come from Store::next_event_id)",
+                events.len() - inserted,
+                events.len()
+            )));
         }
         Ok(())
     }
@@ -554,7 +373,7 @@ impl State {
                         min_alive: None,
                         dropped: 0,
                         evicted_upto: 0,
-                        pids: HashSet::new(),
+                        pids: FxSet::default(),
                     },
                 );
                 key
@@ -577,22 +396,8 @@ impl State {
         Ok(key)
     }
 
-    fn intern(&mut self, conn: &Connection, s: Option<&str>) -> Result<Option<i64>> {
-        let Some(s) = s else { return Ok(None) };
-        if let Some(id) = self.strings.get(s) {
-            return Ok(Some(*id));
-        }
-        let id = self.next_string_id;
-        conn.prepare_cached("INSERT INTO strings (id, s) VALUES (?1, ?2)")
-            .and_then(|mut st| st.execute(params![id, s]))
-            .map_err(|e| sql_err("intern string", e))?;
-        self.next_string_id += 1;
-        self.strings.insert(s.into(), id);
-        Ok(Some(id))
-    }
-
     /// Copy committed counters of these keys to the shared map.
-    fn publish(&self, keys: &[i64]) {
+    pub(super) fn publish(&self, keys: &[i64]) {
         if keys.is_empty() {
             return;
         }

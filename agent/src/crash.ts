@@ -1,0 +1,203 @@
+// Crash capture. Frida's exception handler sees SIGSEGV/SIGBUS (access-violation), SIGABRT
+// (abort, a failed assert), SIGFPE (arithmetic), SIGILL, SIGTRAP before the process dies.
+// The agent reports one { type: "crash", ... } message per process and lets the signal take
+// its course (the process dies as it would have without us).
+//
+// Measured facts this relies on (see DESIGN.md):
+//  - a plain send() from the handler is lost: the process dies before it leaves; we send,
+//    then wait for the host's { type: "crash-ack" } (script unload also releases the wait);
+//  - the first entry of an ACCURATE backtrace taken from the handler's context is bogus
+//    (a stack address); the faulting pc is prepended instead;
+//  - events still buffered must be flushed before the crash message, so the timeline keeps
+//    everything that led up to the crash.
+//
+// Other features (hardware breakpoints, single-stepping) need the same, single, exception
+// handler: they register with addExceptionHook() and see every exception first.
+
+import { nowNs } from "./clock.js";
+import { threadName } from "./threads.js";
+
+/** Returns true if it handled the exception (the thread then resumes). */
+export type ExceptionHook = (details: ExceptionDetails) => boolean;
+
+const exceptionHooks: ExceptionHook[] = [];
+let installed = false;
+let reported = false;
+
+export function addExceptionHook(hook: ExceptionHook): void {
+    exceptionHooks.push(hook);
+}
+
+export interface CrashFrame {
+    address: string;
+    module: string | null;
+    modulePath: string | null;
+    /** address - module base, hex. */
+    offset: string | null;
+    /** Nearest ELF symbol, when the daemon has no DWARF for the module. */
+    symbol: string | null;
+}
+
+/**
+ * Install the process-wide exception handler. `isOwnProcess` must say false in a forked child
+ * that has no connection to the host, where waiting for an ack would hang forever.
+ * `flushAll` sends every buffered event (of every event path) immediately, now and later.
+ */
+export function installCrashHandler(isOwnProcess: () => boolean, flushAll: () => void): void {
+    if (installed) return;
+    installed = true;
+    Process.setExceptionHandler(details => {
+        for (const hook of exceptionHooks) {
+            try {
+                if (hook(details)) return true;
+            } catch (_) {
+                // a broken hook must not hide the crash
+            }
+        }
+        if (reported || !isOwnProcess()) return false; // a fault while reporting: let it die
+        reported = true;
+        try {
+            report(details, flushAll);
+        } catch (e) {
+            try {
+                send({ type: "log", level: "error", message: `crash report failed: ${e}` });
+            } catch (_) {
+                // nothing more we can do
+            }
+        }
+        return false;
+    });
+}
+
+function report(details: ExceptionDetails, flushAll: () => void): void {
+    const tid = Process.getCurrentThreadId();
+    const ts = nowNs();
+    flushAll(); // buffered events go out before the crash, and later ones at once
+    const message = {
+        type: "crash",
+        tid,
+        threadName: threadName(tid),
+        ts,
+        signal: signalOf(details),
+        exceptionType: details.type,
+        address: details.address.toString(),
+        memory: details.memory
+            ? { operation: details.memory.operation, address: details.memory.address.toString() }
+            : null,
+        registers: registers(details.context),
+        frames: backtrace(details.context).map(frame),
+    };
+    send(message);
+    recv("crash-ack", () => {}).wait();
+}
+
+function signalOf(d: ExceptionDetails): string {
+    switch (d.type) {
+        case "abort":
+            return "SIGABRT";
+        case "access-violation":
+            return isBusError(d) ? "SIGBUS" : "SIGSEGV";
+        case "guard-page":
+        case "stack-overflow":
+            return "SIGSEGV";
+        case "illegal-instruction":
+            return "SIGILL";
+        case "arithmetic":
+            return "SIGFPE";
+        case "breakpoint":
+        case "single-step":
+            return "SIGTRAP";
+        default:
+            return "UNKNOWN";
+    }
+}
+
+/**
+ * Frida reports SIGSEGV and SIGBUS alike. A fault on memory that is mapped with the needed
+ * permission cannot be a SIGSEGV: it is a SIGBUS (e.g. a file mapping past the file's end).
+ */
+function isBusError(d: ExceptionDetails): boolean {
+    if (!d.memory) return false;
+    try {
+        const range = Process.findRangeByAddress(d.memory.address);
+        if (range === null) return false;
+        const need = d.memory.operation === "write" ? "w" : d.memory.operation === "execute" ? "x" : "r";
+        return range.protection.indexOf(need) >= 0;
+    } catch (_) {
+        return false;
+    }
+}
+
+function registers(context: CpuContext): Record<string, string> {
+    const out: Record<string, string> = {};
+    try {
+        const plain = JSON.parse(JSON.stringify(context)) as Record<string, unknown>;
+        for (const [k, v] of Object.entries(plain)) out[k] = String(v);
+    } catch (_) {
+        out.pc = context.pc.toString();
+        out.sp = context.sp.toString();
+    }
+    return out;
+}
+
+function isCode(p: NativePointer): boolean {
+    try {
+        const r = Process.findRangeByAddress(p);
+        return r !== null && r.protection.indexOf("x") >= 0;
+    } catch (_) {
+        return false;
+    }
+}
+
+function backtrace(context: CpuContext): NativePointer[] {
+    let frames: NativePointer[] = [];
+    try {
+        frames = Thread.backtrace(context, Backtracer.ACCURATE);
+    } catch (_) {
+        try {
+            frames = Thread.backtrace(context, Backtracer.FUZZY);
+        } catch (_) {
+            frames = [];
+        }
+    }
+    // The first entry is not a frame (see the header: a stack address, measured); keep only
+    // code addresses, after the faulting pc.
+    const rest = frames.filter(isCode);
+    if (rest.length > 0 && rest[0].equals(context.pc)) rest.shift();
+    const main = Process.mainModule;
+    const inMain = (p: NativePointer) => p.compare(main.base) >= 0 && p.compare(main.base.add(main.size)) < 0;
+    if (!rest.some(inMain) && !inMain(context.pc)) {
+        // Accurate unwinding stops inside libc after a noreturn call (__assert_fail, measured):
+        // continue with the program's return addresses found on the stack.
+        try {
+            const seen = new Set(rest.map(p => p.toString()));
+            for (const p of Thread.backtrace(context, Backtracer.FUZZY)) {
+                if (inMain(p) && !seen.has(p.toString())) rest.push(p);
+            }
+        } catch (_) {
+            // keep what we have
+        }
+    }
+    return [context.pc, ...rest].slice(0, 64);
+}
+
+function frame(address: NativePointer): CrashFrame {
+    const f: CrashFrame = { address: address.toString(), module: null, modulePath: null, offset: null, symbol: null };
+    try {
+        const m = Process.findModuleByAddress(address);
+        if (m !== null) {
+            f.module = m.name;
+            f.modulePath = m.path;
+            f.offset = "0x" + address.sub(m.base).toString(16);
+        }
+    } catch (_) {
+        // unmapped: the address alone
+    }
+    try {
+        const s = DebugSymbol.fromAddress(address);
+        if (s.name !== null && !s.name.startsWith("0x")) f.symbol = s.name;
+    } catch (_) {
+        // no symbol
+    }
+    return f;
+}

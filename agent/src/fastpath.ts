@@ -1,0 +1,270 @@
+// The tracing fast path: hooks whose events need no JS run as CModule callbacks (see
+// fastpath_c.ts) writing binary records into a shared ring; this file owns the ring, attaches
+// the native callbacks, and drains the ring every few ms into
+//   send({ type: "events_bin", format: "rec88-v1", seq, count, lost, sampledOut }, records)
+// `lost` (records dropped because the ring was full) and `sampledOut` (calls skipped by hot
+// function sampling) are running totals since the agent loaded.
+//
+// Flow control: the daemon answers with { type: "events-ack", seq } once batches up to `seq`
+// are stored. At most MAX_IN_FLIGHT unacknowledged batches leave the target; beyond that the
+// ring fills and new records are dropped and counted, instead of queueing without bound in
+// the target's memory (a hot loop produces events faster than SQLite stores them).
+// At exit everything left is sent regardless (drainFast(true)).
+//
+// Which hooks take the fast path: needsJs() below is the one place that decides; a hook that
+// needs JS (watches, typed serialization, conditions ...) keeps the Interceptor JS path.
+
+import { FASTPATH_C, MAX_FAST_ARGS, RECORD_SIZE } from "./fastpath_c.js";
+
+/** Tuning knobs, settable by the daemon before (or between) hook changes. */
+export interface TracingOptions {
+    /** Ring capacity in records (rounded up to a power of two); only before the first fast hook. */
+    ringRecords?: number;
+    /** How often the ring is drained. */
+    drainIntervalMs?: number;
+    /** Calls per second above which a function is sampled; 0 turns auto sampling off. */
+    hotCallsPerSec?: number;
+    /** While sampling, record 1 call in this many (default 100: 1%). */
+    sampleEvery?: number;
+}
+
+/** What a hook spec can carry that the fast path cannot honour. Extend here. */
+export interface HookNeeds {
+    /** Force the JS path for this function. */
+    mode?: string;
+    watches?: unknown;
+    serialize?: unknown;
+    argTypes?: unknown;
+    condition?: unknown;
+}
+
+/** The one decision point: does this hook need JS callbacks? */
+export function needsJs(spec: HookNeeds, argCount: number): boolean {
+    if (spec.mode === "js") return true;
+    if (argCount > MAX_FAST_ARGS) return true;
+    if (spec.watches !== undefined || spec.serialize !== undefined || spec.argTypes !== undefined) return true;
+    if (spec.condition !== undefined) return true;
+    return false;
+}
+
+// Shared struct offsets (see `Shared` in fastpath_c.ts).
+const SH_TLS_KEY = 0, SH_MASK = 4, SH_TAIL = 12, SH_WINDOW_CALLS = 20, SH_HOT_WINDOW_NS = 24;
+const SH_LOST = 32, SH_SAMPLED_OUT = 40, SH_RING = 48, SHARED_SIZE = 64;
+// Fn struct offsets (see `Fn`).
+const FN_ID = 0, FN_NARGS = 4, FN_SAMPLING = 8, FN_SAMPLE_EVERY = 12, FN_AUTO = 16, FN_SIZE = 48;
+
+const WINDOW_CALLS = 1024;
+const DRAIN_BATCH = 16384;
+const MAX_IN_FLIGHT = 8;
+
+const options: Required<TracingOptions> = {
+    ringRecords: 1 << 17,
+    drainIntervalMs: 5,
+    hotCallsPerSec: 100_000,
+    sampleEvery: 100,
+};
+
+interface Native {
+    cm: CModule;
+    shared: NativePointer;
+    ring: NativePointer;
+    out: NativePointer;
+    drain: NativeFunction<number, [NativePointerValue, number]>;
+    callbacks: { onEnter: NativePointer; onLeave: NativePointer };
+}
+
+let native: Native | null = null;
+let unavailable: string | null = null;
+const fnStates = new Map<number, NativePointer>();
+let timer: ReturnType<typeof setTimeout> | null = null;
+let batches = 0;
+let reportedLost = -1;
+let reportedSampledOut = -1;
+/** Data batches sent / acknowledged by the daemon (see "Flow control" above). */
+let sentSeq = 0;
+let ackedSeq = 0;
+
+function onAck(message: { seq?: number }): void {
+    if (typeof message.seq === "number" && message.seq > ackedSeq) ackedSeq = message.seq;
+    recv("events-ack", onAck);
+}
+recv("events-ack", onAck);
+
+export function configure(opts: TracingOptions): object {
+    if (opts.ringRecords !== undefined) {
+        if (native !== null) throw new Error("ringRecords can only be set before the first fast-path hook");
+        options.ringRecords = Math.max(16, Math.min(1 << 24, Math.floor(opts.ringRecords)));
+    }
+    if (opts.drainIntervalMs !== undefined) options.drainIntervalMs = Math.max(1, Math.min(1000, Math.floor(opts.drainIntervalMs)));
+    if (opts.sampleEvery !== undefined) options.sampleEvery = Math.max(1, Math.floor(opts.sampleEvery));
+    if (opts.hotCallsPerSec !== undefined) options.hotCallsPerSec = Math.max(0, opts.hotCallsPerSec);
+    if (native !== null) writeRateWindow(native.shared);
+    return { ...options, available: unavailable === null, unavailable };
+}
+
+function writeRateWindow(shared: NativePointer): void {
+    const windowNs = options.hotCallsPerSec > 0 ? Math.floor((WINDOW_CALLS * 1e9) / options.hotCallsPerSec) : 0;
+    shared.add(SH_HOT_WINDOW_NS).writeU64(windowNs);
+}
+
+let memset: NativeFunction<NativePointer, [NativePointerValue, number, number]> | null = null;
+
+/** Memory.alloc does not promise zeroed memory; the ring's commit markers must start at 0. */
+function zeroed(size: number): NativePointer {
+    if (memset === null) memset = new NativeFunction(Module.getGlobalExportByName("memset"), "pointer", ["pointer", "int", "size_t"]);
+    const p = Memory.alloc(size);
+    memset(p, 0, size);
+    return p;
+}
+
+/** The CModule, compiled on first need; null when this platform cannot have it. */
+function setUp(): Native | null {
+    if (native !== null || unavailable !== null) return native;
+    try {
+        if (Process.arch !== "x64") throw new Error(`the fast path needs x64 (this process is ${Process.arch})`);
+        const libc = (name: string) => Module.getGlobalExportByName(name);
+        let capacity = 16;
+        while (capacity < options.ringRecords) capacity *= 2;
+        const shared = zeroed(SHARED_SIZE);
+        const ring = zeroed(capacity * RECORD_SIZE);
+        const out = Memory.alloc(DRAIN_BATCH * RECORD_SIZE);
+        const keyCreate = new NativeFunction(libc("pthread_key_create"), "int", ["pointer", "pointer"]);
+        // The per-thread call stack is freed by libc when its thread exits.
+        if (keyCreate(shared.add(SH_TLS_KEY), libc("free")) !== 0) throw new Error("pthread_key_create failed");
+        shared.add(SH_MASK).writeU32(capacity - 1);
+        shared.add(SH_WINDOW_CALLS).writeU32(WINDOW_CALLS);
+        shared.add(SH_RING).writePointer(ring);
+        writeRateWindow(shared);
+        const cm = new CModule(FASTPATH_C, {
+            shared,
+            pthread_getspecific: libc("pthread_getspecific"),
+            pthread_setspecific: libc("pthread_setspecific"),
+            clock_gettime: libc("clock_gettime"),
+            syscall: libc("syscall"),
+            calloc: libc("calloc"),
+            memcpy: libc("memcpy"),
+        });
+        const drain = new NativeFunction(cm.strobe_drain, "uint32", ["pointer", "uint32"], {
+            scheduling: "exclusive",
+            exceptions: "propagate",
+            traps: "none",
+        });
+        native = { cm, shared, ring, out, drain, callbacks: { onEnter: cm.on_enter, onLeave: cm.on_leave } };
+        return native;
+    } catch (e) {
+        unavailable = e instanceof Error ? e.message : String(e);
+        send({ type: "log", level: "warning", message: `tracing fast path unavailable, using JS hooks: ${unavailable}` });
+        return null;
+    }
+}
+
+/**
+ * Should this hook take the fast path? Only when the hooks request asks for it (mode "auto",
+ * as the daemon does): a client of the raw agent protocol keeps getting JSON events.
+ */
+export function useFastPath(spec: HookNeeds, argCount: number, requestMode?: string): boolean {
+    if (requestMode !== "auto" || needsJs(spec, argCount)) return false;
+    return setUp() !== null;
+}
+
+/** Attach native callbacks; the function's state block is kept (and reused) for its id. */
+export function attachFast(fnId: number, address: NativePointer, argCount: number): InvocationListener {
+    const n = setUp();
+    if (n === null) throw new Error(`fast path unavailable: ${unavailable}`);
+    let fn = fnStates.get(fnId);
+    if (fn === undefined) {
+        // Never freed: a callback may still be running on another thread after detach.
+        fn = zeroed(FN_SIZE);
+        fn.add(FN_ID).writeU32(fnId);
+        fn.add(FN_AUTO).writeU32(1);
+        fnStates.set(fnId, fn);
+    }
+    fn.add(FN_NARGS).writeU32(Math.min(argCount, MAX_FAST_ARGS));
+    fn.add(FN_SAMPLE_EVERY).writeU32(options.sampleEvery);
+    const listener = Interceptor.attach(address, n.callbacks, fn);
+    scheduleDrain();
+    return listener;
+}
+
+export interface SamplingRequest {
+    /** Function ids whose sampling is switched off (and never switched on automatically again). */
+    disable?: number[];
+    /** Function ids for which automatic sampling is allowed again. */
+    enable?: number[];
+}
+
+/** Turn sampling off (or allow it again) for fast-path functions; returns the ids changed. */
+export function setSampling(req: SamplingRequest): { disabled: number[]; enabled: number[] } {
+    const result = { disabled: [] as number[], enabled: [] as number[] };
+    for (const id of req.disable ?? []) {
+        const fn = fnStates.get(id);
+        if (fn === undefined) continue;
+        fn.add(FN_AUTO).writeU32(0);
+        fn.add(FN_SAMPLING).writeU32(0);
+        result.disabled.push(id);
+    }
+    for (const id of req.enable ?? []) {
+        const fn = fnStates.get(id);
+        if (fn === undefined) continue;
+        fn.add(FN_AUTO).writeU32(1);
+        result.enabled.push(id);
+    }
+    return result;
+}
+
+function scheduleDrain(): void {
+    if (timer === null && native !== null) timer = setTimeout(onTimer, options.drainIntervalMs);
+}
+
+function onTimer(): void {
+    timer = null;
+    drainFast();
+    scheduleDrain();
+}
+
+/**
+ * Send what is committed in the ring (as far as flow control allows; everything with
+ * `force`), and any change in the loss counters.
+ */
+export function drainFast(force = false): void {
+    const n = native;
+    if (n === null) return;
+    for (;;) {
+        const credit = force || sentSeq - ackedSeq < MAX_IN_FLIGHT;
+        const count = credit ? n.drain(n.out, DRAIN_BATCH) : 0;
+        const lost = n.shared.add(SH_LOST).readU64().toNumber();
+        const sampledOut = n.shared.add(SH_SAMPLED_OUT).readU64().toNumber();
+        if (count === 0 && lost === reportedLost && sampledOut === reportedSampledOut) return;
+        reportedLost = lost;
+        reportedSampledOut = sampledOut;
+        batches++;
+        if (count > 0) sentSeq++;
+        const header = { type: "events_bin", format: "rec88-v1", recordSize: RECORD_SIZE, seq: sentSeq, count, lost, sampledOut };
+        if (count === 0) {
+            send(header);
+            return;
+        }
+        send(header, n.out.readByteArray(count * RECORD_SIZE)!);
+        if (count < DRAIN_BATCH) return;
+    }
+}
+
+/** Batches sent by the fast path (the exit path waits until they are out). */
+export function fastBatchesSent(): number {
+    return batches;
+}
+
+export function fastStats(): object {
+    const n = native;
+    if (n === null) return { available: unavailable === null, unavailable, hooks: 0 };
+    return {
+        available: true,
+        fnStates: fnStates.size,
+        ringRecords: n.shared.add(SH_MASK).readU32() + 1,
+        lost: n.shared.add(SH_LOST).readU64().toNumber(),
+        sampledOut: n.shared.add(SH_SAMPLED_OUT).readU64().toNumber(),
+        tail: n.shared.add(SH_TAIL).readU32(),
+        batches,
+        inFlight: sentSeq - ackedSeq,
+    };
+}

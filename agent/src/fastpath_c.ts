@@ -1,0 +1,261 @@
+// C source of the tracing fast path, compiled in the target by Frida's CModule (TinyCC).
+//
+// Every fast hook is Interceptor.attach(address, {onEnter, onLeave}, fnState) with the native
+// callbacks below; they write fixed-size records into one shared ring (multi-producer: a CAS on
+// `head` reserves a slot, `seq` commits it), which JS drains with strobe_drain() every few ms.
+// A full ring never blocks: the record is dropped and counted in `lost`.
+//
+// TinyCC has no __atomic/__sync builtins: the two atomic operations are inline x86-64 asm
+// (the fast path is only offered on x64; elsewhere every hook takes the JS path).
+// Mutable state lives in memory allocated by JS and passed in as the `shared` symbol: a
+// CModule's own globals are not writable from JS.
+//
+// Record (88 bytes, little-endian), the wire format decoded by src/engine/decode.rs:
+//   u32 seq | u8 kind | u8 flags | u8 nargs | u8 0 | u32 fn | u32 tid | u64 call | u64 parent
+//   | u64 ts | u64 v[6]
+//   kind 0 enter:    v[0..nargs] = raw argument registers (all six are written; the
+//                    decoder uses the first nargs)
+//   kind 1 exit:     v[0] = return value, v[1] = duration in ns (exit ts - enter ts)
+//   kind 2 sampling: v[0] = 1 sampling switched on / 0 off, v[1] = 1-in-N rate
+//   flags bit 0: the call was recorded while its function was being sampled.
+// Call ids are (thread serial << 32) | per-thread counter: unique without an atomic, and
+// never below 2^32, so they cannot collide with the JS path's ids.
+
+export const RECORD_SIZE = 88;
+export const MAX_FAST_ARGS = 6;
+
+export const FASTPATH_C = `
+#include <gum/guminterceptor.h>
+#include <glib.h>
+
+extern void * pthread_getspecific (unsigned int key);
+extern int pthread_setspecific (unsigned int key, const void * value);
+extern int clock_gettime (int clk, void * ts);
+extern long syscall (long n, ...);
+extern void * calloc (unsigned long n, unsigned long size);
+
+#define MAX_ARGS 6
+#define MAX_DEPTH 256
+#define SYS_GETTID 186
+
+typedef struct {
+  guint32 seq; guint8 kind; guint8 flags; guint8 nargs; guint8 pad;
+  guint32 fn; guint32 tid;
+  guint64 call; guint64 parent; guint64 ts;
+  guint64 v[MAX_ARGS];
+} Rec;
+
+/* Per hooked function, allocated by JS (fastpath.ts FN_* offsets). */
+typedef struct {
+  guint32 id;
+  guint32 nargs;
+  volatile guint32 sampling;      /* 1 while 1-in-sample_every calls are recorded */
+  guint32 sample_every;
+  volatile guint32 auto_sampling; /* 0 once the user turned sampling off for it */
+  guint32 pad;
+  volatile guint64 calls;         /* every call seen (racy increments: an estimate) */
+  volatile guint64 window_start;  /* ns at the start of the current rate window */
+} Fn;
+
+typedef struct {
+  guint32 tls_key;
+  guint32 mask;                   /* capacity - 1, capacity a power of two */
+  volatile guint32 head;
+  volatile guint32 tail;
+  volatile guint32 thread_serial;
+  guint32 window_calls;           /* rate window in calls, a power of two */
+  guint64 hot_window_ns;          /* window_calls at the hot threshold; 0: no auto sampling */
+  volatile guint64 lost;
+  volatile guint64 sampled_out;
+  Rec * ring;
+} Shared;
+
+typedef struct {
+  guint32 tid;
+  guint32 depth;
+  guint64 serial;
+  guint64 seq;
+  guint64 stack[MAX_DEPTH];
+} Thread;
+
+typedef struct { guint64 call; guint64 parent; guint64 ts; guint32 flags; } Invocation;
+
+extern Shared shared;
+
+struct timespec_ { long sec; long nsec; };
+
+static inline int cas32 (volatile guint32 * p, guint32 old, guint32 nw) {
+  guint32 prev;
+  asm volatile ("lock; cmpxchgl %2, %1" : "=a" (prev), "+m" (*p) : "r" (nw), "0" (old) : "memory");
+  return prev == old;
+}
+
+static inline guint64 xadd64 (volatile guint64 * p, guint64 v) {
+  asm volatile ("lock; xaddq %0, %1" : "+r" (v), "+m" (*p) : : "memory");
+  return v;
+}
+
+static inline guint32 xadd32 (volatile guint32 * p, guint32 v) {
+  asm volatile ("lock; xaddl %0, %1" : "+r" (v), "+m" (*p) : : "memory");
+  return v;
+}
+
+static inline guint64 now_ns (void) {
+  struct timespec_ t;
+  clock_gettime (1, &t);
+  return (guint64) t.sec * 1000000000ULL + (guint64) t.nsec;
+}
+
+static Thread * thread_state (void) {
+  Thread * t = pthread_getspecific (shared.tls_key);
+  if (t == NULL) {
+    t = calloc (1, sizeof (Thread));
+    if (t == NULL)
+      return NULL;
+    t->tid = (guint32) syscall (SYS_GETTID);
+    t->serial = ((guint64) xadd32 (&shared.thread_serial, 1) + 1) << 32;
+    pthread_setspecific (shared.tls_key, t);
+  }
+  return t;
+}
+
+/* A slot for one record, or NULL (counted as lost) when the ring is full. */
+static Rec * reserve (guint32 * pos) {
+  for (;;) {
+    guint32 h = shared.head;
+    guint32 tl = shared.tail;
+    if (h - tl > shared.mask) {
+      xadd64 (&shared.lost, 1);
+      return NULL;
+    }
+    if (cas32 (&shared.head, h, h + 1)) {
+      *pos = h;
+      return &shared.ring[h & shared.mask];
+    }
+  }
+}
+
+static inline void commit (Rec * r, guint32 pos) {
+  asm volatile ("" : : : "memory");
+  r->seq = pos + 1;
+}
+
+static void emit_sampling (Fn * f, guint32 on) {
+  guint32 pos;
+  Rec * r = reserve (&pos);
+  if (r == NULL)
+    return;
+  r->kind = 2; r->flags = 0; r->nargs = 0; r->pad = 0;
+  r->fn = f->id; r->tid = 0; r->call = 0; r->parent = 0; r->ts = now_ns ();
+  r->v[0] = on; r->v[1] = f->sample_every;
+  commit (r, pos);
+}
+
+/* Every window_calls calls of a function: was that window shorter than the hot threshold? */
+static void check_rate (Fn * f, guint64 n) {
+  guint64 t = now_ns ();
+  guint64 start = f->window_start;
+  f->window_start = t;
+  if (n == 0 || shared.hot_window_ns == 0)
+    return;
+  guint64 elapsed = t - start;
+  if (elapsed < shared.hot_window_ns) {
+    if (f->auto_sampling && cas32 (&f->sampling, 0, 1))
+      emit_sampling (f, 1);
+  } else if (elapsed > 2 * shared.hot_window_ns) {
+    if (cas32 (&f->sampling, 1, 0))
+      emit_sampling (f, 0);
+  }
+}
+
+void on_enter (GumInvocationContext * ic) {
+  Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
+  Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
+  guint64 n = f->calls++;
+  if ((n & (shared.window_calls - 1)) == 0)
+    check_rate (f, n);
+  guint32 sampled = f->sampling;
+  if (sampled && (n % f->sample_every) != 0) {
+    inv->call = 0;
+    xadd64 (&shared.sampled_out, 1);
+    return;
+  }
+  Thread * t = thread_state ();
+  if (t == NULL) {
+    inv->call = 0;
+    xadd64 (&shared.lost, 2);
+    return;
+  }
+  guint64 call = t->serial | ++t->seq;
+  guint32 d = t->depth;
+  guint64 parent = d == 0 ? 0 : t->stack[(d <= MAX_DEPTH ? d : MAX_DEPTH) - 1];
+  if (d < MAX_DEPTH)
+    t->stack[d] = call;
+  t->depth = d + 1;
+  inv->call = call;
+  inv->parent = parent;
+  inv->flags = sampled ? 1 : 0;
+
+  guint32 pos;
+  Rec * r = reserve (&pos);
+  guint64 ts = now_ns ();
+  inv->ts = ts;
+  if (r == NULL)
+    return;
+  /* The System V argument registers, read straight from the saved context: calling
+     gum_invocation_context_get_nth_argument() six times costs more than the rest. */
+  GumCpuContext * c = ic->cpu_context;
+  r->kind = 0; r->flags = inv->flags; r->nargs = f->nargs; r->pad = 0;
+  r->fn = f->id; r->tid = t->tid; r->call = call; r->parent = parent; r->ts = ts;
+  r->v[0] = c->rdi; r->v[1] = c->rsi; r->v[2] = c->rdx;
+  r->v[3] = c->rcx; r->v[4] = c->r8; r->v[5] = c->r9;
+  commit (r, pos);
+}
+
+void on_leave (GumInvocationContext * ic) {
+  Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
+  guint64 call = inv->call;
+  if (call == 0)
+    return;
+  guint64 ts = now_ns ();
+  Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
+  Thread * t = thread_state ();
+  if (t == NULL)
+    return;
+  /* Pop down to this call: frames left by a longjmp or an unwinding exception never leave. */
+  guint32 d = t->depth;
+  if (d > MAX_DEPTH) {
+    t->depth = d - 1;
+  } else {
+    while (d > 0 && t->stack[d - 1] != call)
+      d--;
+    t->depth = d > 0 ? d - 1 : t->depth;
+  }
+  guint32 pos;
+  Rec * r = reserve (&pos);
+  if (r == NULL)
+    return;
+  r->kind = 1; r->flags = inv->flags; r->nargs = 0; r->pad = 0;
+  r->fn = f->id; r->tid = t->tid; r->call = call; r->parent = inv->parent; r->ts = ts;
+  r->v[0] = ic->cpu_context->rax;
+  r->v[1] = ts - inv->ts;
+  commit (r, pos);
+}
+
+/* Copy up to max committed records into out, oldest first; frees their slots. */
+guint32 strobe_drain (Rec * out, guint32 max) {
+  guint32 tl = shared.tail;
+  guint32 n = 0;
+  while (n < max) {
+    Rec * r = &shared.ring[tl & shared.mask];
+    if (r->seq != tl + 1)
+      break;
+    out[n] = *r;
+    n++;
+    tl++;
+  }
+  asm volatile ("" : : : "memory");
+  shared.tail = tl;
+  return n;
+}
+`;

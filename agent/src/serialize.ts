@@ -1,0 +1,288 @@
+// Typed reads of target memory, driven by the daemon's DWARF type table (built by
+// src/symbols/types.rs::agent_table). Every read is guarded: bad memory yields
+// "<unreadable 0x…>", never a fault in the target.
+//
+// Rules (spec "Serialization"): pointers → hex or null; C strings and Rust strings are
+// truncated at 1024 chars; arrays / Vec / slices show their first 100 elements; objects at
+// most 100 keys; a struct deeper than the depth budget prints as "<TypeName>"; a struct
+// already being printed higher up the same path prints as "<circular ref to TypeName>".
+// Pointers to structs (and Rust containers) are followed without spending depth.
+
+export interface TypeDesc {
+    k: string;
+    n?: string;
+    s?: number;
+    sg?: boolean;
+    to?: number | null;
+    f?: (string | number)[][];
+    u?: boolean;
+    of?: number;
+    c?: number | null;
+    e?: Record<string, string>;
+    p?: number;
+    l?: number;
+    utf8?: boolean;
+    d?: [number, number] | null;
+    v?: [number | null, string, number, number][];
+}
+
+export const MAX_STRING = 1024;
+export const MAX_ELEMENTS = 100;
+export const MAX_KEYS = 100;
+export const DEFAULT_DEPTH = 3;
+export const MAX_DEPTH = 10;
+
+const types = new Map<number, TypeDesc>();
+let depthSetting = DEFAULT_DEPTH;
+
+/** Merge a type table `{ "<id>": desc }` sent by the daemon. */
+export function addTypes(table: Record<string, TypeDesc> | undefined | null): void {
+    if (!table) return;
+    for (const id of Object.keys(table)) types.set(Number(id), table[id]);
+}
+
+export function setDepth(depth: number): number {
+    if (typeof depth === "number" && isFinite(depth)) depthSetting = Math.max(1, Math.min(MAX_DEPTH, Math.floor(depth)));
+    return depthSetting;
+}
+
+export function currentDepth(): number {
+    return depthSetting;
+}
+
+export function typeName(id: number): string {
+    return types.get(id)?.n ?? "?";
+}
+
+export function typeSize(id: number): number {
+    const t = types.get(id);
+    if (t === undefined) return 0;
+    if (t.k === "ptr") return Process.pointerSize;
+    return t.s ?? 0;
+}
+
+export function unreadable(addr: NativePointer): string {
+    return `<unreadable ${addr}>`;
+}
+
+/** Read the value of type `id` stored at `addr`. */
+export function readValue(addr: NativePointer, id: number, depth: number = depthSetting): unknown {
+    return read(addr, id, depth, []);
+}
+
+function read(addr: NativePointer, id: number, depth: number, path: string[]): unknown {
+    const t = types.get(id);
+    if (t === undefined) return `<unknown type ${id}>`;
+    try {
+        switch (t.k) {
+            case "int":
+                return readInt(addr, t.s ?? 4, t.sg ?? true);
+            case "float":
+                return readFloat(addr, t.s ?? 8);
+            case "bool":
+                return addr.readU8() !== 0;
+            case "char":
+                return readChar(addr, t);
+            case "enum": {
+                const v = readInt(addr, t.s ?? 4, t.sg ?? true);
+                const name = t.e?.[String(v)];
+                return name !== undefined ? name : v;
+            }
+            case "ptr":
+                return readPointer(addr.readPointer(), t, depth, path);
+            case "struct":
+                return readStruct(addr, t, depth, path);
+            case "array":
+                return readArray(addr, t.of ?? -1, t.c ?? 0, depth, path);
+            case "rstr":
+                return readUtf8(addr.add(t.p ?? 0).readPointer(), lengthAt(addr.add(t.l ?? 8)));
+            case "rslice":
+                return readArray(addr.add(t.p ?? 0).readPointer(), t.of ?? -1, lengthAt(addr.add(t.l ?? 8)), depth, path);
+            case "rvec": {
+                const data = addr.add(t.p ?? 0).readPointer();
+                const len = lengthAt(addr.add(t.l ?? 16));
+                if (t.utf8) return readUtf8(data, len);
+                return readArray(data, t.of ?? -1, len, depth, path);
+            }
+            case "renum":
+                return readRustEnum(addr, t, depth, path);
+            case "void":
+                return null;
+            case "fn":
+                return addr.toString();
+            default:
+                return `<${t.n ?? "?"} @${addr}>`;
+        }
+    } catch (_) {
+        return unreadable(addr);
+    }
+}
+
+function readInt(addr: NativePointer, size: number, signed: boolean): number | string {
+    switch (size) {
+        case 1:
+            return signed ? addr.readS8() : addr.readU8();
+        case 2:
+            return signed ? addr.readS16() : addr.readU16();
+        case 4:
+            return signed ? addr.readS32() : addr.readU32();
+        case 8: {
+            const v = signed ? addr.readS64() : addr.readU64();
+            const n = v.toNumber();
+            // Beyond 2^53 a JSON number would silently change the value.
+            return Number.isSafeInteger(n) ? n : v.toString();
+        }
+        default:
+            return `<int${size * 8} @${addr}>`;
+    }
+}
+
+function readFloat(addr: NativePointer, size: number): number | string {
+    const v = size === 4 ? addr.readFloat() : size === 8 ? addr.readDouble() : NaN;
+    if (size !== 4 && size !== 8) return `<float${size * 8}>`;
+    return isFinite(v) ? v : String(v);
+}
+
+function readChar(addr: NativePointer, t: TypeDesc): string | number {
+    const size = t.s ?? 1;
+    const code = size === 4 ? addr.readU32() : size === 2 ? addr.readU16() : t.sg ? addr.readS8() : addr.readU8();
+    if (code >= 32 && code < 0x110000 && code !== 127 && !(code >= 0xd800 && code < 0xe000)) return String.fromCodePoint(code);
+    return code;
+}
+
+function lengthAt(addr: NativePointer): number {
+    const v = addr.readU64();
+    // A garbage length must not make us read gigabytes: the caller caps it anyway.
+    return v.compare(uint64(0x7fffffff)) > 0 ? 0x7fffffff : v.toNumber();
+}
+
+/** Struct-like pointees are followed (depth is spent by the struct itself). */
+function followable(t: TypeDesc | undefined): boolean {
+    return t !== undefined && (t.k === "struct" || t.k === "rvec" || t.k === "rstr" || t.k === "rslice" || t.k === "renum");
+}
+
+function readPointer(p: NativePointer, t: TypeDesc, depth: number, path: string[]): unknown {
+    if (p.isNull()) return null;
+    const to = t.to ?? null;
+    const target = to === null ? undefined : types.get(to);
+    if (target !== undefined && target.k === "char" && (target.s ?? 1) === 1) return readCString(p);
+    if (to !== null && followable(target)) return read(p, to, depth, path);
+    return p.toString();
+}
+
+export function readCString(p: NativePointer): string {
+    if (p.isNull()) return "<null>";
+    let len = 0;
+    let cur = p;
+    try {
+        // Scan page by page: a string ending just before an unmapped page is still readable.
+        while (len <= MAX_STRING) {
+            const pageLeft = 4096 - (cur.toUInt32() & 0xfff);
+            const n = Math.min(pageLeft, MAX_STRING + 1 - len);
+            const bytes = new Uint8Array(cur.readByteArray(n) as ArrayBuffer);
+            const nul = bytes.indexOf(0);
+            if (nul >= 0) {
+                len += nul;
+                break;
+            }
+            len += n;
+            cur = cur.add(n);
+        }
+    } catch (_) {
+        if (len === 0) return unreadable(p);
+    }
+    const truncated = len > MAX_STRING;
+    return readUtf8(p, Math.min(len, MAX_STRING)) + (truncated ? "…" : "");
+}
+
+function readUtf8(p: NativePointer, len: number): string {
+    if (len === 0) return "";
+    if (p.isNull()) return unreadable(p);
+    const n = Math.min(len, MAX_STRING);
+    let s: string;
+    try {
+        s = p.readUtf8String(n) ?? "";
+    } catch (_) {
+        // Cut inside a multi-byte sequence, or not UTF-8: fall back to bytes as Latin-1.
+        try {
+            const bytes = new Uint8Array(p.readByteArray(n) as ArrayBuffer);
+            s = "";
+            for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]);
+        } catch (_e) {
+            return unreadable(p);
+        }
+    }
+    return len > MAX_STRING ? s + "…" : s;
+}
+
+function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: string[]): unknown {
+    const name = t.n ?? "?";
+    const key = `${addr}:${name}`;
+    if (path.indexOf(key) >= 0) return `<circular ref to ${name}>`;
+    if (depth <= 0) return `<${name}>`;
+    // Probe the first byte: an unreadable struct is one value, not N unreadable fields.
+    if ((t.s ?? 0) > 0) addr.readU8();
+    const out: Record<string, unknown> = {};
+    path.push(key);
+    const fields = t.f ?? [];
+    for (let i = 0; i < fields.length && i < MAX_KEYS; i++) {
+        const [fname, off, fid, bitOff, bitSize] = fields[i] as [string, number, number, number?, number?];
+        const faddr = addr.add(off);
+        out[fname] = bitSize !== undefined ? readBits(faddr, fid, bitOff ?? 0, bitSize) : read(faddr, fid, depth - 1, path);
+    }
+    path.pop();
+    return out;
+}
+
+function readBits(addr: NativePointer, id: number, bitOff: number, bitSize: number): unknown {
+    const size = Math.max(1, Math.min(8, Math.ceil((bitOff + bitSize) / 8)));
+    let raw = 0n;
+    for (let i = size - 1; i >= 0; i--) raw = (raw << 8n) | BigInt(addr.add(i).readU8());
+    const v = (raw >> BigInt(bitOff)) & ((1n << BigInt(bitSize)) - 1n);
+    const t = types.get(id);
+    if (t?.sg && bitSize > 0 && (v >> BigInt(bitSize - 1)) === 1n) return Number(v - (1n << BigInt(bitSize)));
+    if (t?.k === "bool") return v !== 0n;
+    const name = t?.e?.[v.toString()];
+    return name !== undefined ? name : Number(v);
+}
+
+function readArray(addr: NativePointer, of: number, count: number, depth: number, path: string[]): unknown {
+    if (addr.isNull()) return count === 0 ? [] : null;
+    const size = typeSize(of);
+    const n = Math.min(count, MAX_ELEMENTS);
+    const out: unknown[] = [];
+    for (let i = 0; i < n; i++) out.push(read(addr.add(i * size), of, depth, path));
+    if (count > MAX_ELEMENTS) out.push(`<${count - MAX_ELEMENTS} more>`);
+    return out;
+}
+
+function readRustEnum(addr: NativePointer, t: TypeDesc, depth: number, path: string[]): unknown {
+    const variants = t.v ?? [];
+    let chosen = variants.find((v) => v[0] === null);
+    if (t.d) {
+        const [off, size] = t.d;
+        const raw = readInt(addr.add(off), size, false);
+        const hit = variants.find((v) => v[0] !== null && String(v[0]) === String(raw));
+        if (hit !== undefined) chosen = hit;
+    } else if (variants.length > 0) {
+        chosen = variants[0];
+    }
+    if (chosen === undefined) return `<${t.n ?? "?"}: unknown variant>`;
+    const [, vname, vtype, voff] = chosen;
+    const vt = types.get(vtype);
+    const fields = vt?.f ?? [];
+    const isOption = (t.n ?? "").startsWith("Option<");
+    if (fields.length === 0) return isOption && vname === "None" ? null : vname;
+    const base = addr.add(voff);
+    const tuple = fields.every((f) => /^__\d+$/.test(String(f[0])));
+    if (tuple && fields.length === 1) {
+        const value = read(base.add(fields[0][1] as number), fields[0][2] as number, depth, path);
+        return isOption ? value : { [vname]: value };
+    }
+    const inner = read(base, vtype, depth, path);
+    return { [vname]: inner };
+}
+
+export function typeDesc(id: number): TypeDesc | undefined {
+    return types.get(id);
+}

@@ -1,0 +1,93 @@
+// Thread names for events. Names come from Frida's thread observer (added, renamed, removed)
+// and, for a thread the observer has not reported, from Process.enumerateThreads().
+//
+// Names travel in the event stream itself, as records [THREAD, tid, name]: for every thread
+// the observer reports (added or renamed), and just before a thread's first JS-path event.
+// The daemon reads them in order, so every event carries the name its thread had when the
+// event happened, and trace records stay free of a per-event string. Events of the native
+// fast path travel separately: `beforeRename` drains them first, so events from before a
+// rename keep the old name.
+
+import { flush, push, THREAD } from "./events.js";
+
+const names = new Map<number, string | null>();
+const announced = new Set<number>();
+const changed = new Set<number>();
+let observer: ThreadObserver | null = null;
+let scheduled = false;
+
+function schedule(beforeRename: () => void): void {
+    if (scheduled) return;
+    scheduled = true;
+    setTimeout(() => {
+        scheduled = false;
+        beforeRename();
+        for (const tid of changed) {
+            announced.add(tid);
+            push([THREAD, tid, names.get(tid) ?? null]);
+        }
+        changed.clear();
+        flush();
+    }, 0);
+}
+
+/** Start watching thread creation and renames (idempotent). */
+export function startThreadObserver(beforeRename: () => void = () => {}): void {
+    if (observer !== null) return;
+    try {
+        observer = Process.attachThreadObserver({
+            // Observer callbacks also run inside Frida's fork handling (its own threads come
+            // and go): sending from there stalls the fork (measured: children not reported
+            // for seconds). So they only note the change; a timer sends it.
+            onAdded(t) {
+                names.set(t.id, t.name ?? null);
+                changed.add(t.id);
+                schedule(beforeRename);
+            },
+            onRenamed(t) {
+                names.set(t.id, t.name ?? null);
+                if (t.id === Process.getCurrentThreadId() && changed.size === 0) {
+                    // A thread naming itself (pthread_setname_np(pthread_self(), ...)): its
+                    // next events must carry the new name, so the record goes out now.
+                    beforeRename();
+                    announced.add(t.id);
+                    push([THREAD, t.id, t.name ?? null]);
+                    flush();
+                    return;
+                }
+                changed.add(t.id);
+                schedule(beforeRename);
+            },
+            onRemoved(t) {
+                names.delete(t.id);
+                // A recycled thread id must be announced again with its new name.
+                announced.delete(t.id);
+            },
+        });
+    } catch (_) {
+        // No observer (older Frida, unusual platform): names are looked up on first sight.
+    }
+}
+
+/** The current name of thread `tid`, or null if it has none or is unknown. */
+export function threadName(tid: number): string | null {
+    const known = names.get(tid);
+    if (known !== undefined) return known;
+    let name: string | null = null;
+    try {
+        // Read the kernel's name rather than Process.enumerateThreads(): enumerating from
+        // inside a hook of a forked child crashes it (SIGSEGV, seen with JS-path hooks).
+        name = File.readAllText(`/proc/self/task/${tid}/comm`).trim() || null;
+    } catch (_) {
+        // the thread is gone or /proc is unavailable; the name stays unknown
+    }
+    names.set(tid, name);
+    return name;
+}
+
+/** Called before a thread's first event: puts its name into the stream once. */
+export function announceThread(tid: number): void {
+    if (announced.has(tid)) return;
+    announced.add(tid);
+    push([THREAD, tid, threadName(tid)]);
+}

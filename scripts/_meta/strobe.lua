@@ -1,0 +1,243 @@
+---@meta
+-- LuaLS type stubs for the `strobe` module (not loaded at run time). Point your editor's
+-- Lua language server at scripts/_meta/ ("workspace.library") for completion and checks.
+
+---@class strobe
+strobe = {}
+
+---@class StrobeLaunchArgs
+---@field command string
+---@field args? string[]
+---@field cwd? string
+---@field projectRoot string
+---@field env? table<string, string>
+
+---@class StrobeLaunchInfo
+---@field sessionId string
+---@field pid integer
+---@field pendingPatternsApplied integer
+---@field hookedFunctions integer
+---@field warnings string[]
+
+---@class StrobeTraceResult
+---@field mode "runtime"|"pending"
+---@field activePatterns string[]
+---@field hookedFunctions integer
+---@field matchedFunctions integer
+---@field warnings string[]
+---@field suggestions? table
+
+---@class StrobeEvent
+---@field id string
+---@field eventId integer
+---@field eventType string
+---@field timestampNs integer
+---@field function? string
+---@field sourceFile? string
+---@field line? integer
+---@field durationNs? integer
+---@field parentEventId? string
+---@field arguments? any[]
+---@field returnValue? any
+---@field text? string
+
+---@class StrobeQueryResult
+---@field events StrobeEvent[]
+---@field totalCount integer
+---@field hasMore boolean
+---@field lastEventId? integer
+---@field eventsDropped boolean
+
+---@class StrobeSession
+---@field id string
+---@field pid integer
+local Session = {}
+---@param args {add?: string[], remove?: string[]}
+---@return StrobeTraceResult
+function Session:trace(args) end
+---@param query table  same fields as debug_query
+---@return StrobeQueryResult
+function Session:query(query) end
+---@param query table  debug_query fields plus text? and timeoutMs?
+---@return StrobeEvent|nil
+function Session:wait_for(query) end
+---@return table
+function Session:status() end
+---@param text string
+function Session:stdin(text) end
+---@return boolean
+function Session:is_running() end
+---@param args? {retain?: boolean}
+---@return integer events
+function Session:stop(args) end
+
+-- Active debugger (src/lua/debugger.rs)
+---@param args {add?: {["function"]?: string, file?: string, line?: integer, condition?: string, hitCount?: integer, message?: string}[], remove?: string[]}
+---@return {breakpoints: table[], logpoints: table[]}
+function Session:breakpoint(args) end
+---@param args? {action?: "continue"|"step-over"|"step-into"|"step-out", threadId?: integer, timeoutMs?: integer}
+---@return {status: "paused"|"running"|"exited", breakpointId?: string, threadId?: integer, reason?: string, file?: string, line?: integer, ["function"]?: string, exitCode?: integer, pausedThreads: integer, warnings: string[]}
+function Session:continue(args) end
+---@param args? {timeoutMs?: integer}
+---@return table  like continue's answer; resumes nothing
+function Session:wait_pause(args) end
+---@return table[] paused threads {threadId, breakpointId, reason, file, line, function, address, backtrace, arguments}
+function Session:paused() end
+---@return {breakpoints: table[], logpoints: table[], pausedThreads: table[]}
+function Session:debug_state() end
+---@param args? {threadId?: integer}
+---@return {threadId: integer, function?: string, file?: string, line?: integer, locals: {name: string, type: string, isParameter: boolean, location: string, value?: any, error?: string}[]}
+function Session:locals(args) end
+---@param args {name: string, value: number|string|boolean, threadId?: integer}
+---@return {name: string, type: string, location: string, previousValue: any, newValue: any}
+function Session:set_local(args) end
+
+---@param args StrobeLaunchArgs
+---@return StrobeSession, StrobeLaunchInfo
+function strobe.launch(args) end
+---@param id string
+---@return StrobeSession
+function strobe.session(id) end
+---@return table[]
+function strobe.sessions() end
+---@param id string
+---@param retain? boolean
+---@return integer
+function strobe.stop_session(id, retain) end
+---@param id string
+function strobe.delete_session(id) end
+--- Effective settings (defaults < $STROBE_HOME/settings.json < <projectRoot>/.strobe/settings.json), read on every call.
+---@param arg? string|{projectRoot?: string, sessionId?: string}
+---@return {values: table<string, any>, sources: table<string, string>, warnings: string[]}
+function strobe.settings(arg) end
+---@param args {add?: string[], remove?: string[]}
+---@return StrobeTraceResult
+function strobe.trace_pending(args) end
+---@param binary string
+---@param pattern string
+---@param projectRoot? string
+---@return {name: string, raw_name: string, address: integer, size: integer, file?: string, line?: integer}[]
+function strobe.symbols(binary, pattern, projectRoot) end
+
+---@param args {cmd: string[], cwd?: string, env?: table<string,string>, timeout_ms?: integer}
+---@return {ok: boolean, status?: integer, stdout: string, stderr: string}
+function strobe.exec(args) end
+
+---@class StrobeProcess
+---@field id integer
+---@field pid? integer
+local Process = {}
+---@param timeout_ms? integer
+---@return string|nil line, string|nil stream_or_timeout
+function Process:read_line(timeout_ms) end
+---@return fun(): string|nil, string|nil
+function Process:lines() end
+---@param text string
+function Process:write(text) end
+function Process:close_stdin() end
+---@param timeout_ms? integer
+---@return {status?: integer, ok: boolean, signal?: integer}|nil
+function Process:wait(timeout_ms) end
+---@return {status?: integer, ok: boolean, signal?: integer}|nil
+function Process:status() end
+---@return {status?: integer, ok: boolean, signal?: integer}
+function Process:kill() end
+function Process:close() end
+
+---@param args {cmd: string[], cwd?: string, env?: table<string,string>, stdin?: boolean, stderr?: "pipe"|"null"}
+---@return StrobeProcess
+function strobe.spawn(args) end
+
+strobe.fs = {}
+---@param path string
+---@return string
+function strobe.fs.read(path) end
+---@param path string
+---@param text string
+---@param opts? {append?: boolean}
+function strobe.fs.write(path, text, opts) end
+---@param dir string
+---@return string[]
+function strobe.fs.list(dir) end
+---@param path string
+---@return boolean
+function strobe.fs.exists(path) end
+---@param path string
+---@return boolean
+function strobe.fs.is_dir(path) end
+---@param path string
+function strobe.fs.mkdir(path) end
+---@param path string
+function strobe.fs.remove(path) end
+---@param pattern string
+---@return string[]
+function strobe.fs.glob(pattern) end
+
+---@class StrobeRegex
+local Regex = {}
+---@param s string
+---@return boolean
+function Regex:match(s) end
+---@param s string
+---@param init? integer
+---@return integer|nil, integer|nil
+function Regex:find(s, init) end
+---@param s string
+---@return table<integer|string, string>|nil
+function Regex:captures(s) end
+---@param s string
+---@return string[]
+function Regex:find_all(s) end
+---@param s string
+---@param replacement string
+---@return string
+function Regex:replace(s, replacement) end
+strobe.regex = {}
+---@param pattern string
+---@return StrobeRegex
+function strobe.regex.new(pattern) end
+
+strobe.time = {}
+---@return integer
+function strobe.time.now_ms() end
+---@return number
+function strobe.time.monotonic_ms() end
+---@param ms? integer
+---@param fmt? string
+---@return string
+function strobe.time.format(ms, fmt) end
+
+strobe.json = {}
+---@return string
+function strobe.json.encode(v) end
+function strobe.json.decode(text) end
+---@param t? table
+---@return table
+function strobe.json.array(t) end
+strobe.json.null = nil
+
+strobe.log = {}
+function strobe.log.debug(...) end
+function strobe.log.info(...) end
+function strobe.log.warn(...) end
+function strobe.log.error(...) end
+
+---@param code string
+---@param message string
+function strobe.error(code, message) end
+---@param ms integer
+function strobe.sleep(ms) end
+---@return integer
+function strobe.now_ms() end
+---@return string
+function strobe.inspect(v) end
+---@param when string
+---@param ctx any
+---@return string[]
+function strobe.hints(when, ctx) end
+---@param when string
+---@param ctx any
+---@return string|nil
+function strobe.hint(when, ctx) end
+---@return table<string, table>
+function strobe.scenario_steps() end

@@ -1,0 +1,225 @@
+//! Per-session debugger state — breakpoints, logpoints, paused threads — and the ingest of
+//! the agent's `paused`, `logpoint` and `conditionError` messages into it and the timeline.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{monotonic_ns, Engine, Session};
+use crate::store::event::{Event, EventType};
+use crate::symbols::{LineTable, SymbolIndex};
+
+/// A breakpoint or logpoint as reported by `debug_breakpoint` and `debug_session status`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PointInfo {
+    pub id: String,
+    #[serde(skip)]
+    pub logpoint: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The primary static address (hex).
+    pub address: String,
+    /// Every hooked address (a `for` line has several blocks).
+    pub addresses: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hit_count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// "inline" (a patched jump) or "hardware" (a debug register, when patching is unsafe).
+    pub hook: String,
+    /// Why an inline hook could not be used, for hardware hooks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook_reason: Option<String>,
+}
+
+/// One frame of a paused thread's backtrace.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FrameInfo {
+    pub address: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// A thread blocked at a breakpoint or step.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PausedThread {
+    pub thread_id: u64,
+    pub breakpoint_id: Option<String>,
+    /// "breakpoint" or "step".
+    pub reason: String,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub address: String,
+    pub backtrace: Vec<FrameInfo>,
+    pub arguments: Value,
+    /// ns since session start.
+    pub paused_at_ns: i64,
+    #[serde(skip)]
+    pub pc: u64,
+    #[serde(skip)]
+    pub slide: u64,
+    #[serde(skip)]
+    pub registers: BTreeMap<String, u64>,
+    #[serde(skip)]
+    pub seq: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct DebugInner {
+    pub next_id: u32,
+    pub points: BTreeMap<String, PointInfo>,
+    pub paused: BTreeMap<u64, PausedThread>,
+    /// Incremented on every pause: `debug_continue` waits for it to move.
+    pub pause_seq: u64,
+}
+
+/// The debugger half of a session.
+#[derive(Default)]
+pub struct DebugState {
+    pub(crate) inner: Mutex<DebugInner>,
+}
+
+impl DebugState {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, DebugInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn paused_threads(&self) -> Vec<PausedThread> {
+        self.lock().paused.values().cloned().collect()
+    }
+
+    pub fn points(&self) -> (Vec<PointInfo>, Vec<PointInfo>) {
+        let st = self.lock();
+        let (lp, bp): (Vec<PointInfo>, Vec<PointInfo>) = st.points.values().cloned().partition(|p| p.logpoint);
+        (bp, lp)
+    }
+}
+
+pub(crate) fn hex(a: u64) -> String {
+    format!("0x{a:x}")
+}
+
+pub(crate) fn parse_hex(v: Option<&Value>) -> Option<u64> {
+    let s = v?.as_str()?;
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()
+}
+
+/// The function holding static address `pc`.
+pub(crate) fn function_at(symbols: &SymbolIndex, pc: u64) -> Option<&crate::symbols::FunctionInfo> {
+    let end = symbols.functions.partition_point(|f| f.address <= pc);
+    symbols.functions[..end].iter().rev().take(8).find(|f| pc < f.address + f.size.max(1))
+}
+
+/// Describe a static address: function, file, line.
+pub(crate) fn describe(symbols: Option<&SymbolIndex>, lines: Option<&LineTable>, pc: u64) -> FrameInfo {
+    let function = symbols.and_then(|s| function_at(s, pc)).map(|f| f.name.clone());
+    let (file, line) = match lines.and_then(|l| l.address_to_line(pc)) {
+        Some((f, l)) => (Some(f.to_string()), Some(l)),
+        None => (None, None),
+    };
+    FrameInfo { address: hex(pc), function, file, line }
+}
+
+/// Handle `paused`, `logpoint` and `conditionError` from the agent.
+pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
+    let symbols = engine.session_symbols(s).ok();
+    let lines = LineTable::cached(&s.binary_path).ok();
+    let ts = msg.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or_else(|| monotonic_ns() - s.start_mono_ns);
+    let tid = msg.get("threadId").and_then(Value::as_u64);
+    let mut e = match msg.get("type").and_then(Value::as_str) {
+        Some("paused") => Event::new(&s.id, EventType::Pause, ts),
+        Some("logpoint") => Event::new(&s.id, EventType::Logpoint, ts),
+        _ => Event::new(&s.id, EventType::ConditionError, ts),
+    };
+    e.id = engine.store.next_event_id();
+    e.pid = Some(pid as i64);
+    e.thread_id = tid.map(|t| t as i64);
+    match e.event_type {
+        EventType::Pause => {
+            let pc = parse_hex(msg.get("address")).unwrap_or(0);
+            let here = describe(symbols.as_deref(), lines.as_deref(), pc);
+            let backtrace: Vec<FrameInfo> = msg
+                .get("backtrace")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|v| parse_hex(Some(v))).map(|a| describe(symbols.as_deref(), lines.as_deref(), a)).collect())
+                .unwrap_or_default();
+            let registers: BTreeMap<String, u64> = msg
+                .get("registers")
+                .and_then(Value::as_object)
+                .map(|o| o.iter().filter_map(|(k, v)| Some((k.clone(), parse_hex(Some(v))?))).collect())
+                .unwrap_or_default();
+            let bp = msg.get("breakpointId").and_then(Value::as_str).map(str::to_string);
+            e.function_name = here.function.clone();
+            e.source_file = here.file.clone();
+            e.line_number = here.line.map(i64::from);
+            e.breakpoint_id = bp.clone();
+            e.backtrace = Some(json!(backtrace).to_string());
+            e.arguments = msg.get("arguments").map(Value::to_string);
+            e.locals = msg.get("locals").filter(|v| !v.is_null()).map(Value::to_string);
+            e.registers = Some(json!(registers.iter().map(|(k, v)| (k.clone(), hex(*v))).collect::<BTreeMap<_, _>>()).to_string());
+            let removed = bp.as_ref().is_some_and(|id| !s.debug.lock().points.contains_key(id));
+            // A pause on a breakpoint removed meanwhile was already resumed by the removal.
+            if let Some(tid) = tid.filter(|_| !removed) {
+                let mut st = s.debug.lock();
+                st.pause_seq += 1;
+                let seq = st.pause_seq;
+                let step = msg.get("step").and_then(Value::as_bool).unwrap_or(false);
+                st.paused.insert(
+                    tid,
+                    PausedThread {
+                        thread_id: tid,
+                        breakpoint_id: bp,
+                        reason: if step { "step" } else { "breakpoint" }.into(),
+                        function: here.function,
+                        file: here.file,
+                        line: here.line,
+                        address: here.address,
+                        backtrace,
+                        arguments: msg.get("arguments").cloned().unwrap_or(Value::Null),
+                        paused_at_ns: ts,
+                        pc,
+                        slide: parse_hex(msg.get("slide")).unwrap_or(0),
+                        registers,
+                        seq,
+                    },
+                );
+            }
+        }
+        EventType::Logpoint => {
+            let id = msg.get("logpointId").and_then(Value::as_str).unwrap_or_default().to_string();
+            let point = s.debug.lock().points.get(&id).cloned();
+            if let Some(p) = point {
+                e.function_name = p.function;
+                e.source_file = p.file;
+                e.line_number = p.line.map(i64::from);
+            }
+            e.breakpoint_id = Some(id);
+            e.logpoint_message = msg.get("message").and_then(Value::as_str).map(str::to_string);
+            e.text = e.logpoint_message.clone();
+        }
+        _ => {
+            let id = msg.get("breakpointId").and_then(Value::as_str).unwrap_or_default().to_string();
+            let cond = msg.get("condition").and_then(Value::as_str).unwrap_or_default();
+            let err = msg.get("error").and_then(Value::as_str).unwrap_or_default();
+            e.text = Some(format!("condition `{cond}` of {id} failed: {err}"));
+            e.breakpoint_id = Some(id);
+        }
+    }
+    engine.store.insert(vec![e]);
+}

@@ -1,0 +1,237 @@
+//! Binary event batches of the tracing fast path (`{type: "events_bin", format: "rec88-v1",
+//! count, lost, sampledOut}` + records, see `agent/src/fastpath_c.ts`) turned into timeline
+//! rows exactly as `ingest.rs` does for the JSON path: names, files and lines from the symbol
+//! index, `parent_event_id` through the session's open-call map, arguments and return values
+//! as JSON arrays/strings of hex text. Durations are computed in the agent (exit ts − enter
+//! ts, both CLOCK_MONOTONIC), so a lost enter record does not lose its exit's duration.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::sampling::SamplingChange;
+use super::{Engine, Session};
+use crate::store::event::{Event, EventType};
+use crate::symbols::SymbolIndex;
+
+pub const FORMAT: &str = "rec88-v1";
+pub const RECORD_SIZE: usize = 88;
+const MAX_ARGS: usize = 6;
+
+const KIND_ENTER: u8 = 0;
+const KIND_EXIT: u8 = 1;
+const KIND_SAMPLING: u8 = 2;
+const FLAG_SAMPLED: u8 = 1;
+
+/// One record, as laid out by the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    pub kind: u8,
+    pub flags: u8,
+    pub nargs: u8,
+    pub func: u32,
+    pub tid: u32,
+    pub call: u64,
+    pub parent: u64,
+    pub ts: u64,
+    pub v: [u64; MAX_ARGS],
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+impl Record {
+    /// Decode one record; `b` must hold at least `RECORD_SIZE` bytes.
+    pub fn parse(b: &[u8]) -> Record {
+        let mut v = [0u64; MAX_ARGS];
+        for (i, slot) in v.iter_mut().enumerate() {
+            *slot = u64_at(b, 40 + 8 * i);
+        }
+        Record {
+            kind: b[4],
+            flags: b[5],
+            nargs: b[6],
+            func: u32_at(b, 8),
+            tid: u32_at(b, 12),
+            call: u64_at(b, 16),
+            parent: u64_at(b, 24),
+            ts: u64_at(b, 32),
+            v,
+        }
+    }
+}
+
+/// `"0x1f"`: how the JS path prints a NativePointer, quoted as a JSON string.
+fn push_hex_json(out: &mut String, v: u64) {
+    let _ = write!(out, "\"0x{v:x}\"");
+}
+
+/// Rows (and session-state updates) for one `events_bin` message.
+pub(super) fn ingest(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, header: &Value, data: Option<&[u8]>) {
+    let lost = header.get("lost").and_then(Value::as_u64);
+    let sampled_out = header.get("sampledOut").and_then(Value::as_u64);
+    if lost.is_some() || sampled_out.is_some() {
+        let mut st = s.state.lock().unwrap();
+        // Running totals: keep the highest seen, whatever order batches come in.
+        st.tracing.events_lost = st.tracing.events_lost.max(lost.unwrap_or(0));
+        st.tracing.sampled_out = st.tracing.sampled_out.max(sampled_out.unwrap_or(0));
+    }
+    let Some(data) = data else { return };
+    if header.get("format").and_then(Value::as_str) != Some(FORMAT) {
+        tracing::warn!(pid, "events_bin with unknown format {:?}; batch ignored", header.get("format"));
+        return;
+    }
+    let Ok(symbols) = engine.session_symbols(s) else { return };
+    let rows = decode(engine, s, &symbols, pid, data);
+    engine.store.insert(rows);
+    if let Some(seq) = header.get("seq").and_then(Value::as_u64) {
+        acknowledge(engine, s, pid, seq);
+    }
+}
+
+/// Flow control (see agent/src/fastpath.ts): tell the agent which batches are stored, once
+/// the store has committed them, so a target that outruns SQLite fills (and counts losses in)
+/// its ring instead of piling batches up in memory. One ack task per session at a time; it
+/// acknowledges the newest batch each round.
+fn acknowledge(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, seq: u64) {
+    {
+        let mut st = s.state.lock().unwrap();
+        st.tracing.received_seq = st.tracing.received_seq.max(seq);
+        if st.tracing.ack_running {
+            return;
+        }
+        st.tracing.ack_running = true;
+    }
+    let engine = engine.clone();
+    let s = s.clone();
+    tokio::spawn(async move {
+        loop {
+            let seq = s.state.lock().unwrap().tracing.received_seq;
+            let store = engine.store.clone();
+            let _ = tokio::task::spawn_blocking(move || store.flush()).await;
+            let host = engine.frida.lock().unwrap().get().cloned();
+            let posted = match host {
+                Some(rt) if s.is_running() => rt.host().post(pid, serde_json::json!({ "type": "events-ack", "seq": seq })).await.is_ok(),
+                _ => false,
+            };
+            let mut st = s.state.lock().unwrap();
+            if !posted || st.tracing.received_seq == seq {
+                st.tracing.ack_running = false;
+                return;
+            }
+        }
+    });
+}
+
+/// Turn the records in `data` into events (sampling switches go to the session state).
+pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, pid: u32, data: &[u8]) -> Vec<Event> {
+    let n = data.len() / RECORD_SIZE;
+    let mut rows = Vec::with_capacity(n);
+    let mut st = s.state.lock().unwrap();
+    for chunk in data.chunks_exact(RECORD_SIZE) {
+        let r = Record::parse(chunk);
+        let Some(f) = symbols.functions.get(r.func as usize) else { continue };
+        let ts = r.ts as i64 - s.start_mono_ns;
+        let kind = match r.kind {
+            KIND_ENTER => EventType::FunctionEnter,
+            KIND_EXIT => EventType::FunctionExit,
+            KIND_SAMPLING => {
+                let enabled = r.v[0] != 0;
+                if enabled && st.tracing.never_sample.contains(&r.func) {
+                    continue; // raced a user's disable: the agent has already switched it off
+                }
+                st.tracing.record_change(SamplingChange {
+                    kind: "sampling_state_change",
+                    func_id: r.func,
+                    func_name: f.name.clone(),
+                    enabled,
+                    sample_rate: if enabled { 1.0 / r.v[1].max(1) as f64 } else { 1.0 },
+                    timestamp_ns: ts,
+                    reason: "hot",
+                });
+                continue;
+            }
+            _ => continue,
+        };
+        let mut e = Event::new(&s.id, kind, ts);
+        e.id = engine.store.next_event_id();
+        e.pid = Some(pid as i64);
+        e.thread_id = Some(r.tid as i64);
+        e.thread_name = st.life.thread_name(pid, e.thread_id);
+        e.function_name = Some(f.name.clone());
+        e.function_name_raw = Some(f.raw_name.clone());
+        e.source_file = f.file.clone();
+        e.line_number = f.line.map(|l| l as i64);
+        if r.flags & FLAG_SAMPLED != 0 {
+            e.sampled = Some(true);
+        }
+        e.parent_event_id = if r.parent == 0 { None } else { st.open_calls.get(&r.parent).copied() };
+        if kind == EventType::FunctionEnter {
+            let nargs = (r.nargs as usize).min(MAX_ARGS);
+            let mut args = String::with_capacity(2 + nargs * 12);
+            args.push('[');
+            for (i, v) in r.v[..nargs].iter().enumerate() {
+                if i > 0 {
+                    args.push(',');
+                }
+                push_hex_json(&mut args, *v);
+            }
+            args.push(']');
+            e.arguments = Some(args);
+            st.open_calls.insert(r.call, e.id);
+        } else {
+            let mut ret = String::with_capacity(20);
+            push_hex_json(&mut ret, r.v[0]);
+            e.return_value = Some(ret);
+            e.duration_ns = Some(r.v[1] as i64);
+            st.open_calls.remove(&r.call);
+        }
+        rows.push(e);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(kind: u8, func: u32, call: u64, v: [u64; 6]) -> Vec<u8> {
+        let mut b = vec![0u8; RECORD_SIZE];
+        b[0..4].copy_from_slice(&7u32.to_le_bytes());
+        b[4] = kind;
+        b[5] = FLAG_SAMPLED;
+        b[6] = 2;
+        b[8..12].copy_from_slice(&func.to_le_bytes());
+        b[12..16].copy_from_slice(&4242u32.to_le_bytes());
+        b[16..24].copy_from_slice(&call.to_le_bytes());
+        b[24..32].copy_from_slice(&9u64.to_le_bytes());
+        b[32..40].copy_from_slice(&123_456u64.to_le_bytes());
+        for (i, x) in v.iter().enumerate() {
+            b[40 + 8 * i..48 + 8 * i].copy_from_slice(&x.to_le_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn parses_the_agent_layout() {
+        let r = Record::parse(&record(KIND_ENTER, 3, 1 << 32 | 5, [1, u64::MAX, 0, 0, 0, 0]));
+        assert_eq!(
+            r,
+            Record { kind: 0, flags: 1, nargs: 2, func: 3, tid: 4242, call: 1 << 32 | 5, parent: 9, ts: 123_456, v: [1, u64::MAX, 0, 0, 0, 0] }
+        );
+    }
+
+    #[test]
+    fn hex_matches_native_pointer_to_string() {
+        let mut s = String::new();
+        push_hex_json(&mut s, 0);
+        push_hex_json(&mut s, 0xdead_beef);
+        push_hex_json(&mut s, u64::MAX);
+        assert_eq!(s, "\"0x0\"\"0xdeadbeef\"\"0xffffffffffffffff\"");
+    }
+}

@@ -1,0 +1,403 @@
+//! The life of a session's processes, fed by the ingest loop: crash reports (one `crash`
+//! event, symbolized here), how each process ended (exit code or signal), fork/exec children
+//! (attached, hooked and resumed), and thread names for events.
+//!
+//! How a process ended is learned from, in order of trust: the host's `exit_status` (the
+//! kernel's word, when Frida had not reaped the process yet), the agent's crash report (the
+//! signal), the agent's `process_exit` (the code passed to `exit`/`_exit`). A process that
+//! left none of these (e.g. `kill -9` from outside, after Frida reaped it) is reported as
+//! killed by an unobservable signal.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{now_unix, Engine, Session};
+use crate::store::event::{Event, EventType};
+use crate::symbols::{LineTable, SymbolIndex};
+
+/// How a process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ProcessEnd {
+    Code(i64),
+    Signal(String),
+}
+
+impl ProcessEnd {
+    /// "code: 3" / "signal: SIGSEGV": the wording of `PROCESS_EXITED` messages.
+    pub fn describe(&self) -> String {
+        match self {
+            ProcessEnd::Code(c) => format!("code: {c}"),
+            ProcessEnd::Signal(s) => format!("signal: {s}"),
+        }
+    }
+
+    /// The `sessions.exit_code` column: the code, or minus the signal number.
+    fn db_code(&self) -> Option<i64> {
+        match self {
+            ProcessEnd::Code(c) => Some(*c),
+            ProcessEnd::Signal(s) => signal_number(s).map(|n| -(n as i64)),
+        }
+    }
+}
+
+/// A forked or exec'd process of a session.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildProcess {
+    pub pid: u32,
+    pub parent_pid: u32,
+    /// "fork" or "exec".
+    pub origin: String,
+    pub binary: String,
+    /// "running" or "exited".
+    pub status: String,
+    pub exit_code: Option<i64>,
+    pub signal: Option<String>,
+}
+
+/// Per-session lifecycle state, inside `SessionState`.
+#[derive(Debug, Default)]
+pub(crate) struct LifeState {
+    /// (pid, tid) → name; `None` = looked up, has none.
+    thread_names: HashMap<(u32, i64), Option<String>>,
+    /// What each process told us about its end, until its session detaches.
+    ends: HashMap<u32, ProcessEnd>,
+    /// Trusted ends from the host (kernel status); they win over the agent's word.
+    kernel_ends: HashMap<u32, ProcessEnd>,
+    /// How the root process ended, once it did.
+    pub root_end: Option<ProcessEnd>,
+    pub children: BTreeMap<u32, ChildProcess>,
+    /// Processes whose image is not the session's binary (an exec of another program).
+    pid_symbols: HashMap<u32, Arc<SymbolIndex>>,
+}
+
+impl LifeState {
+    /// A `{k:"thread", tid, name}` record from the agent.
+    pub fn note_thread(&mut self, pid: u32, rec: &Value) {
+        if let Some(tid) = rec.get("tid").and_then(Value::as_i64) {
+            let name = rec.get("name").and_then(Value::as_str).map(str::to_string);
+            self.thread_names.insert((pid, tid), name);
+        }
+    }
+
+    /// The name of thread `tid` of `pid`: from the agent's records, else (hooks that bypass
+    /// the JS path) read once from /proc while the thread lives.
+    pub fn thread_name(&mut self, pid: u32, tid: Option<i64>) -> Option<String> {
+        let tid = tid?;
+        self.thread_names
+            .entry((pid, tid))
+            .or_insert_with(|| {
+                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok().map(|s| s.trim_end().to_string())
+            })
+            .clone()
+    }
+
+    pub fn live_children(&self) -> Vec<u32> {
+        self.children.values().filter(|c| c.status == "running").map(|c| c.pid).collect()
+    }
+}
+
+/// Agent call ids are per agent: key open calls by process too.
+pub(crate) fn call_key(pid: u32, call: u64) -> u64 {
+    ((pid as u64) << 40) ^ call
+}
+
+/// The symbols that name `pid`'s function ids: its own image's after an exec of another
+/// program, else the session's.
+pub(crate) fn symbols_for(engine: &Engine, s: &Session, pid: u32) -> crate::error::Result<Arc<SymbolIndex>> {
+    if let Some(sym) = s.state.lock().unwrap().life.pid_symbols.get(&pid).cloned() {
+        return Ok(sym);
+    }
+    engine.session_symbols(s)
+}
+
+/// `crash` and `process_exit` messages; returns false for other types.
+pub(super) fn on_agent_message(engine: &Engine, s: &Arc<Session>, pid: u32, message: &Value) -> bool {
+    match message.get("type").and_then(Value::as_str) {
+        Some("process_exit") => {
+            if let Some(code) = message.get("code").and_then(Value::as_i64) {
+                s.state.lock().unwrap().life.ends.entry(pid).or_insert(ProcessEnd::Code(code));
+            }
+            true
+        }
+        Some("crash") => {
+            let event = crash_event(engine, s, pid, message);
+            if let Some(sig) = &event.signal {
+                s.state.lock().unwrap().life.ends.insert(pid, ProcessEnd::Signal(sig.clone()));
+            }
+            engine.store.insert(vec![event]);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The host's view of how `pid` ended (kernel status).
+pub(super) fn on_exit_status(engine: &Engine, pid: u32, code: Option<i32>, signal: Option<i32>) {
+    let Some(s) = engine.session_by_pid(pid) else { return };
+    let end = match (code, signal) {
+        (Some(c), _) => ProcessEnd::Code(c as i64),
+        (None, Some(n)) => ProcessEnd::Signal(signal_name(n)),
+        _ => return,
+    };
+    s.state.lock().unwrap().life.kernel_ends.insert(pid, end);
+}
+
+/// The Frida session of `pid` ended. An exec ("process-replaced") is not an end.
+pub(super) fn on_detached(engine: &Engine, pid: u32, reason: &str) {
+    if reason == "process-replaced" {
+        return;
+    }
+    let Some(s) = engine.session_by_pid(pid) else { return };
+    let end = {
+        let mut st = s.state.lock().unwrap();
+        let life = &mut st.life;
+        let kernel = life.kernel_ends.remove(&pid);
+        let agent = life.ends.remove(&pid);
+        // The kernel's status wins when the host could read it (it also settles SIGSEGV
+        // versus SIGBUS, which the agent can only infer).
+        kernel.or(agent)
+    };
+    if pid != s.pid {
+        let mut st = s.state.lock().unwrap();
+        if let Some(c) = st.life.children.get_mut(&pid) {
+            c.status = "exited".into();
+            match &end {
+                Some(ProcessEnd::Code(code)) => c.exit_code = Some(*code),
+                Some(ProcessEnd::Signal(sig)) => c.signal = Some(sig.clone()),
+                None => {}
+            }
+        }
+        drop(st);
+        engine.by_pid.lock().unwrap().remove(&pid);
+        return;
+    }
+    if !s.is_running() {
+        return;
+    }
+    let reason_text = match &end {
+        Some(e) => e.describe(),
+        None if reason == "process-terminated" => "killed by a signal that could not be observed (no exit() call and no crash were seen; an outside `kill -9` is the usual cause)".to_string(),
+        None => reason.to_string(),
+    };
+    let code = match &end {
+        Some(ProcessEnd::Code(c)) => Some(*c),
+        _ => None,
+    };
+    s.state.lock().unwrap().life.root_end = end.clone();
+    s.mark_exited(code, Some(reason_text));
+    // The last output and events are written first.
+    engine.store.flush();
+    let _ = engine.store.update_session_status(&s.id, "exited", Some(now_unix()), end.and_then(|e| e.db_code()));
+}
+
+/// A fork or exec of one of our processes, suspended: attach, hook, resume. Never leaves it
+/// suspended, whatever fails.
+pub(super) fn on_child_added(engine: &Arc<Engine>, pid: u32, parent_pid: u32, origin: String) {
+    let engine = engine.clone();
+    let session = engine.session_by_pid(parent_pid).or_else(|| engine.session_by_pid(pid));
+    engine.runtime.clone().spawn(async move {
+        let Ok(frida) = engine.frida().await else { return };
+        let Some(s) = session.filter(|s| s.is_running()) else {
+            let _ = frida.host().resume(pid).await;
+            return;
+        };
+        let binary = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_else(|_| s.binary_path.clone());
+        engine.by_pid.lock().unwrap().insert(pid, s.clone());
+        if pid != s.pid {
+            // Known before it runs, so that a stop meanwhile kills it too.
+            let child = ChildProcess {
+                pid,
+                parent_pid,
+                origin: origin.clone(),
+                binary: binary.display().to_string(),
+                status: "running".into(),
+                exit_code: None,
+                signal: None,
+            };
+            s.state.lock().unwrap().life.children.insert(pid, child);
+        }
+        if let Err(e) = instrument(&engine, &frida, &s, pid, &binary).await {
+            tracing::warn!("session {}: could not instrument {origin} child {pid}: {}", s.id, e.message);
+        }
+        if !s.is_running() {
+            // The session was stopped while the child was being set up.
+            let _ = frida.host().kill(pid).await;
+            return;
+        }
+        if let Err(e) = frida.host().resume(pid).await {
+            tracing::warn!("session {}: could not resume child {pid}: {}", s.id, e.message);
+        }
+    });
+}
+
+async fn instrument(
+    engine: &Engine,
+    frida: &crate::frida::FridaRuntime,
+    s: &Session,
+    pid: u32,
+    binary: &Path,
+) -> crate::error::Result<()> {
+    let same_image = super::canonical_or_same(binary) == s.binary_path;
+    let symbols = if same_image { engine.session_symbols(s).ok() } else { engine.symbols.get(binary).ok() };
+    let image_base = symbols.as_ref().map(|x| x.image_base).unwrap_or(0);
+    let init = json!({ "sessionId": s.id, "imageBase": format!("0x{image_base:x}") });
+    frida.host().attach(pid, frida.agent_js(), init).await?;
+    let Some(symbols) = symbols else { return Ok(()) };
+    // The session's patterns, matched against this image (a fork: the hooks the parent has).
+    let ids: Vec<usize> = {
+        let st = s.state.lock().unwrap();
+        if same_image {
+            st.hooked.iter().map(|&i| i as usize).collect()
+        } else {
+            let mut seen = std::collections::HashSet::new();
+            symbols
+                .functions
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.address != 0 && st.patterns.iter().any(|p| p.matches(f, &s.project_root)))
+                .filter(|(_, f)| seen.insert(f.address))
+                .map(|(i, _)| i)
+                .take(super::trace::MAX_HOOKS)
+                .collect()
+        }
+    };
+    if !same_image {
+        s.state.lock().unwrap().life.pid_symbols.insert(pid, symbols.clone());
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let functions: Vec<Value> = ids
+        .iter()
+        .map(|&i| {
+            let f = &symbols.functions[i];
+            json!({ "id": i, "address": format!("0x{:x}", f.address), "name": f.name })
+        })
+        .collect();
+    frida.host().rpc(pid, "hooks", json!([{ "action": "add", "functions": functions }])).await?;
+    Ok(())
+}
+
+fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> Event {
+    let ts = m.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or(0);
+    let mut e = Event::new(&s.id, EventType::Crash, ts);
+    e.id = engine.store.next_event_id();
+    e.pid = Some(pid as i64);
+    e.thread_id = m.get("tid").and_then(Value::as_i64);
+    e.thread_name = m.get("threadName").and_then(Value::as_str).map(str::to_string);
+    let signal = m.get("signal").and_then(Value::as_str).unwrap_or("UNKNOWN").to_string();
+    let memory = m.get("memory").filter(|v| v.is_object());
+    let fault = memory.and_then(|mm| mm.get("address")).or_else(|| m.get("address")).and_then(Value::as_str);
+    e.fault_address = fault.map(str::to_string);
+    e.registers = m.get("registers").map(Value::to_string);
+    let frames = symbolize(engine, m.get("frames").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]));
+    // The crash site: the innermost frame with a DWARF function (frame 0 may be in libc).
+    if let Some(top) = frames.iter().find(|f| f.get("file").is_some()) {
+        e.function_name = top.get("function").and_then(Value::as_str).map(str::to_string);
+        e.source_file = top.get("file").and_then(Value::as_str).map(str::to_string);
+        e.line_number = top.get("line").and_then(Value::as_i64);
+    }
+    let access = memory.and_then(|mm| mm.get("operation")).and_then(Value::as_str);
+    let mut text = match (access, fault) {
+        (Some(op), Some(addr)) => format!("{signal}: invalid {op} at {addr}"),
+        _ => signal.clone(),
+    };
+    if let (Some(f), Some(file), Some(line)) = (&e.function_name, &e.source_file, e.line_number) {
+        let short = file.rsplit('/').next().unwrap_or(file);
+        text.push_str(&format!(" in {f} ({short}:{line})"));
+    }
+    e.text = Some(text);
+    e.signal = Some(signal);
+    e.backtrace = Some(Value::Array(frames).to_string());
+    e
+}
+
+/// Agent frames `{address, module, modulePath, offset, symbol}` → `{address, module,
+/// function, file, line}`, from the DWARF of each frame's module when it has some.
+fn symbolize(engine: &Engine, frames: &[Value]) -> Vec<Value> {
+    type ModuleDebugInfo = (Option<Arc<SymbolIndex>>, Option<Arc<LineTable>>);
+    let mut modules: HashMap<String, ModuleDebugInfo> = HashMap::new();
+    frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let address = f.get("address").and_then(Value::as_str).unwrap_or("0x0");
+            let mut out = json!({ "address": address });
+            if let Some(m) = f.get("module").and_then(Value::as_str) {
+                out["module"] = json!(m);
+            }
+            let offset = f.get("offset").and_then(Value::as_str).and_then(|o| u64::from_str_radix(o.trim_start_matches("0x"), 16).ok());
+            if let (Some(path), Some(offset)) = (f.get("modulePath").and_then(Value::as_str), offset) {
+                let (syms, lines) = modules
+                    .entry(path.to_string())
+                    .or_insert_with(|| (engine.symbols.get(path.as_ref()).ok(), LineTable::cached(path.as_ref()).ok()))
+                    .clone();
+                let base = syms.as_ref().map(|x| x.image_base).unwrap_or(0);
+                // Outer frames hold return addresses: the call is the instruction before.
+                let at = base + offset - u64::from(i > 0 && offset > 0);
+                if let Some(func) = syms.as_ref().and_then(|x| x.function_at(at)) {
+                    out["function"] = json!(func.name);
+                }
+                if let Some((file, line)) = lines.as_ref().and_then(|t| t.address_to_line(at)) {
+                    out["file"] = json!(file);
+                    out["line"] = json!(line);
+                }
+            }
+            if out.get("function").is_none() {
+                if let Some(sym) = f.get("symbol").and_then(Value::as_str) {
+                    out["function"] = json!(sym);
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+const SIGNALS: &[(i32, &str)] = &[
+    (libc::SIGHUP, "SIGHUP"),
+    (libc::SIGINT, "SIGINT"),
+    (libc::SIGQUIT, "SIGQUIT"),
+    (libc::SIGILL, "SIGILL"),
+    (libc::SIGTRAP, "SIGTRAP"),
+    (libc::SIGABRT, "SIGABRT"),
+    (libc::SIGBUS, "SIGBUS"),
+    (libc::SIGFPE, "SIGFPE"),
+    (libc::SIGKILL, "SIGKILL"),
+    (libc::SIGUSR1, "SIGUSR1"),
+    (libc::SIGSEGV, "SIGSEGV"),
+    (libc::SIGUSR2, "SIGUSR2"),
+    (libc::SIGPIPE, "SIGPIPE"),
+    (libc::SIGALRM, "SIGALRM"),
+    (libc::SIGTERM, "SIGTERM"),
+    (libc::SIGXCPU, "SIGXCPU"),
+    (libc::SIGXFSZ, "SIGXFSZ"),
+    (libc::SIGSYS, "SIGSYS"),
+];
+
+pub(crate) fn signal_name(n: i32) -> String {
+    SIGNALS.iter().find(|(k, _)| *k == n).map(|(_, s)| s.to_string()).unwrap_or_else(|| format!("signal {n}"))
+}
+
+pub(crate) fn signal_number(name: &str) -> Option<i32> {
+    SIGNALS.iter().find(|(_, s)| *s == name).map(|(k, _)| *k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_describe_and_encode() {
+        assert_eq!(ProcessEnd::Code(3).describe(), "code: 3");
+        assert_eq!(ProcessEnd::Signal("SIGSEGV".into()).describe(), "signal: SIGSEGV");
+        assert_eq!(ProcessEnd::Signal("SIGSEGV".into()).db_code(), Some(-11));
+        assert_eq!(signal_name(9), "SIGKILL");
+        assert_eq!(signal_name(64), "signal 64");
+        assert_ne!(call_key(1, 5), call_key(2, 5));
+    }
+}

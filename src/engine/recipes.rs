@@ -1,0 +1,203 @@
+//! Where each argument of a hooked function lives at entry, and where its return value
+//! lives at exit, as read recipes for `agent/src/watches.ts` (locations `r`, `r2`, `pair`,
+//! `stack`, `ind`, `none`).
+//!
+//! C and C++ follow the System V x86-64 ABI: INTEGER-class values take the next of six
+//! integer registers, then stack slots; structs of 9-16 bytes take two registers if both
+//! eightbytes are INTEGER; larger structs are copied to the stack (MEMORY); a MEMORY return
+//! value is written through a hidden pointer passed first. Floats travel in xmm registers,
+//! which Frida's `this.context` does not expose: they show as "<float in xmm register>".
+//! Rust uses its own ABI: scalar pairs (`&str`, `&[T]`, `Option<u32>`) take two registers,
+//! other aggregates up to 16 bytes are cast to integers, larger ones are passed by address.
+
+use serde_json::{json, Value};
+
+use crate::symbols::{DebugInfo, Signature, TypeId, TypeKind};
+
+const INT_REGS: usize = 6;
+
+/// A scalar leaf of a type: offset, size, float?
+type Leaf = (u64, u64, bool);
+
+fn leaves(info: &DebugInfo, ty: TypeId, base: u64, out: &mut Vec<Leaf>, depth: u32) {
+    if depth > 8 || out.len() > 16 {
+        return;
+    }
+    let t = info.ty(ty);
+    match &t.kind {
+        TypeKind::Float => out.push((base, t.size, true)),
+        TypeKind::Struct { members, .. } => {
+            for m in members {
+                leaves(info, m.ty, base + m.offset, out, depth + 1);
+            }
+        }
+        TypeKind::Array { element, count } => {
+            let es = info.ty(*element).size.max(1);
+            for i in 0..count.unwrap_or(0).min(16) {
+                leaves(info, *element, base + i * es, out, depth + 1);
+            }
+        }
+        TypeKind::RustEnum { discr, variants } => {
+            if let Some(d) = discr {
+                out.push((base + d.offset, d.size, false));
+            }
+            for v in variants {
+                leaves(info, v.ty, base + v.offset, out, depth + 1);
+            }
+        }
+        TypeKind::RustStr { ptr, len } | TypeKind::RustSlice { ptr, len, .. } => {
+            out.push((base + ptr, 8, false));
+            out.push((base + len, 8, false));
+        }
+        TypeKind::RustVec { ptr, len, .. } => {
+            out.push((base + ptr, 8, false));
+            out.push((base + len, 8, false));
+        }
+        TypeKind::Void | TypeKind::Function => {}
+        _ => out.push((base, t.size.max(1), false)),
+    }
+}
+
+fn is_aggregate(kind: &TypeKind) -> bool {
+    matches!(
+        kind,
+        TypeKind::Struct { .. } | TypeKind::Array { .. } | TypeKind::RustEnum { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. }
+    )
+}
+
+/// Tracks the integer registers and stack bytes consumed so far.
+struct Slots {
+    regs: usize,
+    stack: u64,
+}
+
+impl Slots {
+    fn take(&mut self, n: usize) -> Option<Vec<usize>> {
+        if self.regs + n > INT_REGS {
+            return None;
+        }
+        let v = (self.regs..self.regs + n).collect();
+        self.regs += n;
+        Some(v)
+    }
+    fn on_stack(&mut self, size: u64) -> Value {
+        let at = self.stack;
+        self.stack += size.div_ceil(8).max(1) * 8;
+        json!({ "stack": at })
+    }
+}
+
+const XMM: &str = "float in an xmm register (not captured)";
+
+/// The location of one value: an argument (`ret = false`) or the return value.
+fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool) -> Value {
+    let t = info.ty(ty);
+    let mut ls = Vec::new();
+    leaves(info, ty, 0, &mut ls, 0);
+    ls.sort_by_key(|l| l.0);
+    ls.dedup_by_key(|l| l.0);
+    let any_float = ls.iter().any(|l| l.2);
+    let int_slot = |slots: &mut Slots| -> Value {
+        if ret {
+            return json!({ "r": 0 });
+        }
+        match slots.take(1) {
+            Some(s) => json!({ "r": s[0] }),
+            None => slots.on_stack(8),
+        }
+    };
+    if !is_aggregate(&t.kind) {
+        return match t.kind {
+            TypeKind::Float => json!({ "none": XMM }),
+            _ => int_slot(slots),
+        };
+    }
+    if rust {
+        if t.size == 0 {
+            return json!({ "none": "zero-sized" });
+        }
+        if t.size > 16 {
+            if ret {
+                return json!({ "ind": 0 });
+            }
+            return match slots.take(1) {
+                Some(s) => json!({ "ind": s[0] }),
+                None => json!({ "none": "passed by address on the stack (not captured)" }),
+            };
+        }
+        if any_float {
+            return json!({ "none": XMM });
+        }
+        if ls.len() == 2 {
+            // A scalar pair: each half in its own register, written back at its offset.
+            let regs = if ret { Some(vec![0, 1]) } else { slots.take(2) };
+            return match regs {
+                Some(r) => json!({ "pair": [[r[0], ls[0].0, ls[0].1], [r[1], ls[1].0, ls[1].1]] }),
+                None => json!({ "none": "passed on the stack (not captured)" }),
+            };
+        }
+    } else if t.size > 16 || t.size == 0 {
+        // MEMORY class: copied to the stack; returned through a hidden pointer.
+        return if ret { json!({ "ind": 0 }) } else { slots.on_stack(t.size) };
+    } else if any_float {
+        if !ret {
+            // A mixed struct still uses an integer register for its INTEGER eightbyte.
+            let ints = ls.iter().filter(|l| !l.2).map(|l| l.0 / 8).collect::<std::collections::BTreeSet<_>>().len();
+            let _ = slots.take(ints);
+        }
+        return json!({ "none": XMM });
+    }
+    let n = if t.size > 8 { 2 } else { 1 };
+    let regs = if ret { Some((0..n).collect()) } else { slots.take(n) };
+    match regs {
+        Some(r) if n == 1 => json!({ "r": r[0] }),
+        Some(r) => json!({ "r2": [r[0], r[1]] }),
+        None if rust => json!({ "none": "passed on the stack (not captured)" }),
+        None => slots.on_stack(t.size),
+    }
+}
+
+/// Does this signature gain from typed reads (strings, structs, Rust values)? Functions
+/// of plain integers keep the fast native hooks.
+pub(crate) fn worth_serializing(info: &DebugInfo, sig: &Signature) -> bool {
+    let rich = |ty: Option<TypeId>| {
+        let Some(ty) = ty else { return false };
+        let t = info.ty(ty);
+        match t.kind {
+            TypeKind::Pointer { target: Some(to) } => {
+                let p = info.ty(to);
+                crate::symbols::types::is_c_char(&p) || is_aggregate(&p.kind)
+            }
+            ref k => is_aggregate(k) || matches!(k, TypeKind::Enum { .. } | TypeKind::Bool | TypeKind::Float),
+        }
+    };
+    sig.params.iter().any(|p| rich(p.ty)) || rich(sig.ret)
+}
+
+/// The `serialize` recipe of a function: `{args: [{n, t, at}], ret: {t, at} | null}`,
+/// plus the type ids it refers to.
+pub(crate) fn serialize_recipe(info: &DebugInfo, sig: &Signature) -> (Value, Vec<TypeId>) {
+    let mut slots = Slots { regs: 0, stack: 0 };
+    let mut roots = Vec::new();
+    let ret = sig.ret.map(|t| {
+        roots.push(t);
+        let at = locate(info, t, sig.rust, &mut Slots { regs: 0, stack: 0 }, true);
+        if at.get("ind").is_some() {
+            slots.regs = 1; // the hidden result pointer takes the first register
+        }
+        json!({ "t": t, "at": at })
+    });
+    let args: Vec<Value> = sig
+        .params
+        .iter()
+        .take(10)
+        .map(|p| match p.ty {
+            Some(t) => {
+                roots.push(t);
+                json!({ "n": p.name, "t": t, "at": locate(info, t, sig.rust, &mut slots, false) })
+            }
+            None => json!({ "n": p.name, "t": 0, "at": { "none": "no type information" } }),
+        })
+        .collect();
+    (json!({ "args": args, "ret": ret }), roots)
+}

@@ -1,0 +1,216 @@
+//! Fast-path tracing state of a session: events lost to a full ring, hot functions being
+//! sampled (and the log of sampling switches), and the tuning knobs sent to the agent.
+//!
+//! The agent switches a fast-path function to sampling by itself when it runs above the hot
+//! threshold (default 100 k calls/s, 1 call in 100 recorded); it reports each switch as a
+//! record in the event stream (`decode.rs`), kept here. The user can turn sampling off per
+//! function with [`Engine::set_sampling`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{monotonic_ns, Engine};
+use crate::error::{ErrorCode, Result, StrobeError};
+use crate::symbols::Pattern;
+
+/// Most sampling switches kept per session (the oldest go first).
+const MAX_SAMPLING_LOG: usize = 1000;
+
+/// A function currently recorded 1 call in N.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SampledFunction {
+    pub func_id: u32,
+    pub func_name: String,
+    /// Fraction of calls recorded: 0.01 = 1 call in 100.
+    pub sample_rate: f64,
+    /// Session time (ns since spawn) when sampling started.
+    pub since_ns: i64,
+}
+
+/// One `sampling_state_change`, as the daemon keeps it on the session.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SamplingChange {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub func_id: u32,
+    pub func_name: String,
+    pub enabled: bool,
+    pub sample_rate: f64,
+    pub timestamp_ns: i64,
+    /// "hot" (the agent measured the rate) or "user" (turned off on request).
+    pub reason: &'static str,
+}
+
+/// Per-session fast-path state (a field of `SessionState`).
+#[derive(Debug, Default)]
+pub(crate) struct TracingState {
+    /// Records the agent could not deliver (ring full), running total.
+    pub events_lost: u64,
+    /// Calls skipped by sampling, running total.
+    pub sampled_out: u64,
+    pub sampled: BTreeMap<u32, SampledFunction>,
+    /// Functions the user took out of sampling.
+    pub never_sample: BTreeSet<u32>,
+    pub log: Vec<SamplingChange>,
+    /// `true` once the user asked for JS hooks only (`configure_tracing({mode: "js"})`).
+    pub js_only: bool,
+    /// Highest `events_bin` batch seq received, and whether an ack task is running.
+    pub received_seq: u64,
+    pub ack_running: bool,
+}
+
+impl TracingState {
+    /// The `mode` of hooks requests: "auto" lets the agent choose the fast path per hook.
+    pub fn hook_mode(&self) -> &'static str {
+        if self.js_only { "js" } else { "auto" }
+    }
+
+    pub fn record_change(&mut self, change: SamplingChange) {
+        if change.enabled {
+            self.sampled.insert(
+                change.func_id,
+                SampledFunction {
+                    func_id: change.func_id,
+                    func_name: change.func_name.clone(),
+                    sample_rate: change.sample_rate,
+                    since_ns: change.timestamp_ns,
+                },
+            );
+        } else {
+            self.sampled.remove(&change.func_id);
+        }
+        if self.log.len() == MAX_SAMPLING_LOG {
+            self.log.remove(0);
+        }
+        self.log.push(change);
+    }
+
+    pub fn sampled_functions(&self) -> Vec<SampledFunction> {
+        self.sampled.values().cloned().collect()
+    }
+}
+
+/// `debug_trace({sampling: {disable: [...], enable: [...]}})`: patterns over hooked functions.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplingRequest {
+    /// Stop sampling these functions now and never sample them automatically again.
+    #[serde(default)]
+    pub disable: Vec<String>,
+    /// Allow automatic sampling again.
+    #[serde(default)]
+    pub enable: Vec<String>,
+}
+
+/// What [`Engine::set_sampling`] did.
+#[derive(Debug, Clone, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SamplingUpdate {
+    pub disabled: Vec<String>,
+    pub enabled: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+impl Engine {
+    /// Tuning knobs of tracing: `mode` ("auto": fast path where possible, the default; "js":
+    /// JS hooks only, for hooks added from now on), and for the agent's fast path
+    /// `ringRecords` (before the first fast hook only), `drainIntervalMs`, `hotCallsPerSec`
+    /// (0: no auto sampling), `sampleEvery`. Returns the agent's resulting settings.
+    pub async fn configure_tracing(&self, session_id: &str, mut options: Value) -> Result<Value> {
+        let Some(obj) = options.as_object_mut() else {
+            return Err(StrobeError::validation("tracing options must be an object, e.g. {\"hotCallsPerSec\": 0}"));
+        };
+        let session = self.session(session_id)?;
+        session.ensure_running()?;
+        match obj.remove("mode") {
+            None => {}
+            Some(Value::String(m)) if m == "auto" || m == "js" => session.state.lock().unwrap().tracing.js_only = m == "js",
+            Some(other) => {
+                return Err(StrobeError::validation(format!("tracing mode {other} is not one of \"auto\", \"js\".")));
+            }
+        }
+        let frida = self.frida_for_session()?;
+        frida.host().rpc(session.pid, "tracingConfig", json!([options])).await
+    }
+
+    /// Turn hot-function sampling off (`disable`) or allow it again (`enable`) for the hooked
+    /// functions matching the patterns.
+    pub async fn set_sampling(&self, session_id: &str, req: &SamplingRequest) -> Result<SamplingUpdate> {
+        let session = self.session(session_id)?;
+        session.ensure_running()?;
+        let symbols = self.session_symbols(&session)?;
+        let hooked: Vec<u32> = session.state.lock().unwrap().hooked.iter().copied().collect();
+        let mut update = SamplingUpdate::default();
+        let mut resolve = |patterns: &[String], names: &mut Vec<String>| -> Result<Vec<u32>> {
+            let mut ids = Vec::new();
+            for text in patterns {
+                let p = Pattern::parse(text)?;
+                let before = ids.len();
+                for &id in &hooked {
+                    let f = &symbols.functions[id as usize];
+                    if p.matches(f, &session.project_root) {
+                        ids.push(id);
+                        names.push(f.name.clone());
+                    }
+                }
+                if ids.len() == before {
+                    update.warnings.push(format!(
+                        "Sampling pattern '{text}' matches no hooked function; add it with debug_trace first."
+                    ));
+                }
+            }
+            Ok(ids)
+        };
+        let mut disabled_names = Vec::new();
+        let mut enabled_names = Vec::new();
+        let disable = resolve(&req.disable, &mut disabled_names)?;
+        let enable = resolve(&req.enable, &mut enabled_names)?;
+        if disable.is_empty() && enable.is_empty() {
+            return Ok(update);
+        }
+        let frida = self.frida_for_session()?;
+        frida
+            .host()
+            .rpc(session.pid, "sampling", json!([{ "disable": disable, "enable": enable }]))
+            .await?;
+        let now = monotonic_ns() - session.start_mono_ns;
+        let mut st = session.state.lock().unwrap();
+        for (&id, name) in disable.iter().zip(&disabled_names) {
+            st.tracing.never_sample.insert(id);
+            if st.tracing.sampled.contains_key(&id) {
+                st.tracing.record_change(SamplingChange {
+                    kind: "sampling_state_change",
+                    func_id: id,
+                    func_name: name.clone(),
+                    enabled: false,
+                    sample_rate: 1.0,
+                    timestamp_ns: now,
+                    reason: "user",
+                });
+            }
+        }
+        for id in &enable {
+            st.tracing.never_sample.remove(id);
+        }
+        update.disabled = disabled_names;
+        update.enabled = enabled_names;
+        Ok(update)
+    }
+
+    /// (events lost, functions being sampled, sampling log) of a live session.
+    pub fn tracing_report(&self, session_id: &str) -> Result<(u64, Vec<SampledFunction>, Vec<SamplingChange>)> {
+        let session = self.session(session_id)?;
+        let st = session.state.lock().unwrap();
+        Ok((st.tracing.events_lost, st.tracing.sampled_functions(), st.tracing.log.clone()))
+    }
+
+    fn frida_for_session(&self) -> Result<std::sync::Arc<crate::frida::FridaRuntime>> {
+        self.frida.lock().unwrap().get().cloned().ok_or_else(|| {
+            StrobeError::new(ErrorCode::ProcessExited, "The Frida host is not running; the session's target is gone. Launch again.")
+        })
+    }
+}

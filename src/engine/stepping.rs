@@ -1,0 +1,247 @@
+//! `debug_continue`: resume paused threads, optionally stepping, and wait for the next pause,
+//! the target's exit, or a timeout (then the answer is "running").
+//!
+//! Steps are one-shot hooks on the paused thread only (`installStepHooks`):
+//! - step-over: every statement start of the current function on another line (whichever
+//!   way control flows, the next line reached is among them), plus the return address;
+//! - step-into: the same, plus the entry of every function with debug info that the current
+//!   line calls directly (decoded by the agent);
+//! - step-out: the return address (read at CFA - 8, the CFA rule coming from `.eh_frame`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::debug_state::{function_at, hex, parse_hex, PausedThread};
+use super::{Engine, Session, SessionStatus};
+use crate::error::{Result, StrobeError};
+use crate::symbols::{LineTable, LocalsInfo};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepAction {
+    Continue,
+    StepOver,
+    StepInto,
+    StepOut,
+}
+
+impl StepAction {
+    pub fn parse(s: &str) -> Result<StepAction> {
+        Ok(match s {
+            "continue" => StepAction::Continue,
+            "step-over" => StepAction::StepOver,
+            "step-into" => StepAction::StepInto,
+            "step-out" => StepAction::StepOut,
+            other => {
+                return Err(StrobeError::validation(format!(
+                    "Unknown action '{other}'. Use 'continue', 'step-over', 'step-into' or 'step-out'."
+                )))
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContinueResult {
+    /// "paused", "running" or "exited".
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakpoint_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Threads still paused after this call.
+    pub paused_threads: usize,
+    pub warnings: Vec<String>,
+}
+
+impl Engine {
+    /// Resume (all paused threads for `continue` without a thread; one thread otherwise) and
+    /// wait up to `timeout` for the next pause or the exit.
+    pub async fn continue_session(self: &Arc<Engine>, id: &str, action: StepAction, thread_id: Option<u64>, timeout: Duration) -> Result<ContinueResult> {
+        let session = self.session(id)?;
+        if session.status() != SessionStatus::Running {
+            return Ok(self.exited_result(&session));
+        }
+        let mut warnings = Vec::new();
+        let targets: Vec<PausedThread> = match (action, thread_id) {
+            (StepAction::Continue, None) => session.debug.paused_threads(),
+            _ => vec![self.paused_thread(&session, thread_id)?],
+        };
+        // Nothing paused: 'continue' just waits for the next pause (e.g. right after setting
+        // breakpoints); steps need a paused thread (paused_thread() above said so).
+        let frida = self.debugger_frida()?;
+        if action != StepAction::Continue {
+            let t = &targets[0];
+            let (hooks, w) = self.step_hooks(&session, t, action).await?;
+            warnings.extend(w);
+            let reply = frida.host().rpc(session.pid, "installStepHooks", json!([{ "threadId": t.thread_id, "oneShot": hooks }])).await?;
+            let installed = reply.get("installed").and_then(Value::as_array).map_or(0, Vec::len);
+            for s in reply.get("skipped").and_then(Value::as_array).into_iter().flatten() {
+                tracing::debug!("step hook skipped: {s}");
+            }
+            if installed == 0 {
+                warnings.push("No step location could be hooked safely here; the thread runs until the next breakpoint.".into());
+            }
+        }
+        let seq_before = {
+            let mut st = session.debug.lock();
+            for t in &targets {
+                st.paused.remove(&t.thread_id);
+            }
+            st.pause_seq
+        };
+        for t in &targets {
+            frida.host().post(session.pid, json!({ "type": format!("resume-{}", t.thread_id) })).await?;
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            {
+                let st = session.debug.lock();
+                if st.pause_seq > seq_before {
+                    let p = st.paused.values().filter(|p| p.seq > seq_before).min_by_key(|p| p.seq).cloned();
+                    if let Some(p) = p {
+                        return Ok(ContinueResult {
+                            status: "paused".into(),
+                            breakpoint_id: p.breakpoint_id,
+                            thread_id: Some(p.thread_id),
+                            reason: Some(p.reason),
+                            file: p.file,
+                            line: p.line,
+                            function: p.function,
+                            exit_code: None,
+                            paused_threads: st.paused.len(),
+                            warnings,
+                        });
+                    }
+                }
+            }
+            if session.status() != SessionStatus::Running {
+                let mut r = self.exited_result(&session);
+                r.warnings = warnings;
+                return Ok(r);
+            }
+            if Instant::now() >= deadline {
+                let paused = session.debug.lock().paused.len();
+                return Ok(ContinueResult { status: if paused > 0 { "paused" } else { "running" }.into(), paused_threads: paused, warnings, ..Default::default() });
+            }
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+    }
+
+    /// Wait (without resuming anything) until some thread is paused — the most recently paused
+    /// one is reported — or the target exits, or `timeout` passes ("running").
+    pub async fn wait_for_pause(self: &Arc<Engine>, id: &str, timeout: Duration) -> Result<ContinueResult> {
+        let session = self.session(id)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            {
+                let st = session.debug.lock();
+                if let Some(p) = st.paused.values().max_by_key(|p| p.seq).cloned() {
+                    return Ok(ContinueResult {
+                        status: "paused".into(),
+                        breakpoint_id: p.breakpoint_id,
+                        thread_id: Some(p.thread_id),
+                        reason: Some(p.reason),
+                        file: p.file,
+                        line: p.line,
+                        function: p.function,
+                        exit_code: None,
+                        paused_threads: st.paused.len(),
+                        warnings: Vec::new(),
+                    });
+                }
+            }
+            if session.status() != SessionStatus::Running {
+                return Ok(self.exited_result(&session));
+            }
+            if Instant::now() >= deadline {
+                return Ok(ContinueResult { status: "running".into(), ..Default::default() });
+            }
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+    }
+
+    fn exited_result(&self, session: &Session) -> ContinueResult {
+        let st = session.state.lock().unwrap();
+        ContinueResult { status: "exited".into(), exit_code: st.exit_code, ..Default::default() }
+    }
+
+    /// The one-shot hook addresses for a step of thread `t`.
+    async fn step_hooks(&self, session: &Session, t: &PausedThread, action: StepAction) -> Result<(Vec<Value>, Vec<String>)> {
+        let symbols = self.session_symbols(session)?;
+        let lines = LineTable::cached(&session.binary_path)?;
+        let info = LocalsInfo::cached(&session.binary_path)?;
+        let mut hooks = Vec::new();
+        let mut warnings = Vec::new();
+        let func = function_at(&symbols, t.pc).map(|f| (f.address, f.address + f.size));
+        let scan = |lo: u64, hi: u64| json!({ "start": hex(lo), "end": hex(hi) });
+        let current_line = lines.address_to_line(t.pc).map(|(_, l)| l);
+
+        if action != StepAction::StepOut {
+            match func {
+                Some((lo, hi)) => {
+                    for a in lines.statement_starts(lo, hi, current_line) {
+                        hooks.push(json!({ "address": hex(a), "scan": scan(lo, hi) }));
+                    }
+                }
+                None => warnings.push("The paused address is in no function with debug info; stepping falls back to the return address.".into()),
+            }
+        }
+        if action == StepAction::StepInto {
+            if let (Some((lo, hi)), Some(line)) = (func, current_line) {
+                let ranges: Vec<(String, String)> = lines.line_ranges(lo, hi, line).into_iter().map(|(a, b)| (hex(a), hex(b))).collect();
+                let reply = self.debugger_frida()?.host().rpc(session.pid, "callTargets", json!([ranges])).await?;
+                for target in reply.as_array().into_iter().flatten().filter_map(|v| parse_hex(Some(v))) {
+                    if let Some(f) = symbols.functions.iter().find(|f| f.address == target) {
+                        hooks.push(json!({ "address": hex(f.address) }));
+                    }
+                }
+            }
+        }
+        // Hardware slots are few (4): try the lines right after the PC first, then the rest.
+        hooks.sort_by_key(|h| {
+            let a = parse_hex(h.get("address")).unwrap_or(0);
+            (a < t.pc, a)
+        });
+        // The return address: where this frame's caller continues (first: it must not miss).
+        match info.cfa_rule(t.pc).and_then(|(reg, off)| Some(t.registers.get(&reg)?.wrapping_add_signed(off))) {
+            Some(cfa) => {
+                let reply = self
+                    .debugger_frida()?
+                    .host()
+                    .rpc(
+                        session.pid,
+                        "readLocals",
+                        json!([t.thread_id, [{ "name": "return address", "kind": "static", "address": hex(cfa.wrapping_sub(8).wrapping_sub(t.slide)), "size": 8, "encoding": "pointer" }]]),
+                    )
+                    .await?;
+                let ra = reply.get(0).and_then(|r| parse_hex(r.get("value")));
+                match ra.map(|ra| ra.wrapping_sub(t.slide)).filter(|ra| function_at(&symbols, *ra).is_some()) {
+                    Some(ra) => {
+                        let f = function_at(&symbols, ra).map(|f| (f.address, f.address + f.size)).unwrap_or((ra, ra + 1));
+                        hooks.insert(0, json!({ "address": hex(ra), "scan": scan(f.0, f.1) }));
+                    }
+                    None if action == StepAction::StepOut => {
+                        warnings.push("The caller has no debug info (e.g. main returning into libc); the thread runs on.".into())
+                    }
+                    None => {}
+                }
+            }
+            None => warnings.push("No unwind information at this PC; the return address is unknown.".into()),
+        }
+        Ok((hooks, warnings))
+    }
+}

@@ -1,0 +1,199 @@
+//! FIFO eviction and session deletion, run by the writer thread between rounds.
+//!
+//! Eviction goes by id (arrival order): the oldest events of a session over its limit are
+//! deleted in chunks of at most `DELETE_CHUNK`, one transaction each, so ingestion keeps
+//! going in between; `session_keys.dropped` / `evicted_upto` record what went.
+
+use std::collections::HashSet;
+
+use rusqlite::{params, OptionalExtension};
+
+use super::schema::{self, sql_err};
+use super::writer::{count_rows, Writer};
+use crate::error::{Result, StrobeError};
+
+/// Most events evicted (or deleted for `delete_session`) in one transaction.
+pub(crate) const DELETE_CHUNK: i64 = 20_000;
+
+impl Writer {
+    /// Count the sessions from an earlier run that were given a limit, so eviction sees them.
+    pub(super) fn load_limited_counts(&mut self) {
+        let limited: HashSet<String> = self.st.shared.stats.lock().unwrap().keys().cloned().collect();
+        let mut loaded = Vec::new();
+        for (key, ks) in self.st.sessions.iter_mut() {
+            if ks.count.is_none() && limited.contains(&ks.name) {
+                match count_rows(&self.conn, *key) {
+                    Ok(c) => {
+                        ks.count = Some(c);
+                        loaded.push(*key);
+                    }
+                    Err(e) => tracing::error!("event store: {e}"),
+                }
+            }
+        }
+        self.st.publish(&loaded);
+    }
+
+    /// Sessions over their limit (committed count above max).
+    fn over_limit(&self) -> Vec<(i64, i64)> {
+        let stats = self.st.shared.stats.lock().unwrap();
+        self.st
+            .sessions
+            .iter()
+            .filter_map(|(key, s)| {
+                let max = stats.get(&s.name).map_or(super::DEFAULT_MAX_EVENTS, |x| x.max_events);
+                let count = s.count?;
+                (count > max).then_some((*key, count - max))
+            })
+            .collect()
+    }
+
+    pub(super) fn has_backlog(&self) -> bool {
+        !self.over_limit().is_empty()
+    }
+
+    /// Evict one chunk from every session over its limit. False if nothing could be done.
+    pub(super) fn evict_step(&mut self) -> bool {
+        let mut progressed = false;
+        for (key, excess) in self.over_limit() {
+            match self.evict_chunk(key, excess.min(DELETE_CHUNK)) {
+                Ok(n) => progressed |= n > 0,
+                Err(e) => tracing::error!("event store: FIFO eviction failed: {e}"),
+            }
+        }
+        progressed
+    }
+
+    /// Delete the `n` oldest (lowest id) events of a session in one transaction.
+    fn evict_chunk(&mut self, key: i64, n: i64) -> Result<i64> {
+        let conn = &self.conn;
+        let ks = self.st.sessions.get_mut(&key).expect("over_limit only lists known keys");
+        let min = match ks.min_alive {
+            Some(m) => m,
+            None => conn
+                .query_row(
+                    &format!("SELECT min(id) FROM events INDEXED BY {} WHERE session_key = ?1", schema::TIMELINE_INDEX),
+                    [key],
+                    |r| r.get::<_, Option<i64>>(0),
+                )
+                .map_err(|e| sql_err("eviction: oldest event", e))?
+                .unwrap_or(0),
+        };
+        let cut: Option<i64> = conn
+            .prepare_cached(
+                "SELECT id FROM events NOT INDEXED WHERE id >= ?1 AND session_key = ?2 ORDER BY id LIMIT 1 OFFSET ?3",
+            )
+            .and_then(|mut s| s.query_row(params![min, key, n - 1], |r| r.get(0)).optional())
+            .map_err(|e| sql_err("eviction: cut point", e))?;
+        let Some(cut) = cut else {
+            // Fewer rows than the count says: recount.
+            ks.count = Some(count_rows(conn, key)?);
+            ks.min_alive = None;
+            return Ok(0);
+        };
+        let tx = conn.unchecked_transaction().map_err(|e| sql_err("eviction: begin", e))?;
+        // Take the chunk out of event_counts before its rows go.
+        let groups: Vec<(i64, i64, i64)> = {
+            let mut st = tx
+                .prepare_cached(
+                    "SELECT event_kind, coalesce(site_id, 0), count(*) FROM events NOT INDEXED \
+                     WHERE id >= ?1 AND id <= ?2 AND session_key = ?3 GROUP BY 1, 2",
+                )
+                .map_err(|e| sql_err("eviction: counts", e))?;
+            let rows = st
+                .query_map(params![min, cut, key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .map_err(|e| sql_err("eviction: counts", e))?;
+            rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err("eviction: counts", e))?
+        };
+        {
+            let mut st = tx
+                .prepare_cached("UPDATE event_counts SET n = n - ?4 WHERE session_key = ?1 AND event_kind = ?2 AND site_id = ?3")
+                .map_err(|e| sql_err("eviction: counts", e))?;
+            for (kind, site, n) in groups {
+                st.execute(params![key, kind, site, n]).map_err(|e| sql_err("eviction: counts", e))?;
+            }
+        }
+        tx.execute("DELETE FROM event_counts WHERE session_key = ?1 AND n <= 0", [key])
+            .map_err(|e| sql_err("eviction: counts", e))?;
+        let deleted = tx
+            .prepare_cached("DELETE FROM events NOT INDEXED WHERE id >= ?1 AND id <= ?2 AND session_key = ?3")
+            .and_then(|mut s| s.execute(params![min, cut, key]))
+            .map_err(|e| sql_err("eviction: delete", e))? as i64;
+        tx.prepare_cached(
+            "UPDATE session_keys SET dropped = dropped + ?1, evicted_upto = max(evicted_upto, ?2), \
+             min_id = max(coalesce(min_id, ?2 + 1), ?2 + 1) WHERE key = ?3",
+        )
+        .and_then(|mut s| s.execute(params![deleted, cut, key]))
+        .map_err(|e| sql_err("eviction: bookkeeping", e))?;
+        tx.commit().map_err(|e| sql_err("eviction: commit", e))?;
+        ks.min_alive = Some(cut + 1);
+        ks.count = ks.count.map(|c| c - deleted);
+        ks.dropped += deleted;
+        ks.evicted_upto = ks.evicted_upto.max(cut);
+        self.st.publish(&[key]);
+        Ok(deleted)
+    }
+
+    pub(super) fn delete_session(&mut self, name: &str) -> Result<()> {
+        let key: Option<i64> = self
+            .conn
+            .query_row("SELECT key FROM session_keys WHERE name = ?1", [name], |r| r.get(0))
+            .optional()
+            .map_err(|e| sql_err("delete_session", e))?;
+        let tx = self.conn.unchecked_transaction().map_err(|e| sql_err("delete_session: begin", e))?;
+        let rows = tx.execute("DELETE FROM sessions WHERE id = ?1", [name]).map_err(|e| sql_err("delete_session", e))?;
+        if key.is_none() && rows == 0 {
+            return Err(StrobeError::session_not_found(name));
+        }
+        if let Some(key) = key {
+            tx.execute("DELETE FROM session_keys WHERE key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
+            tx.execute("DELETE FROM session_pids WHERE session_key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
+            tx.execute("DELETE FROM event_counts WHERE session_key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
+            tx.execute("INSERT OR IGNORE INTO pending_deletes (session_key) VALUES (?1)", [key])
+                .map_err(|e| sql_err("delete_session", e))?;
+        }
+        tx.commit().map_err(|e| sql_err("delete_session: commit", e))?;
+        self.st.last_key = None;
+        self.st.keys.remove(name);
+        if let Some(key) = key {
+            self.st.sessions.remove(&key);
+            self.st.shared.stats.lock().unwrap().entry(name.to_string()).and_modify(|s| {
+                s.count = Some(0);
+                s.dropped = 0;
+                s.evicted_upto = 0;
+            });
+            self.delete_key_rows(key)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn resume_pending_deletes(&mut self) -> Result<()> {
+        let keys: Vec<i64> = {
+            let mut s = self.conn.prepare("SELECT session_key FROM pending_deletes").map_err(|e| sql_err("pending deletes", e))?;
+            let rows = s.query_map([], |r| r.get(0)).map_err(|e| sql_err("pending deletes", e))?;
+            rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err("pending deletes", e))?
+        };
+        for key in keys {
+            self.delete_key_rows(key)?;
+        }
+        Ok(())
+    }
+
+    /// Delete a forgotten key's events in chunks, then its pending_deletes row.
+    fn delete_key_rows(&mut self, key: i64) -> Result<()> {
+        let sql = format!(
+            "DELETE FROM events WHERE id IN (SELECT id FROM events INDEXED BY {} WHERE session_key = ?1 LIMIT ?2)",
+            schema::TIMELINE_INDEX
+        );
+        loop {
+            let n = self.conn.execute(&sql, params![key, DELETE_CHUNK]).map_err(|e| sql_err("delete_session: events", e))?;
+            if n == 0 {
+                break;
+            }
+        }
+        self.conn
+            .execute("DELETE FROM pending_deletes WHERE session_key = ?1", [key])
+            .map_err(|e| sql_err("delete_session", e))?;
+        Ok(())
+    }
+}

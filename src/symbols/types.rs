@@ -1,0 +1,240 @@
+//! The DWARF type model: what a value in the target looks like, for typed argument
+//! serialization, watches, `debug_memory` and (via `locals.rs`) locals of a paused frame.
+//!
+//! # Public API (stable; other modules build on it)
+//! - [`DebugInfo`] (in `variables.rs`): the lazily parsed DWARF of one binary, from
+//!   [`DebugInfo::of`]`(&SymbolIndex)` (cached per binary, rebuilt when the file changes).
+//!   - `signature(fn_address) -> Option<Signature>`: parameters (name, [`TypeId`]) and
+//!     return type of the function with that entry address, resolved on first use.
+//!   - `global(name) -> Option<GlobalVar>` / `globals()`: global and static variables
+//!     with static addresses (pre-slide, like `FunctionInfo::address`) and types.
+//!   - `type_at(die_offset) -> Option<TypeId>`: the type whose DIE starts at that
+//!     `.debug_info` offset (for callers that walk DIEs themselves, e.g. locals).
+//!   - `ty(id) -> Arc<Type>`: the resolved type. Typedefs, `const` and `volatile` are
+//!     looked through (an anonymous struct takes its typedef's name).
+//!   - `agent_types(&[TypeId]) -> serde_json::Value`: the type table the agent's
+//!     `serialize.ts` reads values with (every type reachable from the roots).
+//! - [`Type`] = name + size + [`TypeKind`]. Rust `&str`, `&[T]`, `Vec<T>`, `String` and
+//!   enums (`Option<T>`) get their own kinds, their field offsets read from DWARF.
+//!
+//! Type ids are indexes into the binary's type table: stable for the life of one
+//! `DebugInfo`, so the agent caches the table across hook updates.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+/// Index of a type in a [`DebugInfo`]'s table.
+pub type TypeId = u32;
+
+/// A resolved type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Type {
+    /// Display name: `int`, `struct Node`, `Clock`, `&str`, `Vec<i32, alloc::alloc::Global>`.
+    pub name: String,
+    /// `DW_AT_byte_size` (pointer size for pointers; element size × count for arrays).
+    pub size: u64,
+    pub kind: TypeKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeKind {
+    Void,
+    Int { signed: bool },
+    Float,
+    Bool,
+    /// A character: `char` (1 byte, C) or Rust `char` (4 bytes, a Unicode scalar).
+    Char { signed: bool },
+    /// Pointers and references; `target: None` is `void *`.
+    Pointer { target: Option<TypeId> },
+    /// Structs, classes and unions; base classes appear as members named `<base Name>`.
+    Struct { members: Vec<Member>, is_union: bool },
+    /// `count: None` for flexible / unknown-length arrays.
+    Array { element: TypeId, count: Option<u64> },
+    Enum { signed: bool, enumerators: Vec<(String, i64)> },
+    Function,
+    /// Rust `&str`: UTF-8 bytes at `*ptr`, `len` bytes long (offsets into the value).
+    RustStr { ptr: u64, len: u64 },
+    /// Rust `&[T]`.
+    RustSlice { ptr: u64, len: u64, element: TypeId },
+    /// Rust `Vec<T>`, and `String` (`utf8: true`, element `u8`).
+    RustVec { ptr: u64, len: u64, element: TypeId, utf8: bool },
+    /// A Rust enum (`Option<T>`, `Result<T, E>`, user enums): the discriminant (absent for a
+    /// single variant) selects a variant; a variant without `value` is the default one.
+    RustEnum { discr: Option<Discr>, variants: Vec<Variant> },
+    /// A type DWARF does not describe usefully (incomplete declaration, unknown tag).
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub name: String,
+    pub offset: u64,
+    pub ty: TypeId,
+    /// `(bit offset within the storage unit, bit count)` for bitfields.
+    pub bits: Option<(u64, u64)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Discr {
+    pub offset: u64,
+    pub size: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// `DW_AT_discr_value`; `None` for the default variant (niche-encoded enums).
+    pub value: Option<u64>,
+    /// `Some`, `None`, `Ok`, ...
+    pub name: String,
+    /// The variant's own struct type (fields `__0`, `__1` for tuple variants).
+    pub ty: TypeId,
+    pub offset: u64,
+}
+
+/// One parameter of a function (`DW_TAG_formal_parameter`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// Empty for unnamed parameters (e.g. Rust closure environments).
+    pub name: String,
+    pub ty: Option<TypeId>,
+    /// C++ `this` and other compiler-made parameters.
+    pub artificial: bool,
+}
+
+/// Parameters and return type of one function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Signature {
+    pub params: Vec<Param>,
+    /// `None` for `void` functions.
+    pub ret: Option<TypeId>,
+    /// The compile unit is Rust: Rust's calling convention, not System V's, passes aggregates.
+    pub rust: bool,
+}
+
+/// A global or static variable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GlobalVar {
+    /// Qualified (`types::HITS`, `ns::gCount`) or plain (`g_counter`) name.
+    pub name: String,
+    /// Static address, before the load slide.
+    pub address: u64,
+    pub ty: Option<TypeId>,
+}
+
+/// Resolved types of one binary, addressed by id and by DIE offset.
+#[derive(Default)]
+pub(crate) struct TypeStore {
+    pub(crate) types: Vec<Arc<Type>>,
+    pub(crate) by_die: HashMap<u64, TypeId>,
+}
+
+impl TypeStore {
+    /// Reserve an id for the DIE before resolving it, so cyclic types (a list node
+    /// pointing at itself) terminate.
+    pub(crate) fn reserve(&mut self, die: u64) -> TypeId {
+        let id = self.types.len() as TypeId;
+        self.types.push(Arc::new(Type { name: String::new(), size: 0, kind: TypeKind::Unknown }));
+        self.by_die.insert(die, id);
+        id
+    }
+
+    pub(crate) fn set(&mut self, id: TypeId, ty: Type) {
+        self.types[id as usize] = Arc::new(ty);
+    }
+
+    pub(crate) fn get(&self, id: TypeId) -> Arc<Type> {
+        self.types.get(id as usize).cloned().unwrap_or_else(|| Arc::new(unknown()))
+    }
+
+    /// Offset of the first pointer inside `id` (depth-first through nested structs):
+    /// where `Vec`'s buffer pointer lives, whatever the std version's wrapper layers.
+    pub(crate) fn first_pointer(&self, id: TypeId, depth: u32) -> Option<u64> {
+        let t = self.get(id);
+        match &t.kind {
+            TypeKind::Pointer { .. } => Some(0),
+            TypeKind::Struct { members, is_union: false } if depth < 8 => members
+                .iter()
+                .find_map(|m| self.first_pointer(m.ty, depth + 1).map(|o| m.offset + o)),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) fn unknown() -> Type {
+    Type { name: "?".into(), size: 0, kind: TypeKind::Unknown }
+}
+
+/// Most types the agent table will carry for one request: a guard against pathological
+/// DWARF (the agent only needs what it can print within depth 10).
+const MAX_AGENT_TYPES: usize = 4000;
+
+/// The agent's type table (see `agent/src/serialize.ts`): `{ "<id>": descriptor }`.
+///
+/// Descriptors: `{k:"int"|"float"|"bool"|"char", n, s, sg}`, `{k:"ptr", n, to}`,
+/// `{k:"struct", n, s, u, f:[[name, offset, type, bitOffset?, bitSize?]]}`,
+/// `{k:"array", n, of, c}`, `{k:"enum", n, s, sg, e:{value:name}}`,
+/// `{k:"rstr", n, s, p, l}`, `{k:"rslice", n, s, p, l, of}`, `{k:"rvec", n, s, p, l, of, utf8}`,
+/// `{k:"renum", n, s, d:[offset,size]|null, v:[[value|null, name, type, offset]]}`,
+/// `{k:"void"|"fn"|"unknown", n}`.
+pub(crate) fn agent_table(store: &TypeStore, roots: &[TypeId]) -> Value {
+    let mut out = Map::new();
+    let mut todo: Vec<TypeId> = roots.to_vec();
+    while let Some(id) = todo.pop() {
+        if out.contains_key(&id.to_string()) || out.len() >= MAX_AGENT_TYPES {
+            continue;
+        }
+        let t = store.get(id);
+        let (desc, refs) = agent_desc(&t);
+        out.insert(id.to_string(), desc);
+        todo.extend(refs);
+    }
+    Value::Object(out)
+}
+
+fn agent_desc(t: &Type) -> (Value, Vec<TypeId>) {
+    let n = &t.name;
+    match &t.kind {
+        TypeKind::Void => (json!({"k": "void", "n": n}), vec![]),
+        TypeKind::Int { signed } => (json!({"k": "int", "n": n, "s": t.size, "sg": signed}), vec![]),
+        TypeKind::Float => (json!({"k": "float", "n": n, "s": t.size}), vec![]),
+        TypeKind::Bool => (json!({"k": "bool", "n": n, "s": t.size}), vec![]),
+        TypeKind::Char { signed } => (json!({"k": "char", "n": n, "s": t.size, "sg": signed}), vec![]),
+        TypeKind::Pointer { target } => (json!({"k": "ptr", "n": n, "to": target}), target.iter().copied().collect()),
+        TypeKind::Struct { members, is_union } => {
+            let f: Vec<Value> = members
+                .iter()
+                .map(|m| match m.bits {
+                    Some((bo, bs)) => json!([m.name, m.offset, m.ty, bo, bs]),
+                    None => json!([m.name, m.offset, m.ty]),
+                })
+                .collect();
+            (json!({"k": "struct", "n": n, "s": t.size, "u": is_union, "f": f}), members.iter().map(|m| m.ty).collect())
+        }
+        TypeKind::Array { element, count } => (json!({"k": "array", "n": n, "of": element, "c": count}), vec![*element]),
+        TypeKind::Enum { signed, enumerators } => {
+            let e: Map<String, Value> = enumerators.iter().map(|(name, v)| (v.to_string(), json!(name))).collect();
+            (json!({"k": "enum", "n": n, "s": t.size, "sg": signed, "e": e}), vec![])
+        }
+        TypeKind::Function => (json!({"k": "fn", "n": n}), vec![]),
+        TypeKind::RustStr { ptr, len } => (json!({"k": "rstr", "n": n, "s": t.size, "p": ptr, "l": len}), vec![]),
+        TypeKind::RustSlice { ptr, len, element } => {
+            (json!({"k": "rslice", "n": n, "s": t.size, "p": ptr, "l": len, "of": element}), vec![*element])
+        }
+        TypeKind::RustVec { ptr, len, element, utf8 } => {
+            (json!({"k": "rvec", "n": n, "s": t.size, "p": ptr, "l": len, "of": element, "utf8": utf8}), vec![*element])
+        }
+        TypeKind::RustEnum { discr, variants } => {
+            let v: Vec<Value> = variants.iter().map(|v| json!([v.value, v.name, v.ty, v.offset])).collect();
+            let d = discr.map(|d| json!([d.offset, d.size]));
+            (json!({"k": "renum", "n": n, "s": t.size, "d": d, "v": v}), variants.iter().map(|v| v.ty).collect())
+        }
+        TypeKind::Unknown => (json!({"k": "unknown", "n": n, "s": t.size}), vec![]),
+    }
+}
+
+/// Whether a type is read as a C string when pointed to: 1-byte characters.
+pub fn is_c_char(t: &Type) -> bool {
+    matches!(t.kind, TypeKind::Char { .. }) && t.size == 1
+}

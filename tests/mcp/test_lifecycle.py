@@ -1,0 +1,241 @@
+"""Process lifecycle through a real MCP client: crash capture (one crash event per fatal
+signal, symbolized backtrace, the events before it kept), exit status (code, crash signal,
+outside kill), fork/exec children followed with their pids, thread names on events."""
+
+import os
+import re
+import signal
+
+import pytest
+
+from conftest import REPO, mcp_client, pid_alive, _sleep
+
+pytestmark = pytest.mark.anyio
+
+# Following children is opt-in (STROBE_FOLLOW_CHILDREN=1 in the daemon's environment) and
+# these tests are not yet reliable under load; run them with STROBE_TEST_CHILDREN=1.
+children_tests = pytest.mark.skipif(
+    os.environ.get("STROBE_TEST_CHILDREN") != "1",
+    reason="fork/exec following is opt-in and flaky under load (set STROBE_TEST_CHILDREN=1)",
+)
+
+
+@pytest.fixture
+def follow_children(monkeypatch):
+    monkeypatch.setenv("STROBE_FOLLOW_CHILDREN", "1")
+
+SRC = REPO / "tests" / "fixtures" / "c"
+CRASH_C = (SRC / "crash.c").read_text().splitlines()
+
+
+def line_of(text: str) -> int:
+    """1-based line of the first line of crash.c containing `text`."""
+    return next(i + 1 for i, l in enumerate(CRASH_C) if text in l)
+
+
+# mode -> (signal, function of the crash site, its line, memory operation or None)
+CRASHES = {
+    "segv": ("SIGSEGV", "write_through", line_of("the SIGSEGV line"), "write"),
+    "read": ("SIGSEGV", "read_through", line_of("return *source;"), "read"),
+    "abort": ("SIGABRT", "crash_in", line_of('"abort") == 0) abort()'), None),
+    "assert": ("SIGABRT", "check_positive", line_of("assert(value > 0)"), None),
+    "fpe": ("SIGFPE", "divide", line_of("the SIGFPE line"), None),
+    "ill": ("SIGILL", "illegal_instruction", line_of("__builtin_trap()"), None),
+    "bus": ("SIGBUS", "read_past_end", line_of("return p[0];"), "read"),
+}
+
+
+async def wait_status(c, sid, want="exited", timeout=20.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        st = await c.call("debug_session", action="status", sessionId=sid)
+        if st["status"] == want:
+            return st
+        if time.monotonic() > deadline:
+            raise AssertionError(f"session {sid} not {want} within {timeout}s: {st}")
+        await _sleep(0.1)
+
+
+async def query_all(c, sid, **q):
+    return (await c.call("debug_query", sessionId=sid, limit=500, verbose=True, **q))["events"]
+
+
+@pytest.mark.parametrize("mode", list(CRASHES))
+async def test_crash_capture(strobe_home, fixtures_dir, mode):
+    sig, func, line, op = CRASHES[mode]
+    async with mcp_client(strobe_home) as c:
+        await c.call("debug_trace", add=["step", "crash_in"])
+        r = await c.call("debug_launch", command=str(fixtures_dir / "crash"), args=[mode], projectRoot=str(SRC))
+        sid, pid = r["sessionId"], r["pid"]
+        await c.wait_for(sid, "", eventType="crash", timeout=30)
+        st = await wait_status(c, sid)
+
+        crashes = await query_all(c, sid, eventType="crash")
+        assert len(crashes) == 1, crashes
+        crash = crashes[0]
+        assert crash["signal"] == sig, crash
+        assert crash["pid"] == pid
+        assert crash["threadId"] == pid, "the main thread crashed"
+        assert crash["registers"]["rip"] and crash["registers"]["rsp"], crash["registers"]
+        # The crash site, symbolized from DWARF with file:line.
+        assert crash.get("function") == func, crash
+        assert crash["sourceFile"].endswith("crash.c") and crash["line"] == line, crash
+        assert crash["text"].startswith(sig), crash["text"]
+        if op:
+            assert f"invalid {op}" in crash["text"], crash["text"]
+        if mode == "segv":
+            assert crash["faultAddress"] == "0x0"
+        # The backtrace names the fixture's functions, innermost first, with file:line.
+        frames = [f for f in crash["backtrace"] if f.get("file", "").endswith("crash.c")]
+        names = [f["function"] for f in frames]
+        assert names[-1] == "main", names
+        assert names.index(func) < names.index("main"), names
+        if func != "crash_in":
+            assert "crash_in" in names, names
+        main_frame = frames[-1]
+        assert main_frame["line"] == line_of("int r = crash_in(mode);"), main_frame
+
+        # Everything that led up to the crash is in the timeline, before it.
+        enters = await query_all(c, sid, eventType="function_enter", function={"equals": "step"})
+        assert [int(e["arguments"][0], 16) for e in enters] == [1, 2, 3]
+        assert all(e["eventId"] < crash["eventId"] for e in enters)
+        crash_in = await query_all(c, sid, eventType="function_enter", function={"equals": "crash_in"})
+        assert len(crash_in) == 1 and crash_in[0]["eventId"] < crash["eventId"]
+        out = await query_all(c, sid, eventType="stdout")
+        assert "step 3" in "".join(e["text"] for e in out)
+        if mode == "assert":
+            await c.wait_for(sid, "Assertion", eventType="stderr")
+
+        # The session ended with that signal.
+        assert st["signal"] == sig, st
+        assert st.get("exitCode") is None and st["exitReason"] == f"signal: {sig}", st
+        err = await c.error("debug_trace", sessionId=sid, add=["step"])
+        assert err.code == "PROCESS_EXITED" and f"signal: {sig}" in err.message, err.message
+        assert not pid_alive(pid)
+
+
+@pytest.mark.parametrize("code", [0, 3])
+async def test_exit_code(strobe_home, fixtures_dir, code):
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "crash"), args=["exit", str(code)],
+                         projectRoot=str(SRC))
+        st = await wait_status(c, r["sessionId"])
+        assert st["exitCode"] == code and st.get("signal") is None, st
+        assert st["exitReason"] == f"code: {code}", st
+        err = await c.error("debug_trace", sessionId=r["sessionId"], add=["step"])
+        assert f"code: {code}" in err.message, err.message
+        assert (await query_all(c, r["sessionId"], eventType="crash")) == []
+        # The code survives the end of the live session (retained row).
+        await c.call("debug_session", action="stop", sessionId=r["sessionId"], retain=True)
+        st = await c.call("debug_session", action="status", sessionId=r["sessionId"])
+        assert st["exitCode"] == code, st
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+async def test_killed_from_outside(strobe_home, fixtures_dir, sig):
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "crash"), args=["sleep"], projectRoot=str(SRC))
+        sid, pid = r["sessionId"], r["pid"]
+        await c.wait_for(sid, "step 3", eventType="stdout")
+        os.kill(pid, sig)
+        st = await wait_status(c, sid)
+        assert st.get("exitCode") is None, st
+        # The kernel's status when the host saw it first, else an honest "could not observe".
+        name = signal.Signals(sig).name
+        assert st["exitReason"] == f"signal: {name}" or "kill -9" in st["exitReason"], st
+        assert (await query_all(c, sid, eventType="crash")) == [], "an outside kill is not a crash"
+
+
+@children_tests
+async def test_fork_children_are_followed(strobe_home, fixtures_dir, follow_children):
+    async with mcp_client(strobe_home) as c:
+        await c.call("debug_trace", add=["child_work", "parent_work"])
+        r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["fork"], projectRoot=str(SRC))
+        sid, pid = r["sessionId"], r["pid"]
+        st = await wait_status(c, sid)
+        assert st["exitCode"] == 0, st
+        out = "".join(e["text"] for e in await query_all(c, sid, eventType="stdout"))
+        m = re.search(r"child (\d+) exited (-?\d+)", out)
+        assert m and m.group(2) == "7", out
+        child_pid = int(m.group(1))
+        # The child's own output arrives under the root pid (Frida's output signal).
+        await c.wait_for(sid, f"child pid {child_pid} work 3", eventType="stdout")
+
+        children = await query_all(c, sid, eventType="function_enter", function={"equals": "child_work"})
+        assert [int(e["arguments"][0], 16) for e in children] == [1, 2, 3], children
+        assert {e["pid"] for e in children} == {child_pid}
+        parents = await query_all(c, sid, eventType="function_enter", function={"equals": "parent_work"})
+        assert {e["pid"] for e in parents} == {pid} and len(parents) == 3, parents
+
+        q = await c.call("debug_query", sessionId=sid, eventType="function_enter")
+        assert sorted(q["pids"]) == sorted([pid, child_pid]), q.get("pids")
+        only_child = await query_all(c, sid, pid=child_pid)
+        assert only_child and all(e["pid"] == child_pid for e in only_child)
+        assert {e["function"] for e in only_child} == {"child_work"}
+        # Exit events pair with their enters inside the child (call ids are per process).
+        exits = await query_all(c, sid, eventType="function_exit", function={"equals": "child_work"})
+        assert len(exits) == 3 and all(e["pid"] == child_pid for e in exits)
+
+        st = await c.call("debug_session", action="status", sessionId=sid)
+        kids = {k["pid"]: k for k in st["children"]}
+        assert kids[child_pid]["origin"] == "fork" and kids[child_pid]["exitCode"] == 7, st["children"]
+
+
+@children_tests
+async def test_exec_child_is_reinstrumented(strobe_home, fixtures_dir, follow_children):
+    async with mcp_client(strobe_home) as c:
+        await c.call("debug_trace", add=["execd_work", "parent_work"])
+        r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["exec"], projectRoot=str(SRC))
+        sid, pid = r["sessionId"], r["pid"]
+        st = await wait_status(c, sid)
+        assert st["exitCode"] == 0, st
+        out = "".join(e["text"] for e in await query_all(c, sid, eventType="stdout"))
+        child_pid = int(re.search(r"execd pid (\d+) work 1", out).group(1))
+        execd = await query_all(c, sid, eventType="function_enter", function={"equals": "execd_work"})
+        assert [int(e["arguments"][0], 16) for e in execd] == [1, 2, 3], execd
+        assert {e["pid"] for e in execd} == {child_pid}
+        assert child_pid != pid
+
+
+@children_tests
+async def test_stop_kills_the_family(strobe_home, fixtures_dir, follow_children):
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["hang"], projectRoot=str(SRC))
+        sid, pid = r["sessionId"], r["pid"]
+        out = await c.wait_for(sid, "hangs", eventType="stdout")
+        text = "".join(e["text"] for e in out["events"])
+        child_pid = int(re.search(r"child (\d+) hangs", text).group(1))
+        # The child is followed (attached and resumed) before it prints.
+        await c.wait_for(sid, f"child pid {child_pid} work 1", eventType="stdout", timeout=30)
+        assert pid_alive(child_pid)
+        await c.call("debug_session", action="stop", sessionId=sid)
+        for _ in range(100):
+            if not pid_alive(pid) and not pid_alive(child_pid):
+                break
+            await _sleep(0.1)
+        assert not pid_alive(pid) and not pid_alive(child_pid)
+
+
+async def test_thread_names_and_pids_on_events(strobe_home, fixtures_dir):
+    async with mcp_client(strobe_home) as c:
+        await c.call("debug_trace", add=["thread_work"])
+        r = await c.call("debug_launch", command=str(fixtures_dir / "threads"), projectRoot=str(SRC))
+        sid, pid = r["sessionId"], r["pid"]
+        await wait_status(c, sid)
+        evs = await query_all(c, sid, eventType="function_enter")
+        assert len(evs) == 2 + 3 + 3 + 3, evs
+        assert all(e["pid"] == pid for e in evs)
+        by_arg = {int(e["arguments"][0], 16): e for e in evs}
+        assert by_arg[0]["threadName"] == "threads" and by_arg[0]["threadId"] == pid
+        assert {by_arg[i]["threadName"] for i in (10, 11, 12)} == {"worker-1"}
+        assert {by_arg[i]["threadName"] for i in (20, 21, 22)} == {"worker-2"}
+        # Renamed while traced: events after the rename carry the new name.
+        assert {by_arg[i]["threadName"] for i in (100, 101, 102)} == {"renamed-2"}
+        assert by_arg[100]["threadId"] == by_arg[20]["threadId"]
+        # The threadName filter of debug_query works on these names.
+        hits = await query_all(c, sid, threadName={"contains": "worker"})
+        assert {int(e["arguments"][0], 16) for e in hits if e["eventType"] == "function_enter"} == {10, 11, 12, 20, 21, 22}
+        out = await query_all(c, sid, eventType="stdout")
+        assert all(e["pid"] == pid for e in out)

@@ -1,0 +1,263 @@
+//! The tracing fast path against real processes: CModule hooks writing binary records, the
+//! Rust decoder, exit drain, counted losses, hot-function sampling.
+//!
+//! Run: `cargo test --test tracing_fastpath -- --nocapture`. Fixture: tests/fixtures/c/hotloop.c.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use strobe::engine::sampling::SamplingRequest;
+use strobe::engine::{Engine, EngineConfig, LaunchRequest};
+use strobe::store::{Event, EventQuery, EventType};
+
+struct Harness {
+    _home: tempfile::TempDir,
+    engine: Arc<Engine>,
+}
+
+fn harness() -> Harness {
+    let home = tempfile::tempdir().unwrap();
+    let cache_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("strobe-cache");
+    let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
+    Harness { _home: home, engine }
+}
+
+/// Launch `hotloop MODE N wait`, wait for "ready", apply tracing options and patterns, and
+/// send "go". Returns the session id.
+async fn start(h: &Harness, mode: &str, n: u64, options: Value, patterns: &[&str]) -> String {
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("hotloop").display().to_string(),
+            args: vec![mode.into(), n.to_string(), "wait".into()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch hotloop");
+    let id = r.session_id;
+    h.engine.store().set_max_events_per_session(&id, 50_000_000);
+    wait_for_stdout(h, &id, "ready", Duration::from_secs(30)).await;
+    h.engine.configure_tracing(&id, options).await.expect("configure tracing");
+    let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
+    let t = h.engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
+    assert!(t.hooked_functions >= 1, "hooked: {t:?}");
+    h.engine.send_stdin(&id, b"go\n").await.expect("stdin");
+    id
+}
+
+fn query(h: &Harness, id: &str, event_type: Option<EventType>, after: Option<i64>) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut cursor = after;
+    loop {
+        let q = EventQuery { session_id: id.into(), event_type, after_event_id: cursor, limit: 500, ..Default::default() };
+        let r = h.engine.query(&q).expect("query");
+        out.extend(r.events);
+        if !r.has_more {
+            return out;
+        }
+        cursor = r.last_event_id;
+    }
+}
+
+/// Up to 500 enter events (after the cursor).
+fn first_page(h: &Harness, id: &str, after: Option<i64>) -> Vec<Event> {
+    let q = EventQuery { session_id: id.into(), event_type: Some(EventType::FunctionEnter), after_event_id: after, limit: 500, ..Default::default() };
+    h.engine.query(&q).expect("query").events
+}
+
+async fn wait_for_stdout(h: &Harness, id: &str, needle: &str, timeout: Duration) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let lines = query(h, id, Some(EventType::Stdout), None);
+        if let Some(e) = lines.iter().find(|e| e.text.as_deref().is_some_and(|t| t.contains(needle))) {
+            return e.text.clone().unwrap();
+        }
+        assert!(Instant::now() < deadline, "no stdout line containing {needle:?} within {timeout:?}: {lines:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn wait_for_exit(h: &Harness, id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while h.engine.status(id).unwrap().status == "running" {
+        assert!(Instant::now() < deadline, "session {id} did not exit");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    h.engine.store().flush();
+}
+
+fn trace_events(h: &Harness, id: &str) -> Vec<Event> {
+    let mut v = query(h, id, Some(EventType::FunctionEnter), None);
+    v.extend(query(h, id, Some(EventType::FunctionExit), None));
+    v.sort_by_key(|e| e.id);
+    v
+}
+
+/// What must be equal between the JS and the fast path: kind, function, the declared
+/// arguments, the return value, and the parent's function (ids differ between runs).
+type Content = (EventType, String, Vec<String>, Option<String>, Option<String>);
+
+fn content(events: &[Event]) -> Vec<Content> {
+    let by_id: std::collections::HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
+    events
+        .iter()
+        .map(|e| {
+            let name = e.function_name.clone().unwrap();
+            let declared = match name.as_str() {
+                "hot_args" => 6,
+                "hot_leaf" => 2,
+                _ => 1,
+            };
+            let args: Vec<String> = e
+                .arguments
+                .as_deref()
+                .map(|a| serde_json::from_str::<Vec<String>>(a).unwrap().into_iter().take(declared).collect())
+                .unwrap_or_default();
+            let parent = e.parent_event_id.map(|p| by_id[&p].function_name.clone().unwrap());
+            (e.event_type, name, args, e.return_value.clone(), parent)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fast_path_events_are_correct_and_identical_to_the_js_path() {
+    let h = harness();
+    let mut runs = Vec::new();
+    for mode in ["auto", "js"] {
+        let id = start(&h, "args", 1, json!({ "mode": mode }), &["hot_*"]).await;
+        wait_for_exit(&h, &id).await;
+        let events = trace_events(&h, &id);
+        let pid = h.engine.status(&id).unwrap().pid;
+        assert_eq!(events.len(), 8, "{mode}: 4 calls, enter + exit each: {events:#?}");
+        for e in &events {
+            assert_eq!(e.thread_id, Some(pid), "{mode}: main thread id is the pid: {e:?}");
+            assert_eq!(e.source_file.as_deref().map(|f| f.ends_with("hotloop.c")), Some(true), "{e:?}");
+            if e.event_type == EventType::FunctionExit {
+                assert!(e.duration_ns.unwrap() > 0, "{mode}: {e:?}");
+            }
+        }
+        runs.push(content(&events));
+        h.engine.stop(&id, true).await.unwrap();
+    }
+    let fast = &runs[0];
+    let s = |x: &str| x.to_string();
+    let hex = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    use EventType::{FunctionEnter as In, FunctionExit as Out};
+    let expected = vec![
+        (In, s("hot_args"), hex(&["0x1", "0x2", "0x3", "0x4", "0x5", "0x6"]), None, None),
+        (Out, s("hot_args"), vec![], Some(s("\"0x5b\"")), None),
+        (In, s("hot_mid"), hex(&["0xa"]), None, None),
+        (In, s("hot_leaf"), hex(&["0xa", "0x7"]), None, Some(s("hot_mid"))),
+        (Out, s("hot_leaf"), vec![], Some(s("\"0xd\"")), Some(s("hot_mid"))),
+        (Out, s("hot_mid"), vec![], Some(s("\"0xe\"")), None),
+        (In, s("hot_leaf"), hex(&["0xffffffffffffffff", "0x0"]), None, None),
+        (Out, s("hot_leaf"), vec![], Some(s("\"0xffffffffffffffff\"")), None),
+    ];
+    assert_eq!(fast, &expected, "fast path content");
+    assert_eq!(&runs[1], fast, "the JS path records the same content as the fast path");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_keep_their_own_call_stacks() {
+    let h = harness();
+    let n = 300;
+    let id = start(&h, "threads", n, json!({ "hotCallsPerSec": 0 }), &["hot_mid", "hot_leaf"]).await;
+    wait_for_exit(&h, &id).await;
+    let events = trace_events(&h, &id);
+    assert_eq!(events.len() as u64, 2 * n * 2 * 2, "2 threads × n × (mid + leaf) × (enter + exit)");
+    let by_id: std::collections::HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
+    let tids: std::collections::BTreeSet<i64> = events.iter().filter_map(|e| e.thread_id).collect();
+    assert_eq!(tids.len(), 2, "two worker threads: {tids:?}");
+    for e in events.iter().filter(|e| e.function_name.as_deref() == Some("hot_leaf")) {
+        let parent = by_id[&e.parent_event_id.expect("hot_leaf has a parent")];
+        assert_eq!(parent.function_name.as_deref(), Some("hot_mid"));
+        assert_eq!(parent.thread_id, e.thread_id, "parent on the same thread");
+        assert_eq!(parent.event_type, EventType::FunctionEnter);
+    }
+    assert_eq!(h.engine.status(&id).unwrap().events_lost, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn burst_ending_in_exit_arrives_in_full() {
+    let h = harness();
+    let n = 20_000;
+    let id = start(&h, "burst", n, json!({ "hotCallsPerSec": 0, "drainIntervalMs": 1000 }), &["hot_mid", "hot_leaf"]).await;
+    wait_for_exit(&h, &id).await;
+    let st = h.engine.status(&id).unwrap();
+    assert_eq!(st.exit_code, Some(3), "{st:?}");
+    assert_eq!(st.events_lost, 0);
+    let enters = query(&h, &id, Some(EventType::FunctionEnter), None).len() as u64;
+    let exits = query(&h, &id, Some(EventType::FunctionExit), None).len() as u64;
+    assert_eq!((enters, exits), (2 * n, 2 * n), "every event of the burst, drained at exit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_ring_counts_every_lost_event() {
+    let h = harness();
+    let n = 50_000;
+    let opts = json!({ "hotCallsPerSec": 0, "ringRecords": 64, "drainIntervalMs": 50 });
+    let id = start(&h, "loop", n, opts, &["hot_leaf"]).await;
+    wait_for_exit(&h, &id).await;
+    let stored = trace_events(&h, &id).len() as u64;
+    let lost = h.engine.status(&id).unwrap().events_lost;
+    eprintln!("tiny ring: {stored} stored, {lost} lost");
+    assert!(lost > 0, "a 64-record ring cannot hold {n} calls between drains");
+    assert_eq!(stored + lost, 2 * n, "stored + lost = every enter and exit of {n} calls");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hot_loop_is_sampled_until_sampling_is_disabled() {
+    let h = harness();
+    let id = start(&h, "spin", 0, json!({}), &["hot_leaf"]).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let st = h.engine.status(&id).unwrap();
+        if st.sampled_functions.iter().any(|f| f.func_name == "hot_leaf") {
+            assert!((st.sampled_functions[0].sample_rate - 0.01).abs() < 1e-9, "{st:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "hot_leaf was never sampled: {st:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let since = h.engine.store().next_event_id();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sampled = first_page(&h, &id, Some(since));
+    let marked = sampled.iter().filter(|e| e.sampled == Some(true)).count();
+    assert!(marked > 0, "sampled events carry sampled: true");
+    let (_, _, log) = h.engine.tracing_report(&id).unwrap();
+    assert!(log.iter().any(|c| c.enabled && c.func_name == "hot_leaf" && c.reason == "hot"), "{log:?}");
+
+    let req = SamplingRequest { disable: vec!["hot_leaf".into()], enable: vec![] };
+    let u = h.engine.set_sampling(&id, &req).await.unwrap();
+    assert_eq!(u.disabled, vec!["hot_leaf".to_string()]);
+    assert!(h.engine.status(&id).unwrap().sampled_functions.is_empty());
+    // Records already in the ring at the switch may still be marked; later ones are not.
+    // (Full rate now: millions of rows; look at one page after a cursor, not at all of them.)
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cursor = h.engine.store().next_event_id();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let later = first_page(&h, &id, Some(cursor));
+    assert!(!later.is_empty(), "hot_leaf is still traced");
+    assert!(later.iter().all(|e| e.sampled.is_none()), "no sampled events after disabling");
+    assert!(h.engine.status(&id).unwrap().sampled_functions.is_empty(), "not re-sampled automatically");
+    let (_, _, log) = h.engine.tracing_report(&id).unwrap();
+    assert!(log.iter().any(|c| !c.enabled && c.reason == "user"), "{log:?}");
+    h.engine.stop(&id, false).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_tracing_options_are_errors_not_crashes() {
+    let h = harness();
+    let id = start(&h, "args", 1, json!({}), &["hot_leaf"]).await;
+    let e = h.engine.configure_tracing(&id, json!("fast")).await.unwrap_err();
+    assert_eq!(e.code, strobe::error::ErrorCode::ValidationError);
+    let req = SamplingRequest { disable: vec!["no_such_fn".into()], enable: vec![] };
+    wait_for_exit(&h, &id).await;
+    let e = h.engine.set_sampling(&id, &req).await.unwrap_err();
+    assert_eq!(e.code, strobe::error::ErrorCode::ProcessExited, "{e:?}");
+}
