@@ -13,6 +13,17 @@ pub fn to_lua(lua: &Lua, v: &impl Serialize) -> mlua::Result<Value> {
     lua.to_value_with(v, opts)
 }
 
+/// JSON → Lua for recorded data (event arguments, return values): a JSON `null` inside
+/// them is a value worth seeing (a NULL pointer field), so it stays as `strobe.json.null`
+/// and encodes back as `null` instead of the key vanishing.
+pub fn to_lua_keep_null(lua: &Lua, v: &impl Serialize) -> mlua::Result<Value> {
+    let opts = SerializeOptions::new()
+        .serialize_none_to_null(true)
+        .serialize_unit_to_null(true)
+        .set_array_metatable(true);
+    lua.to_value_with(v, opts)
+}
+
 /// Lua → JSON.
 pub fn to_json(lua: &Lua, v: Value) -> mlua::Result<serde_json::Value> {
     lua.from_value(v)

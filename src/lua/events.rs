@@ -208,7 +208,7 @@ pub fn query_result_to_lua(lua: &Lua, session_id: &str, r: &QueryResult) -> mlua
     if r.pids.len() > 1 {
         out["pids"] = json!(r.pids);
     }
-    to_lua(lua, &out)
+    super::convert::to_lua_keep_null(lua, &out)
 }
 
 #[cfg(test)]

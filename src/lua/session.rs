@@ -110,7 +110,7 @@ impl UserData for LuaSession {
                         None => true,
                     });
                     if let Some(e) = hit {
-                        return to_lua(&lua, &super::events::event_json(&id, e));
+                        return super::convert::to_lua_keep_null(&lua, &super::events::event_json(&id, e));
                     }
                     if let Some(last) = r.last_event_id {
                         q.after_event_id = Some(last);
