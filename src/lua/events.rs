@@ -5,7 +5,6 @@ use mlua::{Lua, Value};
 use serde::Deserialize;
 use serde_json::{json, Map};
 
-use super::convert::to_lua;
 use super::lua_err;
 use super::session::args;
 use crate::error::StrobeError;

@@ -120,7 +120,7 @@ impl Connection {
                     out.push(r);
                 }
             }
-            return (!out.is_empty()).then(|| Value::Array(out));
+            return (!out.is_empty()).then_some(Value::Array(out));
         }
         self.handle_message(&msg).await
     }
