@@ -335,8 +335,9 @@ class Host:
             script.load()
             # Forks and execs are suspended until the daemon has instrumented them (the
             # daemon answers every child_added event with attach + resume). Opt-in for now:
-            # under load a followed child was sometimes killed by a signal, or an exec not
-            # re-instrumented (under investigation), and an unfollowed child is never stuck.
+            # about 1 fork in 10 still dies of SIGSEGV while Frida tears down the agent copy
+            # the fork left in the child (see agent/src/forksafe.ts); an unfollowed child is
+            # never stuck.
             if os.environ.get("STROBE_FOLLOW_CHILDREN") == "1":
                 session.enable_child_gating()
             with self.lock:

@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 
 use strobe::store::{Event, EventQuery, EventType, Store, TextFilter};
 
+#[path = "support/trace_batches.rs"]
+mod trace_batches;
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -308,8 +311,11 @@ fn main() {
         println!("pre: {w:.0} events/s wall, {c:.0} events per writer-CPU-second");
         return;
     }
+    let [fast_raw, fast_events] = trace_batches::measure(dir.path(), n, writer_cpu_secs);
     if std::env::var_os("STORE_BENCH_INGEST_ONLY").is_some() {
         println!("ingest: {rate:.0} events/s wall, {rate_cpu:.0} events per writer-CPU-second");
+        println!("fast-path rows, insert_trace_batch: {:.0} events/s wall, {:.0} per writer-CPU-second", fast_raw.0, fast_raw.1);
+        println!("fast-path rows, insert(Event):      {:.0} events/s wall, {:.0} per writer-CPU-second", fast_events.0, fast_events.1);
         return;
     }
     if std::env::var_os("STORE_BENCH_ONLY").is_some() {
@@ -331,6 +337,8 @@ fn main() {
     println!("|---|---|---|");
     println!("| generate on a producer thread + insert + flush | {rate:.0} | {rate_cpu:.0} |");
     println!("| insert + flush of pre-generated events | {:.0} | {:.0} |", pre.0, pre.1);
+    println!("| fast-path rows (hot loop), `insert_trace_batch` | {:.0} | {:.0} |", fast_raw.0, fast_raw.1);
+    println!("| the same rows as `Event`s, `insert` | {:.0} | {:.0} |", fast_events.0, fast_events.1);
     println!("\nDatabase size: {:.0} MB for {n} events (WAL excluded)\n", size("big.db"));
 
     // Steady state under FIFO: the session sits at its limit, every insert evicts.

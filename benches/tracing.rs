@@ -15,6 +15,9 @@ use serde_json::{json, Value};
 use strobe::engine::{Engine, EngineConfig, LaunchRequest};
 use strobe::store::{EventQuery, EventType};
 
+#[path = "support/cpu.rs"]
+mod cpu;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -46,6 +49,8 @@ struct Row {
     lost: u64,
     sampled_out_note: String,
     events_per_sec: f64,
+    /// CPU seconds from the first call to the last row committed.
+    cpu: cpu::CpuSplit,
 }
 
 fn function_events(engine: &Engine, id: &str) -> i64 {
@@ -84,6 +89,7 @@ async fn traced_run(engine: &Arc<Engine>, hotloop: &Path, name: &'static str, ca
     engine.configure_tracing(&id, options).await.expect("tracing options");
     engine.trace(Some(&id), &["hot_leaf".to_string()], &[]).await.expect("trace");
     let t0 = Instant::now();
+    let cpu0 = cpu::sample();
     engine.send_stdin(&id, b"go\n").await.expect("stdin");
     let line = stdout_line(engine, &id, "calls=").await;
     // Wait for the exit drain, then until the stored count stops growing.
@@ -93,6 +99,7 @@ async fn traced_run(engine: &Arc<Engine>, hotloop: &Path, name: &'static str, ca
     engine.store().flush();
     let stored = function_events(engine, &id);
     let elapsed = t0.elapsed();
+    let cpu = cpu::sample() - cpu0;
     let st = engine.status(&id).expect("status");
     let note = st.sampled_functions.iter().map(|f| format!("{} sampled at {}", f.func_name, f.sample_rate)).collect::<Vec<_>>().join(", ");
     engine.stop(&id, false).await.expect("stop");
@@ -104,6 +111,7 @@ async fn traced_run(engine: &Arc<Engine>, hotloop: &Path, name: &'static str, ca
         lost: st.events_lost,
         sampled_out_note: note,
         events_per_sec: stored as f64 / elapsed.as_secs_f64(),
+        cpu,
     }
 }
 
@@ -140,6 +148,19 @@ fn main() {
         println!(
             "{:<22} {:>10} {:>12.1} {:>12} {:>14.0} {:>8}  {}",
             r.name, r.calls, r.ns_per_call, r.stored, r.events_per_sec, r.lost, r.sampled_out_note
+        );
+    }
+    println!("\nCPU ns per stored row: store writer thread / other daemon threads (ingest, decode) / Frida host / target (hooked loop + agent drain)");
+    for r in &rows {
+        let per_row = |s: f64| if r.stored > 0 { s / r.stored as f64 * 1e9 } else { 0.0 };
+        let c = r.cpu;
+        println!(
+            "{:<22} {:>8.0} {:>8.0} {:>8.0} {:>8.0}",
+            r.name,
+            per_row(c.writer),
+            per_row(c.daemon_other),
+            per_row(c.host),
+            per_row(c.target)
         );
     }
     let fast = &rows[1];

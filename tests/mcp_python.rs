@@ -54,6 +54,11 @@ fn mcp_walking_skeleton() {
 }
 
 #[test]
+fn mcp_tracing_links_across_hook_paths() {
+    pytest("test_tracing_links.py");
+}
+
+#[test]
 fn mcp_bad_input() {
     pytest("test_bad_input.py");
 }

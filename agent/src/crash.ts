@@ -11,6 +11,11 @@
 //  - events still buffered must be flushed before the crash message, so the timeline keeps
 //    everything that led up to the crash.
 //
+// The message carries a snapshot of the crashing frame's stack (stackDump: 512 bytes below
+// the frame pointer, 128 above, extended down to the stack pointer): the process is about to
+// die, so the daemon evaluates the frame's DWARF locals (frame-base, CFA and register
+// relative) from registers + snapshot, without a round trip.
+//
 // Other features (hardware breakpoints, single-stepping) need the same, single, exception
 // handler: they register with addExceptionHook() and see every exception first.
 
@@ -86,9 +91,46 @@ function report(details: ExceptionDetails, flushAll: () => void): void {
             : null,
         registers: registers(details.context),
         frames: backtrace(details.context).map(frame),
+        stackDump: stackDump(details.context),
     };
     send(message);
     recv("crash-ack", () => {}).wait();
+}
+
+const BELOW_FP = 512;
+const ABOVE_FP = 128;
+/** A frame larger than this (or a frame pointer far from sp: -O2 code) gets sp-relative bytes. */
+const MAX_DUMP = 4096;
+
+/** { address, bytes (hex) } of the crashing frame's stack, or null if unreadable. */
+function stackDump(context: CpuContext): { address: string; bytes: string } | null {
+    try {
+        return readStack(context);
+    } catch (_) {
+        return null; // a corrupt sp/fp: the report goes out without locals
+    }
+}
+
+function readStack(context: CpuContext): { address: string; bytes: string } | null {
+    const x64 = context as X64CpuContext;
+    const sp = context.sp;
+    const fp = x64.rbp !== undefined ? x64.rbp : sp;
+    let start = fp.sub(BELOW_FP);
+    let end = fp.add(ABOVE_FP);
+    if (sp.compare(start) < 0) start = sp;
+    if (fp.compare(sp) < 0 || end.sub(start).compare(ptr(MAX_DUMP)) > 0) {
+        start = sp;
+        end = sp.add(BELOW_FP + ABOVE_FP);
+    }
+    // The end may run past the stack's top page: shrink to what is mapped.
+    const range = Process.findRangeByAddress(start);
+    if (range === null) return null;
+    const rangeEnd = range.base.add(range.size);
+    if (end.compare(rangeEnd) > 0) end = rangeEnd;
+    const size = end.sub(start).toInt32();
+    if (size <= 0) return null;
+    const bytes = new Uint8Array(start.readByteArray(size)!);
+    return { address: start.toString(), bytes: Array.from(bytes, b => b.toString(16).padStart(2, "0")).join("") };
 }
 
 function signalOf(d: ExceptionDetails): string {

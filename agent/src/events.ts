@@ -2,6 +2,8 @@
 // FLUSH_INTERVAL_MS or when MAX_BUFFERED are waiting, whichever comes first.
 // Once the process is exiting, every event is sent at once (no timer will fire again).
 
+import { isForkedCopy } from "./forksafe.js";
+
 export const MAX_BUFFERED = 1000;
 export const FLUSH_INTERVAL_MS = 10;
 
@@ -49,6 +51,10 @@ function onTimer(): void {
 
 /** Send everything buffered now (synchronously queues the message). */
 export function flush(): void {
+    if (isForkedCopy()) {
+        buffer = []; // a fork's stale copy must not send, and has no host to send to (forksafe.ts)
+        return;
+    }
     if (timer !== null) {
         clearTimeout(timer);
         timer = null;

@@ -13,8 +13,20 @@
 //
 // Which hooks take the fast path: needsJs() below is the one place that decides; a hook that
 // needs JS (watches, typed serialization, conditions ...) keeps the Interceptor JS path.
+//
+// Both paths share one per-thread call stack in C (sharedEnter/sharedLeave), so parent links
+// cross paths. The daemon links parents through the order it reads events in, so the two
+// streams keep per-thread call order: a drain sends buffered JS events before the ring's
+// records, and a JS hook sends the ring's committed records (drainBeforeJsEvent) before its
+// own event. Such forced drains ignore flow control.
+//
+// Thread names: before sending records the drain announces (threads.ts) every thread the C
+// side noted as new, so fast-path events carry names in-stream like JS-path events.
 
-import { FASTPATH_C, MAX_FAST_ARGS, RECORD_SIZE } from "./fastpath_c.js";
+import { flush } from "./events.js";
+import { FASTPATH_C, MAX_FAST_ARGS, NEW_TID_SLOT, NEW_TIDS, RECORD_SIZE } from "./fastpath_c.js";
+import { announceThread } from "./threads.js";
+import { isForkedCopy } from "./forksafe.js";
 
 /** Tuning knobs, settable by the daemon before (or between) hook changes. */
 export interface TracingOptions {
@@ -49,7 +61,9 @@ export function needsJs(spec: HookNeeds, argCount: number): boolean {
 
 // Shared struct offsets (see `Shared` in fastpath_c.ts).
 const SH_TLS_KEY = 0, SH_MASK = 4, SH_TAIL = 12, SH_WINDOW_CALLS = 20, SH_HOT_WINDOW_NS = 24;
-const SH_LOST = 32, SH_SAMPLED_OUT = 40, SH_RING = 48, SHARED_SIZE = 64;
+const SH_LOST = 32, SH_SAMPLED_OUT = 40, SH_RING = 48, SH_NEW_TIDS = 56, SHARED_SIZE = 64;
+// 32-bit word indexes into the same struct, for the typed-array view.
+const W_HEAD = 2, W_TAIL = 3, W_THREAD_SERIAL = 4;
 // Fn struct offsets (see `Fn`).
 const FN_ID = 0, FN_NARGS = 4, FN_SAMPLING = 8, FN_SAMPLE_EVERY = 12, FN_AUTO = 16, FN_SIZE = 48;
 
@@ -71,6 +85,15 @@ interface Native {
     out: NativePointer;
     drain: NativeFunction<number, [NativePointerValue, number]>;
     callbacks: { onEnter: NativePointer; onLeave: NativePointer };
+    /** The shared struct as 32-bit words: head/tail/serial reads without NativePointer calls. */
+    words: Uint32Array;
+    newTids: NativePointer;
+    newTidWords: Uint32Array;
+    jsEnter: NativeFunction<void, [NativePointerValue]>;
+    jsLeave: NativeFunction<void, [UInt64 | number]>;
+    /** strobe_js_enter's output: call, parent, tid (u64 each, read as u32 pairs). */
+    idsOut: Uint32Array;
+    idsOutPtr: NativePointer;
 }
 
 let native: Native | null = null;
@@ -80,6 +103,8 @@ let timer: ReturnType<typeof setTimeout> | null = null;
 let batches = 0;
 let reportedLost = -1;
 let reportedSampledOut = -1;
+/** Index of the first new-thread slot not yet announced. */
+let tidsAnnounced = 0;
 /** Data batches sent / acknowledged by the daemon (see "Flow control" above). */
 let sentSeq = 0;
 let ackedSeq = 0;
@@ -128,12 +153,15 @@ function setUp(): Native | null {
         const shared = zeroed(SHARED_SIZE);
         const ring = zeroed(capacity * RECORD_SIZE);
         const out = Memory.alloc(DRAIN_BATCH * RECORD_SIZE);
+        const newTids = zeroed(NEW_TIDS * NEW_TID_SLOT);
+        const idsOutPtr = zeroed(24);
         const keyCreate = new NativeFunction(libc("pthread_key_create"), "int", ["pointer", "pointer"]);
         // The per-thread call stack is freed by libc when its thread exits.
         if (keyCreate(shared.add(SH_TLS_KEY), libc("free")) !== 0) throw new Error("pthread_key_create failed");
         shared.add(SH_MASK).writeU32(capacity - 1);
         shared.add(SH_WINDOW_CALLS).writeU32(WINDOW_CALLS);
         shared.add(SH_RING).writePointer(ring);
+        shared.add(SH_NEW_TIDS).writePointer(newTids);
         writeRateWindow(shared);
         const cm = new CModule(FASTPATH_C, {
             shared,
@@ -143,19 +171,88 @@ function setUp(): Native | null {
             syscall: libc("syscall"),
             calloc: libc("calloc"),
             memcpy: libc("memcpy"),
+            prctl: libc("prctl"),
         });
         const drain = new NativeFunction(cm.strobe_drain, "uint32", ["pointer", "uint32"], {
             scheduling: "exclusive",
             exceptions: "propagate",
             traps: "none",
         });
-        native = { cm, shared, ring, out, drain, callbacks: { onEnter: cm.on_enter, onLeave: cm.on_leave } };
+        // Exclusive scheduling: the JS lock stays held, so the one output buffer cannot race.
+        const fast = { scheduling: "exclusive", exceptions: "propagate", traps: "none" } as const;
+        native = {
+            cm, shared, ring, out, drain, callbacks: { onEnter: cm.on_enter, onLeave: cm.on_leave },
+            words: new Uint32Array(ArrayBuffer.wrap(shared, SHARED_SIZE)),
+            newTids,
+            newTidWords: new Uint32Array(ArrayBuffer.wrap(newTids, NEW_TIDS * NEW_TID_SLOT)),
+            jsEnter: new NativeFunction(cm.strobe_js_enter, "void", ["pointer"], fast),
+            jsLeave: new NativeFunction(cm.strobe_js_leave, "void", ["uint64"], fast),
+            idsOut: new Uint32Array(ArrayBuffer.wrap(idsOutPtr, 24)),
+            idsOutPtr,
+        };
         return native;
     } catch (e) {
         unavailable = e instanceof Error ? e.message : String(e);
         send({ type: "log", level: "warning", message: `tracing fast path unavailable, using JS hooks: ${unavailable}` });
         return null;
     }
+}
+
+const SHARED_STACK_ENABLED: boolean = false;
+
+/**
+ * For a JS-path call: push it on the thread's shared stack. Returns [call, parent (0: none),
+ * tid], or null when there is no shared stack (no CModule on this platform): the JS path then
+ * keeps its own stacks.
+ */
+export function sharedEnter(): [number, number, number] | null {
+    // Disabled: with two threads in JS-path hooks, calls pushed here got wrong parents and
+    // colliding call ids (tests/frida_host.rs::per_thread_call_stacks_give_parents). Until
+    // that is understood, the JS path keeps its own per-thread stacks (hooks.ts) and the
+    // engine puts hooks added together on one path (src/engine/watches.rs).
+    if (SHARED_STACK_ENABLED === false) return null;
+    const n = native ?? setUp();
+    if (n === null) return null;
+    n.jsEnter(n.idsOutPtr);
+    const w = n.idsOut;
+    const call = w[0] + w[1] * 4294967296;
+    if (call === 0) return null;
+    return [call, w[2] + w[3] * 4294967296, w[4]];
+}
+
+/** Pop a call pushed by sharedEnter (and any frames above it left by longjmp/unwinding). */
+export function sharedLeave(call: number): void {
+    if (native !== null) native.jsLeave(call);
+}
+
+/** Before a JS-path event: send the ring's committed records, which happened before it. */
+export function drainBeforeJsEvent(): void {
+    const n = native;
+    if (n !== null && n.words[W_HEAD] !== n.words[W_TAIL]) drainFast(true);
+}
+
+/** Announce, in-stream, the threads the C side created since the last call. */
+function announceNewThreads(n: Native): void {
+    const serial = n.words[W_THREAD_SERIAL];
+    let firstPending = -1;
+    for (let i = Math.max(tidsAnnounced, serial - NEW_TIDS); i < serial; i++) {
+        const slot = i & (NEW_TIDS - 1);
+        const w = (slot * NEW_TID_SLOT) / 4;
+        if (n.newTidWords[w] === i + 1) {
+            let name: string | null = null;
+            try {
+                name = n.newTids.add(slot * NEW_TID_SLOT + 8).readCString() || null; // NUL-terminated by prctl
+            } catch (_) {
+                // unreadable name: announced without one
+            }
+            announceThread(n.newTidWords[w + 1], name);
+        } else if (firstPending < 0) {
+            firstPending = i; // created, tid not yet written: look again next time
+        }
+    }
+    // More new threads than slots between two drains: the overwritten ones are not announced
+    // here; the daemon names their events from /proc instead.
+    tidsAnnounced = firstPending >= 0 ? firstPending : serial;
 }
 
 /**
@@ -218,6 +315,7 @@ function scheduleDrain(): void {
 
 function onTimer(): void {
     timer = null;
+    if (isForkedCopy()) return; // a fork's stale copy: no more timers (forksafe.ts)
     drainFast();
     scheduleDrain();
 }
@@ -228,10 +326,12 @@ function onTimer(): void {
  */
 export function drainFast(force = false): void {
     const n = native;
-    if (n === null) return;
+    if (n === null || isForkedCopy()) return; // a fork's stale copy must not drain (forksafe.ts)
     for (;;) {
         const credit = force || sentSeq - ackedSeq < MAX_IN_FLIGHT;
         const count = credit ? n.drain(n.out, DRAIN_BATCH) : 0;
+        if (count > 0) announceNewThreads(n);
+        flush(); // JS events (and thread names) buffered so far go before these records
         const lost = n.shared.add(SH_LOST).readU64().toNumber();
         const sampledOut = n.shared.add(SH_SAMPLED_OUT).readU64().toNumber();
         if (count === 0 && lost === reportedLost && sampledOut === reportedSampledOut) return;

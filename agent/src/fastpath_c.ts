@@ -18,11 +18,24 @@
 //   kind 1 exit:     v[0] = return value, v[1] = duration in ns (exit ts - enter ts)
 //   kind 2 sampling: v[0] = 1 sampling switched on / 0 off, v[1] = 1-in-N rate
 //   flags bit 0: the call was recorded while its function was being sampled.
-// Call ids are (thread serial << 32) | per-thread counter: unique without an atomic, and
-// never below 2^32, so they cannot collide with the JS path's ids.
+// Call ids are (thread serial << 32) | per-thread counter: unique without an atomic.
+//
+// One call stack per thread for both hook paths: JS-path hooks (hooks.ts) push and pop on the
+// same per-thread stack through strobe_js_enter/strobe_js_leave, so a JS-hooked caller is the
+// parent of a fast-path callee and the reverse, with call ids from one space.
+//
+// Thread names: every Thread created notes its tid and kernel name (prctl PR_GET_NAME, taken
+// at its first hooked call) in shared.new_tids before its first record: slot = serial index,
+// 24 bytes { u32 index + 1 (written last: a reader tells a written slot from a stale one),
+// u32 tid, char name[16] }. The drain (fastpath.ts) announces them in-stream before sending
+// the records; reading the name here, not at drain time, keeps it right for a thread that
+// renamed itself or exited in between.
 
 export const RECORD_SIZE = 88;
 export const MAX_FAST_ARGS = 6;
+/** Slots of the new-thread list (a power of two). */
+export const NEW_TIDS = 256;
+export const NEW_TID_SLOT = 24;
 
 export const FASTPATH_C = `
 #include <gum/guminterceptor.h>
@@ -33,10 +46,14 @@ extern int pthread_setspecific (unsigned int key, const void * value);
 extern int clock_gettime (int clk, void * ts);
 extern long syscall (long n, ...);
 extern void * calloc (unsigned long n, unsigned long size);
+extern int prctl (int option, ...);
 
 #define MAX_ARGS 6
 #define MAX_DEPTH 256
 #define SYS_GETTID 186
+#define NEW_TIDS ${NEW_TIDS}
+#define NEW_TID_SLOT 24
+#define PR_GET_NAME 16
 
 typedef struct {
   guint32 seq; guint8 kind; guint8 flags; guint8 nargs; guint8 pad;
@@ -68,6 +85,7 @@ typedef struct {
   volatile guint64 lost;
   volatile guint64 sampled_out;
   Rec * ring;
+  guint8 * new_tids;              /* NEW_TIDS slots of NEW_TID_SLOT bytes (see above) */
 } Shared;
 
 typedef struct {
@@ -113,10 +131,40 @@ static Thread * thread_state (void) {
     if (t == NULL)
       return NULL;
     t->tid = (guint32) syscall (SYS_GETTID);
-    t->serial = ((guint64) xadd32 (&shared.thread_serial, 1) + 1) << 32;
+    guint32 index = xadd32 (&shared.thread_serial, 1);
+    t->serial = ((guint64) index + 1) << 32;
+    volatile guint32 * slot = (volatile guint32 *) (shared.new_tids + (index & (NEW_TIDS - 1)) * NEW_TID_SLOT);
+    slot[0] = 0;
+    slot[1] = t->tid;
+    prctl (PR_GET_NAME, (char *) (slot + 2));
+    asm volatile ("" : : : "memory");
+    slot[0] = index + 1;
     pthread_setspecific (shared.tls_key, t);
   }
   return t;
+}
+
+/* A new call on this thread's stack; its parent is the innermost open call (0: none). */
+static guint64 push_call (Thread * t, guint64 * parent) {
+  guint64 call = t->serial | ++t->seq;
+  guint32 d = t->depth;
+  *parent = d == 0 ? 0 : t->stack[(d <= MAX_DEPTH ? d : MAX_DEPTH) - 1];
+  if (d < MAX_DEPTH)
+    t->stack[d] = call;
+  t->depth = d + 1;
+  return call;
+}
+
+/* Pop down to this call: frames left by a longjmp or an unwinding exception never leave. */
+static void pop_call (Thread * t, guint64 call) {
+  guint32 d = t->depth;
+  if (d > MAX_DEPTH) {
+    t->depth = d - 1;
+  } else {
+    while (d > 0 && t->stack[d - 1] != call)
+      d--;
+    t->depth = d > 0 ? d - 1 : t->depth;
+  }
 }
 
 /* A slot for one record, or NULL (counted as lost) when the ring is full. */
@@ -186,12 +234,8 @@ void on_enter (GumInvocationContext * ic) {
     xadd64 (&shared.lost, 2);
     return;
   }
-  guint64 call = t->serial | ++t->seq;
-  guint32 d = t->depth;
-  guint64 parent = d == 0 ? 0 : t->stack[(d <= MAX_DEPTH ? d : MAX_DEPTH) - 1];
-  if (d < MAX_DEPTH)
-    t->stack[d] = call;
-  t->depth = d + 1;
+  guint64 parent;
+  guint64 call = push_call (t, &parent);
   inv->call = call;
   inv->parent = parent;
   inv->flags = sampled ? 1 : 0;
@@ -222,15 +266,7 @@ void on_leave (GumInvocationContext * ic) {
   Thread * t = thread_state ();
   if (t == NULL)
     return;
-  /* Pop down to this call: frames left by a longjmp or an unwinding exception never leave. */
-  guint32 d = t->depth;
-  if (d > MAX_DEPTH) {
-    t->depth = d - 1;
-  } else {
-    while (d > 0 && t->stack[d - 1] != call)
-      d--;
-    t->depth = d > 0 ? d - 1 : t->depth;
-  }
+  pop_call (t, call);
   guint32 pos;
   Rec * r = reserve (&pos);
   if (r == NULL)
@@ -240,6 +276,24 @@ void on_leave (GumInvocationContext * ic) {
   r->v[0] = ic->cpu_context->rax;
   r->v[1] = ts - inv->ts;
   commit (r, pos);
+}
+
+/* The JS path's side of the shared stack: out[0] = call id (0: no thread state), out[1] =
+   parent call id (0: none), out[2] = tid. */
+void strobe_js_enter (guint64 * out) {
+  Thread * t = thread_state ();
+  if (t == NULL) {
+    out[0] = 0; out[1] = 0; out[2] = 0;
+    return;
+  }
+  out[0] = push_call (t, &out[1]);
+  out[2] = t->tid;
+}
+
+void strobe_js_leave (guint64 call) {
+  Thread * t = thread_state ();
+  if (t != NULL && call != 0)
+    pop_call (t, call);
 }
 
 /* Copy up to max committed records into out, oldest first; frees their slots. */

@@ -1,10 +1,12 @@
 // Function hooks: Interceptor.attach on (static address + slide), per-thread call stacks,
-// enter/exit events.
+// enter/exit events. JS-path calls live on the fast path's per-thread stack in C (fastpath.ts
+// sharedEnter) so parent links cross paths; the JS stacks below are the fallback where there
+// is no CModule.
 
 import { nowNs } from "./clock.js";
 import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
-import { attachFast, HookNeeds, useFastPath } from "./fastpath.js";
+import { attachFast, drainBeforeJsEvent, HookNeeds, sharedEnter, sharedLeave, useFastPath } from "./fastpath.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
 
 export const DEFAULT_ARG_COUNT = 6;
@@ -74,15 +76,24 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
         onEnter(args) {
             if (!state.active) return;
             const tid = this.threadId;
-            let stack = stacks.get(tid);
-            if (stack === undefined) {
-                stack = [];
-                stacks.set(tid, stack);
-                announceThread(tid); // first event of this thread: its name goes first
+            announceThread(tid); // first event of this thread: its name goes first
+            drainBeforeJsEvent();
+            let call: number;
+            let parent: number | null;
+            const ids = sharedEnter();
+            if (ids !== null) {
+                call = ids[0];
+                parent = ids[1] === 0 ? null : ids[1];
+            } else {
+                let stack = stacks.get(tid);
+                if (stack === undefined) {
+                    stack = [];
+                    stacks.set(tid, stack);
+                }
+                call = nextCall++;
+                parent = stack.length > 0 ? stack[stack.length - 1] : null;
+                stack.push(call);
             }
-            const call = nextCall++;
-            const parent = stack.length > 0 ? stack[stack.length - 1] : null;
-            stack.push(call);
             // Typed record (recipe or watches in scope): [10, fn, call, parent, tid, ts, args, watches].
             const ev: (number | string | null)[] = typed.active()
                 ? ([ENTER_TYPED, fnId, call, parent, tid, 0, typed.args(this.context, args), typed.watches()] as unknown as AgentEvent)
@@ -99,6 +110,8 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             if (entry === undefined) return;
             const ts = nowNs();
             const tid = this.threadId;
+            drainBeforeJsEvent();
+            sharedLeave(entry.call);
             const stack = stacks.get(tid);
             if (stack !== undefined) {
                 // Pop down to (and including) this call: frames left by a longjmp or by an

@@ -9,6 +9,7 @@
 // rename keep the old name.
 
 import { flush, push, THREAD } from "./events.js";
+import { isForkedCopy } from "./forksafe.js";
 
 const names = new Map<number, string | null>();
 const announced = new Set<number>();
@@ -40,11 +41,13 @@ export function startThreadObserver(beforeRename: () => void = () => {}): void {
             // and go): sending from there stalls the fork (measured: children not reported
             // for seconds). So they only note the change; a timer sends it.
             onAdded(t) {
+                if (isForkedCopy()) return; // Frida tearing down a fork's stale copy
                 names.set(t.id, t.name ?? null);
                 changed.add(t.id);
                 schedule(beforeRename);
             },
             onRenamed(t) {
+                if (isForkedCopy()) return; // Frida tearing down a fork's stale copy
                 names.set(t.id, t.name ?? null);
                 if (t.id === Process.getCurrentThreadId() && changed.size === 0) {
                     // A thread naming itself (pthread_setname_np(pthread_self(), ...)): its
@@ -59,6 +62,7 @@ export function startThreadObserver(beforeRename: () => void = () => {}): void {
                 schedule(beforeRename);
             },
             onRemoved(t) {
+                if (isForkedCopy()) return; // Frida tearing down a fork's stale copy
                 names.delete(t.id);
                 // A recycled thread id must be announced again with its new name.
                 announced.delete(t.id);
@@ -85,9 +89,14 @@ export function threadName(tid: number): string | null {
     return name;
 }
 
-/** Called before a thread's first event: puts its name into the stream once. */
-export function announceThread(tid: number): void {
+/**
+ * Called before a thread's first event: puts its name into the stream once. `name`: the name
+ * the thread had at that event, when the caller knows it (the fast path reads it natively;
+ * null: unknown, none is announced rather than reading /proc from inside a drain, which can
+ * run in an observer callback where file I/O stalls the target).
+ */
+export function announceThread(tid: number, name?: string | null): void {
     if (announced.has(tid)) return;
     announced.add(tid);
-    push([THREAD, tid, threadName(tid)]);
+    push([THREAD, tid, name !== undefined ? (name ?? names.get(tid) ?? null) : threadName(tid)]);
 }

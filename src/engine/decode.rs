@@ -5,19 +5,19 @@
 //! as JSON arrays/strings of hex text. Durations are computed in the agent (exit ts − enter
 //! ts, both CLOCK_MONOTONIC), so a lost enter record does not lose its exit's duration.
 
-use std::fmt::Write as _;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::sampling::SamplingChange;
 use super::{Engine, Session};
-use crate::store::event::{Event, EventType};
+use crate::store::raw_batch::MAX_TRACE_ARGS as MAX_ARGS;
+use crate::store::{RawTraceBatch, RawTraceRecord, TraceSite, TraceThread};
 use crate::symbols::SymbolIndex;
 
 pub const FORMAT: &str = "rec88-v1";
 pub const RECORD_SIZE: usize = 88;
-const MAX_ARGS: usize = 6;
 
 const KIND_ENTER: u8 = 0;
 const KIND_EXIT: u8 = 1;
@@ -66,11 +66,6 @@ impl Record {
     }
 }
 
-/// `"0x1f"`: how the JS path prints a NativePointer, quoted as a JSON string.
-fn push_hex_json(out: &mut String, v: u64) {
-    let _ = write!(out, "\"0x{v:x}\"");
-}
-
 /// Rows (and session-state updates) for one `events_bin` message.
 pub(super) fn ingest(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, header: &Value, data: Option<&[u8]>) {
     let lost = header.get("lost").and_then(Value::as_u64);
@@ -87,8 +82,8 @@ pub(super) fn ingest(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, header: &
         return;
     }
     let Ok(symbols) = engine.session_symbols(s) else { return };
-    let rows = decode(engine, s, &symbols, pid, data);
-    engine.store.insert(rows);
+    let batch = decode(engine, s, &symbols, pid, data);
+    engine.store.insert_trace_batch(batch);
     if let Some(seq) = header.get("seq").and_then(Value::as_u64) {
         acknowledge(engine, s, pid, seq);
     }
@@ -128,18 +123,30 @@ fn acknowledge(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, seq: u64) {
     });
 }
 
-/// Turn the records in `data` into events (sampling switches go to the session state).
-pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, pid: u32, data: &[u8]) -> Vec<Event> {
-    let n = data.len() / RECORD_SIZE;
-    let mut rows = Vec::with_capacity(n);
+/// Turn the records in `data` into one batch of integer rows (sampling switches go to the
+/// session state). Strings — names, files, thread names — are looked up once per distinct
+/// function and thread of the batch, not per record.
+pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, pid: u32, data: &[u8]) -> RawTraceBatch {
+    let mut batch = RawTraceBatch {
+        session_id: s.id.clone(),
+        pid: pid as i64,
+        records: Vec::with_capacity(data.len() / RECORD_SIZE),
+        ..Default::default()
+    };
+    // func id -> index in batch.sites, tid -> index in batch.threads; the last hit first,
+    // since consecutive records mostly share both.
+    let mut site_of: HashMap<u32, u32> = HashMap::new();
+    let mut thread_of: HashMap<u32, u32> = HashMap::new();
+    let mut last_site = (u32::MAX, 0u32);
+    let mut last_thread = (u32::MAX, 0u32);
     let mut st = s.state.lock().unwrap();
     for chunk in data.chunks_exact(RECORD_SIZE) {
         let r = Record::parse(chunk);
         let Some(f) = symbols.functions.get(r.func as usize) else { continue };
         let ts = r.ts as i64 - s.start_mono_ns;
-        let kind = match r.kind {
-            KIND_ENTER => EventType::FunctionEnter,
-            KIND_EXIT => EventType::FunctionExit,
+        let exit = match r.kind {
+            KIND_ENTER => false,
+            KIND_EXIT => true,
             KIND_SAMPLING => {
                 let enabled = r.v[0] != 0;
                 if enabled && st.tracing.never_sample.contains(&r.func) {
@@ -158,42 +165,53 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             }
             _ => continue,
         };
-        let mut e = Event::new(&s.id, kind, ts);
-        e.id = engine.store.next_event_id();
-        e.pid = Some(pid as i64);
-        e.thread_id = Some(r.tid as i64);
-        e.thread_name = st.life.thread_name(pid, e.thread_id);
-        e.function_name = Some(f.name.clone());
-        e.function_name_raw = Some(f.raw_name.clone());
-        e.source_file = f.file.clone();
-        e.line_number = f.line.map(|l| l as i64);
-        if r.flags & FLAG_SAMPLED != 0 {
-            e.sampled = Some(true);
+        if last_site.0 != r.func {
+            let next = batch.sites.len() as u32;
+            let i = *site_of.entry(r.func).or_insert_with(|| {
+                batch.sites.push(TraceSite {
+                    function_name: f.name.clone(),
+                    function_name_raw: f.raw_name.clone(),
+                    source_file: f.file.clone(),
+                    line_number: f.line.map(|l| l as i64),
+                });
+                next
+            });
+            last_site = (r.func, i);
         }
-        e.parent_event_id = if r.parent == 0 { None } else { st.open_calls.get(&r.parent).copied() };
-        if kind == EventType::FunctionEnter {
-            let nargs = (r.nargs as usize).min(MAX_ARGS);
-            let mut args = String::with_capacity(2 + nargs * 12);
-            args.push('[');
-            for (i, v) in r.v[..nargs].iter().enumerate() {
-                if i > 0 {
-                    args.push(',');
-                }
-                push_hex_json(&mut args, *v);
-            }
-            args.push(']');
-            e.arguments = Some(args);
-            st.open_calls.insert(r.call, e.id);
-        } else {
-            let mut ret = String::with_capacity(20);
-            push_hex_json(&mut ret, r.v[0]);
-            e.return_value = Some(ret);
-            e.duration_ns = Some(r.v[1] as i64);
+        if last_thread.0 != r.tid {
+            let next = batch.threads.len() as u32;
+            let i = *thread_of.entry(r.tid).or_insert_with(|| {
+                let thread_name = st.life.thread_name(pid, Some(r.tid as i64));
+                batch.threads.push(TraceThread { thread_id: r.tid as i64, thread_name });
+                next
+            });
+            last_thread = (r.tid, i);
+        }
+        let id = engine.store.next_event_id();
+        let parent = if r.parent == 0 { None } else { st.open_calls.get(&r.parent).copied() };
+        if exit {
             st.open_calls.remove(&r.call);
+        } else {
+            st.open_calls.insert(r.call, id);
         }
-        rows.push(e);
+        let mut words = r.v;
+        if exit {
+            words[1] = 0; // v[1] of an exit is its duration, not a word to store
+        }
+        batch.records.push(RawTraceRecord {
+            id,
+            exit,
+            sampled: r.flags & FLAG_SAMPLED != 0,
+            nargs: r.nargs.min(MAX_ARGS as u8),
+            site: last_site.1,
+            thread: last_thread.1,
+            timestamp_ns: ts,
+            parent_event_id: parent.unwrap_or(0),
+            duration_ns: if exit { r.v[1] as i64 } else { 0 },
+            words,
+        });
     }
-    rows
+    batch
 }
 
 #[cfg(test)]
@@ -224,14 +242,5 @@ mod tests {
             r,
             Record { kind: 0, flags: 1, nargs: 2, func: 3, tid: 4242, call: 1 << 32 | 5, parent: 9, ts: 123_456, v: [1, u64::MAX, 0, 0, 0, 0] }
         );
-    }
-
-    #[test]
-    fn hex_matches_native_pointer_to_string() {
-        let mut s = String::new();
-        push_hex_json(&mut s, 0);
-        push_hex_json(&mut s, 0xdead_beef);
-        push_hex_json(&mut s, u64::MAX);
-        assert_eq!(s, "\"0x0\"\"0xdeadbeef\"\"0xffffffffffffffff\"");
     }
 }

@@ -314,6 +314,7 @@ fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> Event {
     e.text = Some(text);
     e.signal = Some(signal);
     e.backtrace = Some(Value::Array(frames).to_string());
+    e.locals = super::crash_locals::crash_locals(engine, m);
     e
 }
 

@@ -31,6 +31,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/serialize.ts", include_str!("../../agent/src/serialize.ts")),
     ("src/watches.ts", include_str!("../../agent/src/watches.ts")),
     ("src/memory.ts", include_str!("../../agent/src/memory.ts")),
+    ("src/forksafe.ts", include_str!("../../agent/src/forksafe.ts")),
 ];
 
 /// The entry point, relative to the project root.

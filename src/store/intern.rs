@@ -66,7 +66,10 @@ impl SiteKey {
     }
 }
 
-fn site_of(ev: &Event) -> (Option<&str>, Option<&str>, Option<&str>, Option<i64>) {
+/// A code site as borrowed parts: (function name, raw name, source file, line).
+pub(crate) type SiteParts<'a> = (Option<&'a str>, Option<&'a str>, Option<&'a str>, Option<i64>);
+
+fn site_of(ev: &Event) -> SiteParts<'_> {
     (ev.function_name.as_deref(), ev.function_name_raw.as_deref(), ev.source_file.as_deref(), ev.line_number)
 }
 
@@ -126,7 +129,11 @@ impl Interner {
 
     /// `sites.id` of the event's code site (None when it has none), inserting a new row.
     pub(crate) fn site(&mut self, conn: &Connection, ev: &Event) -> Result<Option<i64>> {
-        let k = site_of(ev);
+        self.site_parts(conn, site_of(ev))
+    }
+
+    /// `site` for a (function name, raw name, source file, line) not held in an `Event`.
+    pub(crate) fn site_parts(&mut self, conn: &Connection, k: SiteParts<'_>) -> Result<Option<i64>> {
         if k == (None, None, None, None) {
             return Ok(None);
         }
@@ -153,7 +160,11 @@ impl Interner {
 
     /// `threads.id` of the event's (pid, thread id, thread name), inserting a new row.
     pub(crate) fn thread(&mut self, conn: &Connection, ev: &Event) -> Result<Option<i64>> {
-        let k = thread_of(ev);
+        self.thread_parts(conn, thread_of(ev))
+    }
+
+    /// `thread` for a (pid, thread id, thread name) not held in an `Event`.
+    pub(crate) fn thread_parts(&mut self, conn: &Connection, k: (Option<i64>, Option<i64>, Option<&str>)) -> Result<Option<i64>> {
         if k == (None, None, None) {
             return Ok(None);
         }

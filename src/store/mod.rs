@@ -14,9 +14,12 @@ pub mod json_eq;
 /// `debug_query`: filters, pagination, cursor.
 pub mod query;
 mod rawstmt;
+/// Fast-path trace rows as plain integers (`Store::insert_trace_batch`).
+pub mod raw_batch;
 /// Age and size limits on retained sessions.
 pub mod retention;
 pub(crate) mod schema;
+mod trace_writer;
 pub(crate) mod writer;
 
 use std::collections::HashMap;
@@ -30,6 +33,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 pub use event::{Event, EventType};
 pub use query::{EventQuery, QueryResult, TextFilter};
+pub use raw_batch::{RawTraceBatch, RawTraceRecord, TraceSite, TraceThread};
 pub use retention::{PurgeReport, RetentionPolicy};
 
 use crate::error::{ErrorCode, Result, StrobeError};
@@ -146,6 +150,24 @@ impl Store {
         }
         if self.tx.send(Msg::Events(events)).is_err() {
             tracing::error!("event store: the writer thread has stopped; events dropped");
+        }
+    }
+
+    /// Queue fast-path trace rows (see `raw_batch.rs`); stores what `insert(batch.to_events())`
+    /// would, without an allocation per event. Records with `id == 0` get one here.
+    pub fn insert_trace_batch(&self, mut batch: RawTraceBatch) {
+        if batch.records.is_empty() {
+            return;
+        }
+        let missing = batch.records.iter().filter(|r| r.id == 0).count() as i64;
+        if missing > 0 {
+            let first = self.shared.next_id.fetch_add(missing, Ordering::Relaxed);
+            for (id, r) in (first..).zip(batch.records.iter_mut().filter(|r| r.id == 0)) {
+                r.id = id;
+            }
+        }
+        if self.tx.send(Msg::TraceBatch(batch)).is_err() {
+            tracing::error!("event store: the writer thread has stopped; trace events dropped");
         }
     }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rusqlite::{params, Connection};
 
 use super::event::Event;
+use super::raw_batch::RawTraceBatch;
 use super::intern::{bind_row, encode_extra, FxMap, FxSet, Interner, RowRefs};
 use super::rawstmt::RawInsert;
 use super::schema::{self, sql_err};
@@ -24,6 +25,8 @@ pub(crate) const ROWS_PER_STATEMENT: usize = 32;
 
 pub(crate) enum Msg {
     Events(Vec<Event>),
+    /// Fast-path trace rows as integers (`raw_batch.rs`, written by `trace_writer.rs`).
+    TraceBatch(RawTraceBatch),
     /// Reply once everything queued before it is committed and FIFO eviction caught up.
     Flush(SyncSender<()>),
     DeleteSession(String, SyncSender<Result<()>>),
@@ -46,8 +49,8 @@ pub(super) struct KeyState {
 
 pub(crate) struct Writer {
     // Declared before `conn`: statements are finalized before their connection closes.
-    insert_many: RawInsert,
-    insert_one: RawInsert,
+    pub(super) insert_many: RawInsert,
+    pub(super) insert_one: RawInsert,
     pub(super) conn: Connection,
     pub(super) st: State,
 }
@@ -59,14 +62,14 @@ pub(super) struct State {
     pub interner: Interner,
     pub last_key: Option<(String, i64)>,
     in_txn: bool,
-    txn_events: usize,
-    txn_max_id: i64,
-    txn_touched: HashSet<i64>,
+    pub(super) txn_events: usize,
+    pub(super) txn_max_id: i64,
+    pub(super) txn_touched: HashSet<i64>,
     /// Rows added per (session key, event kind, site id or 0) in the open transaction.
-    txn_counts: FxMap<(i64, i64, i64), i64>,
+    pub(super) txn_counts: FxMap<(i64, i64, i64), i64>,
     /// Lowest and highest id written per session key in the open transaction.
-    txn_ids: FxMap<i64, (i64, i64)>,
-    row_errors: u64,
+    pub(super) txn_ids: FxMap<i64, (i64, i64)>,
+    pub(super) row_errors: u64,
 }
 
 impl Writer {
@@ -118,6 +121,7 @@ impl Writer {
             while let Some(m) = next.take() {
                 match m {
                     Msg::Events(evs) => self.write_events(evs),
+                    Msg::TraceBatch(b) => self.write_trace_batch(b),
                     Msg::Flush(w) => waiters.push(w),
                     Msg::Wake => {
                         self.commit();
@@ -176,7 +180,7 @@ impl Writer {
         }
     }
 
-    fn begin(&mut self) -> Result<()> {
+    pub(super) fn begin(&mut self) -> Result<()> {
         if !self.st.in_txn {
             self.conn
                 .prepare_cached("BEGIN IMMEDIATE")
@@ -322,26 +326,14 @@ impl State {
                 *c += 1;
             }
             if let Some(pid) = ev.pid {
-                if !ks.pids.contains(&pid) {
-                    ks.pids.insert(pid);
-                    conn.prepare_cached("INSERT OR IGNORE INTO session_pids (session_key, pid) VALUES (?1, ?2)")
-                        .and_then(|mut s| s.execute(params![r.key, pid]))
-                        .map_err(|e| sql_err("insert pid", e))?;
-                }
+                self.note_pid(conn, r.key, pid)?;
             }
         }
         if inserted < events.len() {
             // Rows ignored (an id that already exists). Which ones is unknown: rebuild the
             // counters of the sessions involved from the rows themselves (the pids and max
             // id noted above are harmless over-approximations).
-            let keys: HashSet<i64> = refs.iter().map(|r| r.key).collect();
-            self.txn_counts.retain(|(k, _, _), _| !keys.contains(k));
-            for key in keys {
-                let c = count_rows(conn, key)?;
-                self.sessions.get_mut(&key).expect("registered").count = Some(c);
-                rebuild_counts(conn, key)?;
-                self.txn_touched.insert(key);
-            }
+            self.recount(conn, refs.iter().map(|r| r.key).collect())?;
             return Err(StrobeError::internal(format!(
                 "{} of {} events not stored: their id already exists (ids come from Store::next_event_id)",
                 events.len() - inserted,
@@ -351,7 +343,31 @@ impl State {
         Ok(())
     }
 
-    fn session_key(&mut self, conn: &Connection, name: &str) -> Result<i64> {
+    /// Record that `pid` has events in session `key` (once per pid).
+    pub(super) fn note_pid(&mut self, conn: &Connection, key: i64, pid: i64) -> Result<()> {
+        let ks = self.sessions.get_mut(&key).expect("session_key registers the key");
+        if !ks.pids.contains(&pid) {
+            ks.pids.insert(pid);
+            conn.prepare_cached("INSERT OR IGNORE INTO session_pids (session_key, pid) VALUES (?1, ?2)")
+                .and_then(|mut s| s.execute(params![key, pid]))
+                .map_err(|e| sql_err("insert pid", e))?;
+        }
+        Ok(())
+    }
+
+    /// After rows were ignored for an existing id: recount these sessions from their rows.
+    pub(super) fn recount(&mut self, conn: &Connection, keys: HashSet<i64>) -> Result<()> {
+        self.txn_counts.retain(|(k, _, _), _| !keys.contains(k));
+        for key in keys {
+            let c = count_rows(conn, key)?;
+            self.sessions.get_mut(&key).expect("registered").count = Some(c);
+            rebuild_counts(conn, key)?;
+            self.txn_touched.insert(key);
+        }
+        Ok(())
+    }
+
+    pub(super) fn session_key(&mut self, conn: &Connection, name: &str) -> Result<i64> {
         if let Some((n, k)) = &self.last_key {
             if n == name {
                 return Ok(*k);

@@ -13,7 +13,9 @@ from conftest import REPO, mcp_client, pid_alive, _sleep
 pytestmark = pytest.mark.anyio
 
 # Following children is opt-in (STROBE_FOLLOW_CHILDREN=1 in the daemon's environment) and
-# these tests are not yet reliable under load; run them with STROBE_TEST_CHILDREN=1.
+# these tests are not yet reliable under load: a forked child still dies of SIGSEGV in about
+# 1 fork in 10 while Frida tears down the agent copy the fork left in it (agent/src/forksafe.ts
+# removed the causes we could find). Run them with STROBE_TEST_CHILDREN=1.
 children_tests = pytest.mark.skipif(
     os.environ.get("STROBE_TEST_CHILDREN") != "1",
     reason="fork/exec following is opt-in and flaky under load (set STROBE_TEST_CHILDREN=1)",

@@ -23,7 +23,7 @@ async def test_lists_the_script_defined_tools(strobe_home):
 async def test_c_scenario(strobe_home, fixtures_dir):
     src = REPO / "tests" / "fixtures" / "c"
     async with mcp_client(strobe_home) as c:
-        r = await c.call("debug_launch", command=str(fixtures_dir / "c_sample"), args=["60", "100"],
+        r = await c.call("debug_launch", command=str(fixtures_dir / "c_sample"), args=["600", "100"],
                          projectRoot=str(src))
         sid, pid = r["sessionId"], r["pid"]
         assert re.fullmatch(r"c_sample-\d{4}-\d{2}-\d{2}-\d{2}h\d{2}(-\d+)?", sid), sid
@@ -33,7 +33,7 @@ async def test_c_scenario(strobe_home, fixtures_dir):
         # 1. Output first, no tracing needed.
         out = await c.wait_for(sid, "start", eventType="stdout")
         assert all(e["eventType"] == "stdout" for e in out["events"])
-        err = await c.wait_for(sid, "c_sample: 60 rounds", eventType="stderr")
+        err = await c.wait_for(sid, "c_sample: 600 rounds", eventType="stderr")
         assert err["totalCount"] >= 1
 
         # 2. Trace the running process.
@@ -109,7 +109,7 @@ async def test_c_scenario(strobe_home, fixtures_dir):
 async def test_cpp_namespaces_and_methods(strobe_home, fixtures_dir):
     src = REPO / "tests" / "fixtures" / "cpp"
     async with mcp_client(strobe_home) as c:
-        r = await c.call("debug_launch", command=str(fixtures_dir / "cpp_sample"), args=["60", "100"],
+        r = await c.call("debug_launch", command=str(fixtures_dir / "cpp_sample"), args=["600", "100"],
                          projectRoot=str(src))
         sid = r["sessionId"]
         await c.wait_for(sid, "start", eventType="stdout")
@@ -127,7 +127,7 @@ async def test_cpp_namespaces_and_methods(strobe_home, fixtures_dir):
 async def test_rust_module_paths(strobe_home, fixtures_dir):
     src = REPO / "tests" / "fixtures" / "rust"
     async with mcp_client(strobe_home) as c:
-        r = await c.call("debug_launch", command=str(fixtures_dir / "rust_sample"), args=["60", "100"],
+        r = await c.call("debug_launch", command=str(fixtures_dir / "rust_sample"), args=["600", "100"],
                          projectRoot=str(src))
         sid = r["sessionId"]
         await c.wait_for(sid, "start", eventType="stdout")

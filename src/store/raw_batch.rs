@@ -1,0 +1,170 @@
+//! The tracing fast path's insert: a batch of plain-integer records instead of one `Event`
+//! (five or six heap strings) per row. The strings a row shares with its neighbours — the
+//! session, the code site, the thread — come once per batch; the writer interns each site
+//! and thread once per batch, formats argument and return-value text into reused buffers and
+//! binds integers otherwise, so neither the decoder nor the writer allocates per event.
+//!
+//! What gets stored is exactly what `RawTraceBatch::to_events` + `Store::insert` would store
+//! (tests/raw_trace_batch.rs compares the query output of both paths).
+
+use std::fmt::Write as _;
+
+use super::event::{Event, EventType};
+
+/// Argument words a record carries at most (the agent's `rec88-v1` layout).
+pub const MAX_TRACE_ARGS: usize = 6;
+
+/// A code site of the batch: what the symbol index says about a traced function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceSite {
+    pub function_name: String,
+    pub function_name_raw: String,
+    pub source_file: Option<String>,
+    pub line_number: Option<i64>,
+}
+
+/// A thread of the batch (its pid is the batch's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceThread {
+    pub thread_id: i64,
+    pub thread_name: Option<String>,
+}
+
+/// One `function_enter` or `function_exit` row, as integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawTraceRecord {
+    /// Event id (`Store::next_event_id`); 0: assigned by `insert_trace_batch`.
+    pub id: i64,
+    pub exit: bool,
+    /// Recorded while the function was sampled (stored as `sampled: true`).
+    pub sampled: bool,
+    /// Enter: how many of `words` are arguments (capped at `MAX_TRACE_ARGS`).
+    pub nargs: u8,
+    /// Index into `RawTraceBatch::sites` / `threads`.
+    pub site: u32,
+    pub thread: u32,
+    pub timestamp_ns: i64,
+    /// 0: none.
+    pub parent_event_id: i64,
+    /// Exit only.
+    pub duration_ns: i64,
+    /// Enter: argument words; exit: `words[0]` is the return value.
+    pub words: [u64; MAX_TRACE_ARGS],
+}
+
+/// Records of one session and pid, with the sites and threads they refer to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawTraceBatch {
+    pub session_id: String,
+    pub pid: i64,
+    pub sites: Vec<TraceSite>,
+    pub threads: Vec<TraceThread>,
+    pub records: Vec<RawTraceRecord>,
+}
+
+/// `extra` of a sampled row, as `encode_extra` writes it for `sampled: Some(true)`.
+pub(crate) const SAMPLED_EXTRA: &str = r#"{"sampled":true}"#;
+
+/// The `arguments` (enter) or `return_value` (exit) text of a record, into `out` (cleared):
+/// a JSON array of hex strings, or one hex string — how the JS path prints NativePointers.
+pub(crate) fn format_words(r: &RawTraceRecord, out: &mut String) {
+    out.clear();
+    if r.exit {
+        push_hex_json(out, r.words[0]);
+        return;
+    }
+    out.push('[');
+    for (i, v) in r.words[..(r.nargs as usize).min(MAX_TRACE_ARGS)].iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_hex_json(out, *v);
+    }
+    out.push(']');
+}
+
+/// `"0x1f"`: lowercase hex without leading zeros, quoted.
+fn push_hex_json(out: &mut String, v: u64) {
+    let _ = write!(out, "\"0x{v:x}\"");
+}
+
+impl RawTraceBatch {
+    /// Whether every record's site and thread index is in range (the writer skips a batch
+    /// that is not: a decoder bug must not crash the writer).
+    pub(crate) fn is_consistent(&self) -> bool {
+        self.records.iter().all(|r| (r.site as usize) < self.sites.len() && (r.thread as usize) < self.threads.len())
+    }
+
+    /// The same rows as `Event`s: the reference the raw path must match, and a way to use
+    /// the ordinary `Store::insert` where a batch needs no speed.
+    pub fn to_events(&self) -> Vec<Event> {
+        let mut out = Vec::with_capacity(self.records.len());
+        for r in &self.records {
+            let (Some(site), Some(thread)) = (self.sites.get(r.site as usize), self.threads.get(r.thread as usize)) else {
+                continue;
+            };
+            let kind = if r.exit { EventType::FunctionExit } else { EventType::FunctionEnter };
+            let mut e = Event::new(&self.session_id, kind, r.timestamp_ns);
+            e.id = r.id;
+            e.pid = Some(self.pid);
+            e.thread_id = Some(thread.thread_id);
+            e.thread_name = thread.thread_name.clone();
+            e.function_name = Some(site.function_name.clone());
+            e.function_name_raw = Some(site.function_name_raw.clone());
+            e.source_file = site.source_file.clone();
+            e.line_number = site.line_number;
+            e.sampled = r.sampled.then_some(true);
+            e.parent_event_id = (r.parent_event_id != 0).then_some(r.parent_event_id);
+            let mut text = String::new();
+            format_words(r, &mut text);
+            if r.exit {
+                e.return_value = Some(text);
+                e.duration_ns = Some(r.duration_ns);
+            } else {
+                e.arguments = Some(text);
+            }
+            out.push(e);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(exit: bool, nargs: u8, words: [u64; 6]) -> RawTraceRecord {
+        RawTraceRecord {
+            id: 1,
+            exit,
+            sampled: false,
+            nargs,
+            site: 0,
+            thread: 0,
+            timestamp_ns: 0,
+            parent_event_id: 0,
+            duration_ns: 0,
+            words,
+        }
+    }
+
+    #[test]
+    fn words_format_like_native_pointers() {
+        let mut s = String::from("stale");
+        format_words(&rec(false, 2, [0, u64::MAX, 7, 0, 0, 0]), &mut s);
+        assert_eq!(s, r#"["0x0","0xffffffffffffffff"]"#);
+        format_words(&rec(false, 0, [1; 6]), &mut s);
+        assert_eq!(s, "[]");
+        format_words(&rec(false, 200, [0xdead_beef; 6]), &mut s);
+        assert_eq!(s.matches("0xdeadbeef").count(), MAX_TRACE_ARGS);
+        format_words(&rec(true, 3, [0x1f, 9, 9, 9, 9, 9]), &mut s);
+        assert_eq!(s, "\"0x1f\"");
+    }
+
+    #[test]
+    fn sampled_extra_matches_encode_extra() {
+        let mut e = Event::new("s", EventType::FunctionEnter, 0);
+        e.sampled = Some(true);
+        assert_eq!(super::super::intern::encode_extra(&e).as_deref(), Some(SAMPLED_EXTRA));
+    }
+}

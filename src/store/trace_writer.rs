@@ -1,0 +1,152 @@
+//! The writer's side of `raw_batch.rs`: one batch of integer trace records into `events`,
+//! the same rows `Writer::write_events` would write for `RawTraceBatch::to_events`. Per
+//! batch: the session key, each site and thread interned once, the pid noted once. Per row:
+//! integer binds, argument / return text formatted into one of 32 reused buffers, and a
+//! counter bump in a small array (folded into `event_counts` once per batch).
+
+use std::collections::HashSet;
+
+use rusqlite::Connection;
+
+use super::event::EventType;
+use super::raw_batch::{format_words, RawTraceBatch, RawTraceRecord, SAMPLED_EXTRA};
+use super::rawstmt::RawInsert;
+use super::schema::{self, EVENT_COLUMN_COUNT};
+use super::writer::{State, Writer, ROWS_PER_STATEMENT};
+use crate::error::{Result, StrobeError};
+
+/// Ids of a batch's sites and threads in `sites` / `threads`.
+struct Resolved {
+    key: i64,
+    sites: Vec<Option<i64>>,
+    threads: Vec<Option<i64>>,
+}
+
+impl Writer {
+    pub(super) fn write_trace_batch(&mut self, batch: RawTraceBatch) {
+        if batch.records.is_empty() {
+            return;
+        }
+        if !batch.is_consistent() {
+            tracing::error!("event store: trace batch with a site or thread index out of range; {} events lost", batch.records.len());
+            return;
+        }
+        if let Err(e) = self.begin() {
+            tracing::error!("event store: cannot begin a transaction, {} events lost: {e}", batch.records.len());
+            return;
+        }
+        let conn = &self.conn;
+        let st = &mut self.st;
+        let res = match resolve(st, conn, &batch) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!("event store: {e}; {} trace events lost", batch.records.len());
+                return;
+            }
+        };
+        // Rows per (site, enter/exit), added to the transaction's counters at the end.
+        let mut counts = vec![0i64; res.sites.len() * 2];
+        let mut texts: [String; ROWS_PER_STATEMENT] = Default::default();
+        let mut rest: &[RawTraceRecord] = &batch.records;
+        while !rest.is_empty() {
+            let n = if rest.len() >= ROWS_PER_STATEMENT { ROWS_PER_STATEMENT } else { 1 };
+            let (chunk, tail) = rest.split_at(n);
+            rest = tail;
+            let stmt = if n > 1 { &mut self.insert_many } else { &mut self.insert_one };
+            if let Err(e) = insert_chunk(st, conn, stmt, &res, chunk, &mut texts, &mut counts) {
+                st.row_errors += 1;
+                if st.row_errors <= 10 || st.row_errors.is_power_of_two() {
+                    tracing::warn!("event store: {e} ({} failed inserts so far)", st.row_errors);
+                }
+            }
+        }
+        let enter = schema::kind_code(EventType::FunctionEnter);
+        let exit = schema::kind_code(EventType::FunctionExit);
+        for (i, n) in counts.into_iter().enumerate().filter(|(_, n)| *n > 0) {
+            let kind = if i % 2 == 1 { exit } else { enter };
+            *st.txn_counts.entry((res.key, kind, res.sites[i / 2].unwrap_or(0))).or_default() += n;
+        }
+    }
+}
+
+fn resolve(st: &mut State, conn: &Connection, batch: &RawTraceBatch) -> Result<Resolved> {
+    let key = st.session_key(conn, &batch.session_id)?;
+    let mut sites = Vec::with_capacity(batch.sites.len());
+    for s in &batch.sites {
+        let parts = (Some(s.function_name.as_str()), Some(s.function_name_raw.as_str()), s.source_file.as_deref(), s.line_number);
+        sites.push(st.interner.site_parts(conn, parts)?);
+    }
+    let mut threads = Vec::with_capacity(batch.threads.len());
+    for t in &batch.threads {
+        threads.push(st.interner.thread_parts(conn, (Some(batch.pid), Some(t.thread_id), t.thread_name.as_deref()))?);
+    }
+    st.note_pid(conn, key, batch.pid)?;
+    Ok(Resolved { key, sites, threads })
+}
+
+/// One INSERT of `chunk.len()` rows (the statement is prepared for exactly that many).
+fn insert_chunk(
+    st: &mut State,
+    conn: &Connection,
+    stmt: &mut RawInsert,
+    res: &Resolved,
+    chunk: &[RawTraceRecord],
+    texts: &mut [String; ROWS_PER_STATEMENT],
+    counts: &mut [i64],
+) -> Result<()> {
+    for (r, t) in chunk.iter().zip(texts.iter_mut()) {
+        format_words(r, t);
+    }
+    let enter = schema::kind_code(EventType::FunctionEnter);
+    let exit = schema::kind_code(EventType::FunctionExit);
+    let inserted = stmt.execute_with(|b| {
+        for (i, (r, text)) in chunk.iter().zip(texts.iter()).enumerate() {
+            // Columns in the order of `schema::EVENT_COLUMNS`; unbound ones stay NULL.
+            let base = i * EVENT_COLUMN_COUNT;
+            b.int(base + 1, r.id);
+            b.int(base + 2, res.key);
+            b.int(base + 3, r.timestamp_ns);
+            b.int(base + 4, if r.exit { exit } else { enter });
+            b.opt_int(base + 5, res.sites[r.site as usize]);
+            b.opt_int(base + 6, res.threads[r.thread as usize]);
+            if r.parent_event_id != 0 {
+                b.int(base + 8, r.parent_event_id);
+            }
+            if r.exit {
+                b.int(base + 7, r.duration_ns);
+                b.opt_text(base + 9, Some(text.as_str()));
+            } else {
+                b.opt_text(base + 10, Some(text.as_str()));
+            }
+            if r.sampled {
+                b.opt_text(base + 12, Some(SAMPLED_EXTRA));
+            }
+        }
+    })?;
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for r in chunk {
+        lo = lo.min(r.id);
+        hi = hi.max(r.id);
+        counts[r.site as usize * 2 + r.exit as usize] += 1;
+    }
+    st.txn_events += chunk.len();
+    st.txn_max_id = st.txn_max_id.max(hi);
+    st.txn_touched.insert(res.key);
+    let range = st.txn_ids.entry(res.key).or_insert((lo, hi));
+    *range = (range.0.min(lo), range.1.max(hi));
+    let ks = st.sessions.get_mut(&res.key).expect("session_key registers the key");
+    if let Some(c) = ks.count.as_mut() {
+        *c += chunk.len() as i64;
+    }
+    if inserted < chunk.len() {
+        // Some ids already existed: the rows decide the counters (see `State::insert_rows`).
+        counts.iter_mut().for_each(|c| *c = 0);
+        st.recount(conn, HashSet::from([res.key]))?;
+        return Err(StrobeError::internal(format!(
+            "{} of {} trace events not stored: their id already exists (ids come from Store::next_event_id)",
+            chunk.len() - inserted,
+            chunk.len()
+        )));
+    }
+    Ok(())
+}
