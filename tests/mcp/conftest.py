@@ -116,6 +116,17 @@ class Client:
             return e
         raise AssertionError(f"{name} should have failed, returned {body}")
 
+    async def wait_status(self, session_id: str, status: str, timeout=10.0):
+        """Poll debug_session status until the session reaches `status`; return the report."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = await self.call("debug_session", action="status", sessionId=session_id)
+            if st["status"] == status:
+                return st
+            if time.monotonic() > deadline:
+                raise AssertionError(f"session {session_id} not {status} within {timeout}s: {st}")
+            await _sleep(0.1)
+
     async def wait_for(self, session_id: str, what: str, timeout=20.0, **query):
         """Poll debug_query until an event matching `query` (and containing `what` in its
         text or function name, if given) arrives; return the query result."""

@@ -208,11 +208,7 @@ async def test_call_counts_example_and_running_precondition(strobe_home, fixture
         r = await c.call("debug_launch", command=str(fixtures_dir / "c_sample"), args=["3", "10"], projectRoot=src)
         sid = r["sessionId"]
         await c.wait_for(sid, "done", eventType="stdout")
-        for _ in range(100):
-            st = await c.call("debug_session", action="status", sessionId=sid)
-            if st["status"] == "exited":
-                break
-            await _sleep(0.1)
+        await c.wait_status(sid, "exited")
         e = await c.error("needs_running", sessionId=sid)
         assert e.code == "PROCESS_EXITED" and "debug_launch" in e.message and "queryable" in e.message, e.message
         counts = await c.call("call_counts", sessionId=sid)
