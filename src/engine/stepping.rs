@@ -67,6 +67,24 @@ pub struct ContinueResult {
     pub warnings: Vec<String>,
 }
 
+impl ContinueResult {
+    /// The answer when thread `p` is the one to report as paused.
+    fn paused_at(p: PausedThread, paused_threads: usize, warnings: Vec<String>) -> ContinueResult {
+        ContinueResult {
+            status: "paused".into(),
+            breakpoint_id: p.breakpoint_id,
+            thread_id: Some(p.thread_id),
+            reason: Some(p.reason),
+            file: p.file,
+            line: p.line,
+            function: p.function,
+            exit_code: None,
+            paused_threads,
+            warnings,
+        }
+    }
+}
+
 impl Engine {
     /// Resume (all paused threads for `continue` without a thread; one thread otherwise) and
     /// wait up to `timeout` for the next pause or the exit.
@@ -113,18 +131,7 @@ impl Engine {
                 if st.pause_seq > seq_before {
                     let p = st.paused.values().filter(|p| p.seq > seq_before).min_by_key(|p| p.seq).cloned();
                     if let Some(p) = p {
-                        return Ok(ContinueResult {
-                            status: "paused".into(),
-                            breakpoint_id: p.breakpoint_id,
-                            thread_id: Some(p.thread_id),
-                            reason: Some(p.reason),
-                            file: p.file,
-                            line: p.line,
-                            function: p.function,
-                            exit_code: None,
-                            paused_threads: st.paused.len(),
-                            warnings,
-                        });
+                        return Ok(ContinueResult::paused_at(p, st.paused.len(), warnings));
                     }
                 }
             }
@@ -150,18 +157,7 @@ impl Engine {
             {
                 let st = session.debug.lock();
                 if let Some(p) = st.paused.values().max_by_key(|p| p.seq).cloned() {
-                    return Ok(ContinueResult {
-                        status: "paused".into(),
-                        breakpoint_id: p.breakpoint_id,
-                        thread_id: Some(p.thread_id),
-                        reason: Some(p.reason),
-                        file: p.file,
-                        line: p.line,
-                        function: p.function,
-                        exit_code: None,
-                        paused_threads: st.paused.len(),
-                        warnings: Vec::new(),
-                    });
+                    return Ok(ContinueResult::paused_at(p, st.paused.len(), Vec::new()));
                 }
             }
             if session.status() != SessionStatus::Running {
