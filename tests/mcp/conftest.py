@@ -116,7 +116,7 @@ class Client:
             return e
         raise AssertionError(f"{name} should have failed, returned {body}")
 
-    async def wait_status(self, session_id: str, status: str, timeout=10.0):
+    async def wait_status(self, session_id: str, status: str = "exited", timeout=20.0):
         """Poll debug_session status until the session reaches `status`; return the report."""
         deadline = time.monotonic() + timeout
         while True:

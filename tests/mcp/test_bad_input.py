@@ -58,7 +58,7 @@ async def test_exited_target_stays_queryable(strobe_home, fixtures_dir):
         r = await c.call("debug_launch", command=str(fixtures_dir / "c_sample"), args=["3", "10"], projectRoot=src)
         sid = r["sessionId"]
         await c.wait_for(sid, "done", eventType="stdout")
-        await c.wait_status(sid, "exited")
+        await c.wait_status(sid, "exited", timeout=10.0)
         out = await c.call("debug_query", sessionId=sid, eventType="stdout", limit=500)
         text = "".join(e["text"] for e in out["events"])
         assert "round 3: sum=66" in text

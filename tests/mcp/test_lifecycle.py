@@ -47,19 +47,6 @@ CRASHES = {
 }
 
 
-async def wait_status(c, sid, want="exited", timeout=20.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        st = await c.call("debug_session", action="status", sessionId=sid)
-        if st["status"] == want:
-            return st
-        if time.monotonic() > deadline:
-            raise AssertionError(f"session {sid} not {want} within {timeout}s: {st}")
-        await _sleep(0.1)
-
-
 async def query_all(c, sid, **q):
     return (await c.call("debug_query", sessionId=sid, limit=500, verbose=True, **q))["events"]
 
@@ -72,7 +59,7 @@ async def test_crash_capture(strobe_home, fixtures_dir, mode):
         r = await c.call("debug_launch", command=str(fixtures_dir / "crash"), args=[mode], projectRoot=str(SRC))
         sid, pid = r["sessionId"], r["pid"]
         await c.wait_for(sid, "", eventType="crash", timeout=30)
-        st = await wait_status(c, sid)
+        st = await c.wait_status(sid)
 
         crashes = await query_all(c, sid, eventType="crash")
         assert len(crashes) == 1, crashes
@@ -123,7 +110,7 @@ async def test_exit_code(strobe_home, fixtures_dir, code):
     async with mcp_client(strobe_home) as c:
         r = await c.call("debug_launch", command=str(fixtures_dir / "crash"), args=["exit", str(code)],
                          projectRoot=str(SRC))
-        st = await wait_status(c, r["sessionId"])
+        st = await c.wait_status(r["sessionId"])
         assert st["exitCode"] == code and st.get("signal") is None, st
         assert st["exitReason"] == f"code: {code}", st
         err = await c.error("debug_trace", sessionId=r["sessionId"], add=["step"])
@@ -142,7 +129,7 @@ async def test_killed_from_outside(strobe_home, fixtures_dir, sig):
         sid, pid = r["sessionId"], r["pid"]
         await c.wait_for(sid, "step 3", eventType="stdout")
         os.kill(pid, sig)
-        st = await wait_status(c, sid)
+        st = await c.wait_status(sid)
         assert st.get("exitCode") is None, st
         # The kernel's status when the host saw it first, else an honest "could not observe".
         name = signal.Signals(sig).name
@@ -156,7 +143,7 @@ async def test_fork_children_are_followed(strobe_home, fixtures_dir, follow_chil
         await c.call("debug_trace", add=["child_work", "parent_work"])
         r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["fork"], projectRoot=str(SRC))
         sid, pid = r["sessionId"], r["pid"]
-        st = await wait_status(c, sid)
+        st = await c.wait_status(sid)
         assert st["exitCode"] == 0, st
         out = "".join(e["text"] for e in await query_all(c, sid, eventType="stdout"))
         m = re.search(r"child (\d+) exited (-?\d+)", out)
@@ -191,7 +178,7 @@ async def test_exec_child_is_reinstrumented(strobe_home, fixtures_dir, follow_ch
         await c.call("debug_trace", add=["execd_work", "parent_work"])
         r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["exec"], projectRoot=str(SRC))
         sid, pid = r["sessionId"], r["pid"]
-        st = await wait_status(c, sid)
+        st = await c.wait_status(sid)
         assert st["exitCode"] == 0, st
         out = "".join(e["text"] for e in await query_all(c, sid, eventType="stdout"))
         child_pid = int(re.search(r"execd pid (\d+) work 1", out).group(1))
@@ -225,7 +212,7 @@ async def test_thread_names_and_pids_on_events(strobe_home, fixtures_dir):
         await c.call("debug_trace", add=["thread_work"])
         r = await c.call("debug_launch", command=str(fixtures_dir / "threads"), projectRoot=str(SRC))
         sid, pid = r["sessionId"], r["pid"]
-        await wait_status(c, sid)
+        await c.wait_status(sid)
         evs = await query_all(c, sid, eventType="function_enter")
         assert len(evs) == 2 + 3 + 3 + 3, evs
         assert all(e["pid"] == pid for e in evs)

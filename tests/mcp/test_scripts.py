@@ -208,7 +208,7 @@ async def test_call_counts_example_and_running_precondition(strobe_home, fixture
         r = await c.call("debug_launch", command=str(fixtures_dir / "c_sample"), args=["3", "10"], projectRoot=src)
         sid = r["sessionId"]
         await c.wait_for(sid, "done", eventType="stdout")
-        await c.wait_status(sid, "exited")
+        await c.wait_status(sid, "exited", timeout=10.0)
         e = await c.error("needs_running", sessionId=sid)
         assert e.code == "PROCESS_EXITED" and "debug_launch" in e.message and "queryable" in e.message, e.message
         counts = await c.call("call_counts", sessionId=sid)

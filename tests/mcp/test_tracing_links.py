@@ -5,7 +5,7 @@ names carried in-stream by fast-path events."""
 import pytest
 
 from conftest import REPO, mcp_client
-from test_lifecycle import query_all, wait_status
+from test_lifecycle import query_all
 
 pytestmark = pytest.mark.anyio
 
@@ -28,7 +28,7 @@ async def test_parent_links_cross_hook_paths(strobe_home, fixtures_dir):
         await c.call("debug_trace", add=["typed_outer", "typed_inner", "plain_outer", "plain_inner"])
         r = await c.call("debug_launch", command=str(fixtures_dir / "mixed_paths"), projectRoot=str(SRC))
         sid = r["sessionId"]
-        await wait_status(c, sid)
+        await c.wait_status(sid)
         out = "".join(e["text"] for e in await query_all(c, sid, eventType="stdout"))
         assert "mixed done 14 9" in out, out
         evs = await query_all(c, sid, eventType="function_enter")
@@ -54,7 +54,7 @@ async def test_fast_path_events_carry_thread_names(strobe_home, fixtures_dir):
         await c.call("debug_trace", add=["thread_work"])
         r = await c.call("debug_launch", command=str(fixtures_dir / "threads"), projectRoot=str(SRC))
         sid, pid = r["sessionId"], r["pid"]
-        await wait_status(c, sid)
+        await c.wait_status(sid)
         evs = await query_all(c, sid, eventType="function_enter")
         assert len(evs) == 11, evs
         # thread_work(int) is on the fast path: hex arguments, no typed values.
@@ -74,7 +74,7 @@ async def test_crash_event_lists_the_crashing_frames_locals(strobe_home, fixture
         r = await c.call("debug_launch", command=str(fixtures_dir / "crash_locals"), projectRoot=str(SRC))
         sid = r["sessionId"]
         await c.wait_for(sid, "", eventType="crash", timeout=30)
-        await wait_status(c, sid)
+        await c.wait_status(sid)
         crashes = await query_all(c, sid, eventType="crash")
         assert len(crashes) == 1, crashes
         crash = crashes[0]
