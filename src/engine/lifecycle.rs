@@ -36,7 +36,7 @@ impl ProcessEnd {
     }
 
     /// The `sessions.exit_code` column: the code, or minus the signal number.
-    fn db_code(&self) -> Option<i64> {
+    pub(super) fn db_code(&self) -> Option<i64> {
         match self {
             ProcessEnd::Code(c) => Some(*c),
             ProcessEnd::Signal(s) => signal_number(s).map(|n| -(n as i64)),

@@ -193,6 +193,12 @@ impl Engine {
     /// running untraced). Without `retain` the session's data is deleted.
     pub async fn stop(self: &Arc<Engine>, id: &str, retain: bool) -> Result<i64> {
         let live = self.sessions.lock().unwrap().get(id).cloned();
+        // The live session knows how its process ended before the store row does (the
+        // detach handler writes the row only after flushing the last events).
+        let live_end = live.as_ref().and_then(|s| {
+            let st = s.state.lock().unwrap();
+            (st.status == SessionStatus::Exited).then(|| st.life.root_end.as_ref().and_then(|e| e.db_code()))
+        });
         match live {
             Some(s) => {
                 if s.is_running() {
@@ -224,11 +230,11 @@ impl Engine {
         if retain {
             let row = self.store.get_session(id)?;
             let ended = row.as_ref().and_then(|r| r.ended_at).unwrap_or_else(now_unix);
-            let status = match row.as_ref().map(|r| r.status.as_str()) {
-                Some("exited") => "exited",
-                _ => "stopped",
+            let (status, code) = match (live_end, row) {
+                (Some(code), _) => ("exited", code),
+                (None, Some(r)) if r.status == "exited" => ("exited", r.exit_code),
+                (None, r) => ("stopped", r.and_then(|r| r.exit_code)),
             };
-            let code = row.and_then(|r| r.exit_code);
             self.store.update_session_status(id, status, Some(ended), code)?;
         } else {
             self.store.delete_session(id)?;
