@@ -1,6 +1,16 @@
 -- MCP tool: debug_session — status, stop, list and delete sessions.
 local actions = {}
 
+-- Retention settings apply to what stop/list keep; bad values come back as warnings
+-- (settings are re-read on every call).
+local function with_settings_warnings(out, opts)
+  local settings = strobe.settings(opts)
+  if #settings.warnings > 0 then
+    out.warnings = settings.warnings
+  end
+  return out
+end
+
 function actions.status(args)
   local st = strobe.session(args.sessionId):status()
   local dbg = strobe.session(args.sessionId):debug_state()
@@ -18,7 +28,7 @@ end
 
 function actions.stop(args)
   local n = strobe.stop_session(args.sessionId, args.retain or false)
-  return { success = true, eventsCollected = n }
+  return with_settings_warnings({ success = true, eventsCollected = n }, {})
 end
 
 function actions.list()
@@ -28,7 +38,7 @@ function actions.list()
       s.endedAt = strobe.json.null -- live: the spec's shape says null, not absent
     end
   end
-  return { sessions = strobe.json.array(sessions) }
+  return with_settings_warnings({ sessions = strobe.json.array(sessions) }, {})
 end
 
 function actions.delete(args)

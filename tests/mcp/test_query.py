@@ -248,7 +248,14 @@ async def test_settings_limit_events_and_report_bad_values(strobe_home, tmp_path
         (project / ".strobe" / "settings.json").unlink()
         t = await c.call("debug_trace", sessionId=sid)
         assert t["eventLimit"] == 200000 and t["warnings"] == []
-        await c.call("debug_session", action="stop", sessionId=sid)
+        # Retention settings govern what list/stop keep: their bad values warn there.
+        (strobe_home / "settings.json").write_text(json.dumps({"retention.maxAgeDays": -1}))
+        listed = await c.call("debug_session", action="list")
+        assert any("retention.maxAgeDays" in w for w in listed.get("warnings", [])), listed
+        stopped = await c.call("debug_session", action="stop", sessionId=sid, retain=True)
+        assert any("retention.maxAgeDays" in w for w in stopped.get("warnings", [])), stopped
+        (strobe_home / "settings.json").unlink()
+        assert "warnings" not in await c.call("debug_session", action="list")
 
 
 async def test_session_limit_per_connection(strobe_home, tmp_path):
