@@ -92,3 +92,8 @@ fn mcp_breakpoints() {
 fn mcp_query_filters_settings_limits() {
     pytest("test_query.py");
 }
+
+#[test]
+fn mcp_float_arguments() {
+    pytest("test_floats.py");
+}

@@ -19,6 +19,7 @@ import { startThreadObserver } from "./threads.js";
 import { debuggerExports } from "./debugger_rpc.js";
 import { memoryExports } from "./memory.js";
 import { addTypes, TypeDesc } from "./serialize.js";
+import { prepareXmm } from "./xmm.js";
 
 interface InitParams {
     sessionId?: string;
@@ -33,6 +34,7 @@ function init(params: InitParams): object {
     sessionId = params.sessionId ?? null;
     const slide = setImageBase(params.imageBase ?? null);
     const main = Process.mainModule;
+    const floatRegisters = prepareXmm();
     send({ type: "initialized", sessionId });
     return {
         pid: Process.id,
@@ -41,6 +43,7 @@ function init(params: InitParams): object {
         mainModule: { name: main.name, path: main.path, base: main.base.toString(), size: main.size },
         slide: slide.toString(),
         monotonicNs: nowNs(),
+        floatRegisters,
     };
 }
 

@@ -138,9 +138,24 @@ function readInt(addr: NativePointer, size: number, signed: boolean): number | s
 }
 
 function readFloat(addr: NativePointer, size: number): number | string {
-    const v = size === 4 ? addr.readFloat() : size === 8 ? addr.readDouble() : NaN;
-    if (size !== 4 && size !== 8) return `<float${size * 8}>`;
+    // x86's long double: 80-bit extended precision in a 16-byte slot (shown as the nearest double).
+    const v = size === 4 ? addr.readFloat() : size === 8 ? addr.readDouble() : size === 16 && Process.arch === "x64" ? readExtended(addr) : NaN;
+    if (size !== 4 && size !== 8 && !(size === 16 && Process.arch === "x64")) return `<float${size * 8}>`;
     return isFinite(v) ? v : String(v);
+}
+
+/** An x87 80-bit value: 64-bit significand with an explicit integer bit, 15-bit exponent, sign. */
+function readExtended(addr: NativePointer): number {
+    const lo = addr.readU32();
+    const hi = addr.add(4).readU32();
+    const se = addr.add(8).readU16();
+    const sign = se & 0x8000 ? -1 : 1;
+    const exp = se & 0x7fff;
+    const significand = hi * 4294967296 + lo;
+    if (exp === 0x7fff) return (hi & 0x7fffffff) === 0 && lo === 0 ? sign * Infinity : NaN;
+    if (exp === 0 && significand === 0) return sign * 0;
+    // Denormals have an effective exponent of 1 - 16383.
+    return sign * significand * Math.pow(2, (exp === 0 ? 1 : exp) - 16383 - 63);
 }
 
 function readChar(addr: NativePointer, t: TypeDesc): string | number {

@@ -8,11 +8,15 @@
 //   {r2: [i, j]}  a 9-16 byte struct in two integer slots
 //   {stack: off}  a struct passed in memory: at rsp + 8 + off on entry
 //   {ind: i}      slot i holds the value's address (Rust passes big aggregates this way)
-//   {none: why}   not recoverable here (e.g. a float in an xmm register)
-// Return locations: {r: 0} rax, {r2: [0, 1]} rax:rdx, {ind: 0} rax holds the address
-// (sret), {none: why}.
+//   {x: i}        a float or double in xmm i (its saved copy, see xmm.ts)
+//   {eb: [[k, i], ...]}  a struct of up to two eightbytes, each from integer slot i (k 0)
+//                 or xmm i (k 1): System V's SSE and mixed classes
+//   {none: why}   not recoverable here
+// Return locations: {r: 0} rax, {r2: [0, 1]} rax:rdx, {x: 0} xmm0, {eb: ...} with integer
+// slots 0/1 = rax/rdx, {ind: 0} rax holds the address (sret), {none: why}.
 
 import { addTypes, currentDepth, readValue, TypeDesc, unreadable } from "./serialize.js";
+import { xmmAddress, XMM_UNAVAILABLE } from "./xmm.js";
 
 export interface Loc {
     r?: number;
@@ -21,6 +25,8 @@ export interface Loc {
     pair?: [number, number, number][];
     stack?: number;
     ind?: number;
+    x?: number;
+    eb?: [number, number][];
     none?: string;
 }
 
@@ -176,6 +182,23 @@ function valueAt(ctx: CpuContext, args: InvocationArguments | null, ret: Invocat
     }
     if (at.ind !== undefined) return readValue(slot(at.ind), t);
     if (at.stack !== undefined) return readValue(ctx.sp.add(8 + at.stack), t);
+    if (at.x !== undefined) {
+        const p = xmmAddress(ctx, at.x, ret !== null);
+        return p === null ? `<${XMM_UNAVAILABLE}>` : readValue(p, t);
+    }
+    if (at.eb !== undefined) {
+        for (let i = 0; i < at.eb.length && i < 2; i++) {
+            const [kind, index] = at.eb[i];
+            if (kind === 0) {
+                scratch.add(8 * i).writePointer(slot(index));
+            } else {
+                const p = xmmAddress(ctx, index, ret !== null);
+                if (p === null) return `<${XMM_UNAVAILABLE}>`;
+                Memory.copy(scratch.add(8 * i), p, 8);
+            }
+        }
+        return readValue(scratch, t);
+    }
     return null;
 }
 

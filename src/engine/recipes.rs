@@ -5,8 +5,9 @@
 //! C and C++ follow the System V x86-64 ABI: INTEGER-class values take the next of six
 //! integer registers, then stack slots; structs of 9-16 bytes take two registers if both
 //! eightbytes are INTEGER; larger structs are copied to the stack (MEMORY); a MEMORY return
-//! value is written through a hidden pointer passed first. Floats travel in xmm registers,
-//! which Frida's `this.context` does not expose: they show as "<float in xmm register>".
+//! value is written through a hidden pointer passed first. Floats and SSE-class eightbytes
+//! take the next of eight xmm registers (`x`, `eb`); the agent reads the copy Frida saved of
+//! them (agent/src/xmm.ts). `long double` goes on the stack and returns in x87 st0 (not read).
 //! Rust uses its own ABI: scalar pairs (`&str`, `&[T]`, `Option<u32>`) take two registers,
 //! other aggregates up to 16 bytes are cast to integers, larger ones are passed by address.
 
@@ -15,6 +16,7 @@ use serde_json::{json, Value};
 use crate::symbols::{DebugInfo, Signature, TypeId, TypeKind};
 
 const INT_REGS: usize = 6;
+const XMM_REGS: usize = 8;
 
 /// A scalar leaf of a type: offset, size, float?
 type Leaf = (u64, u64, bool);
@@ -65,9 +67,11 @@ fn is_aggregate(kind: &TypeKind) -> bool {
     )
 }
 
-/// Tracks the integer registers and stack bytes consumed so far.
+/// Tracks the integer and xmm registers and stack bytes consumed so far.
+#[derive(Default)]
 struct Slots {
     regs: usize,
+    xmm: usize,
     stack: u64,
 }
 
@@ -80,6 +84,22 @@ impl Slots {
         self.regs += n;
         Some(v)
     }
+    /// One eightbyte per class flag (true: SSE), all in registers or none.
+    fn take_classes(&mut self, sse: &[bool]) -> Option<Vec<Value>> {
+        let n_sse = sse.iter().filter(|s| **s).count();
+        if self.regs + (sse.len() - n_sse) > INT_REGS || self.xmm + n_sse > XMM_REGS {
+            return None;
+        }
+        Some(
+            sse.iter()
+                .map(|&is_sse| {
+                    let (kind, counter) = if is_sse { (1, &mut self.xmm) } else { (0, &mut self.regs) };
+                    *counter += 1;
+                    json!([kind, *counter - 1])
+                })
+                .collect(),
+        )
+    }
     fn on_stack(&mut self, size: u64) -> Value {
         let at = self.stack;
         self.stack += size.div_ceil(8).max(1) * 8;
@@ -88,6 +108,23 @@ impl Slots {
 }
 
 const XMM: &str = "float in an xmm register (not captured)";
+const X87: &str = "long double in an x87 register (not captured)";
+
+/// System V classes of the eightbytes of a small C aggregate: true where every scalar in
+/// the eightbyte is a float or double. None when a leaf is an x87 `long double`.
+fn eightbyte_classes(size: u64, leaves: &[Leaf]) -> Option<Vec<bool>> {
+    if leaves.iter().any(|l| l.2 && l.1 > 8) {
+        return None;
+    }
+    Some(
+        (0..size.div_ceil(8))
+            .map(|e| {
+                let mut in_eb = leaves.iter().filter(|l| l.0 / 8 == e).peekable();
+                in_eb.peek().is_some() && in_eb.all(|l| l.2)
+            })
+            .collect(),
+    )
+}
 
 /// The location of one value: an argument (`ret = false`) or the return value.
 fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool) -> Value {
@@ -108,7 +145,18 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
     };
     if !is_aggregate(&t.kind) {
         return match t.kind {
-            TypeKind::Float => json!({ "none": XMM }),
+            TypeKind::Float if t.size > 8 => {
+                if ret {
+                    json!({ "none": X87 })
+                } else {
+                    slots.on_stack(t.size)
+                }
+            }
+            TypeKind::Float if ret => json!({ "x": 0 }),
+            TypeKind::Float => match slots.take_classes(&[true]) {
+                Some(_) => json!({ "x": slots.xmm - 1 }),
+                None => slots.on_stack(8),
+            },
             _ => int_slot(slots),
         };
     }
@@ -140,12 +188,16 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
         // MEMORY class: copied to the stack; returned through a hidden pointer.
         return if ret { json!({ "ind": 0 }) } else { slots.on_stack(t.size) };
     } else if any_float {
-        if !ret {
-            // A mixed struct still uses an integer register for its INTEGER eightbyte.
-            let ints = ls.iter().filter(|l| !l.2).map(|l| l.0 / 8).collect::<std::collections::BTreeSet<_>>().len();
-            let _ = slots.take(ints);
-        }
-        return json!({ "none": XMM });
+        let Some(classes) = eightbyte_classes(t.size, &ls) else {
+            // A `long double` member: in memory as an argument, in st0 as a result.
+            return if ret { json!({ "none": X87 }) } else { slots.on_stack(t.size) };
+        };
+        // A return uses rax/rdx and xmm0/xmm1 in order, whatever the arguments took.
+        let taken = if ret { Slots::default().take_classes(&classes) } else { slots.take_classes(&classes) };
+        return match taken {
+            Some(eb) => json!({ "eb": eb }),
+            None => slots.on_stack(t.size),
+        };
     }
     let n = if t.size > 8 { 2 } else { 1 };
     let regs = if ret { Some((0..n).collect()) } else { slots.take(n) };
@@ -177,11 +229,11 @@ pub(crate) fn worth_serializing(info: &DebugInfo, sig: &Signature) -> bool {
 /// The `serialize` recipe of a function: `{args: [{n, t, at}], ret: {t, at} | null}`,
 /// plus the type ids it refers to.
 pub(crate) fn serialize_recipe(info: &DebugInfo, sig: &Signature) -> (Value, Vec<TypeId>) {
-    let mut slots = Slots { regs: 0, stack: 0 };
+    let mut slots = Slots::default();
     let mut roots = Vec::new();
     let ret = sig.ret.map(|t| {
         roots.push(t);
-        let at = locate(info, t, sig.rust, &mut Slots { regs: 0, stack: 0 }, true);
+        let at = locate(info, t, sig.rust, &mut Slots::default(), true);
         if at.get("ind").is_some() {
             slots.regs = 1; // the hidden result pointer takes the first register
         }

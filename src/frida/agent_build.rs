@@ -32,6 +32,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/watches.ts", include_str!("../../agent/src/watches.ts")),
     ("src/memory.ts", include_str!("../../agent/src/memory.ts")),
     ("src/forksafe.ts", include_str!("../../agent/src/forksafe.ts")),
+    ("src/xmm.ts", include_str!("../../agent/src/xmm.ts")),
 ];
 
 /// The entry point, relative to the project root.
