@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use rusqlite::{params, OptionalExtension};
 
+use super::counters;
 use super::schema::{self, sql_err};
 use super::writer::{count_rows, Writer};
 use crate::error::{Result, StrobeError};
@@ -92,29 +93,8 @@ impl Writer {
             return Ok(0);
         };
         let tx = conn.unchecked_transaction().map_err(|e| sql_err("eviction: begin", e))?;
-        // Take the chunk out of event_counts before its rows go.
-        let groups: Vec<(i64, i64, i64)> = {
-            let mut st = tx
-                .prepare_cached(
-                    "SELECT event_kind, coalesce(site_id, 0), count(*) FROM events NOT INDEXED \
-                     WHERE id >= ?1 AND id <= ?2 AND session_key = ?3 GROUP BY 1, 2",
-                )
-                .map_err(|e| sql_err("eviction: counts", e))?;
-            let rows = st
-                .query_map(params![min, cut, key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .map_err(|e| sql_err("eviction: counts", e))?;
-            rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err("eviction: counts", e))?
-        };
-        {
-            let mut st = tx
-                .prepare_cached("UPDATE event_counts SET n = n - ?4 WHERE session_key = ?1 AND event_kind = ?2 AND site_id = ?3")
-                .map_err(|e| sql_err("eviction: counts", e))?;
-            for (kind, site, n) in groups {
-                st.execute(params![key, kind, site, n]).map_err(|e| sql_err("eviction: counts", e))?;
-            }
-        }
-        tx.execute("DELETE FROM event_counts WHERE session_key = ?1 AND n <= 0", [key])
-            .map_err(|e| sql_err("eviction: counts", e))?;
+        // Take the chunk out of the counters before its rows go.
+        counters::subtract_range(&tx, key, min, cut).map_err(|e| sql_err("eviction: counts", e))?;
         let deleted = tx
             .prepare_cached("DELETE FROM events NOT INDEXED WHERE id >= ?1 AND id <= ?2 AND session_key = ?3")
             .and_then(|mut s| s.execute(params![min, cut, key]))
@@ -149,6 +129,7 @@ impl Writer {
             tx.execute("DELETE FROM session_keys WHERE key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
             tx.execute("DELETE FROM session_pids WHERE session_key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
             tx.execute("DELETE FROM event_counts WHERE session_key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
+            counters::delete_session(&tx, key).map_err(|e| sql_err("delete_session", e))?;
             tx.execute("INSERT OR IGNORE INTO pending_deletes (session_key) VALUES (?1)", [key])
                 .map_err(|e| sql_err("delete_session", e))?;
         }

@@ -4,6 +4,8 @@
 //!
 //! Layout and index choice: see `schema.rs`; query semantics: see `query.rs`.
 
+mod count;
+mod counters;
 mod dict;
 mod evict;
 /// The timeline event type.
@@ -14,6 +16,7 @@ pub mod json_eq;
 /// `debug_query`: filters, pagination, cursor.
 pub mod query;
 mod rawstmt;
+mod scan;
 /// Fast-path trace rows as plain integers (`Store::insert_trace_batch`).
 pub mod raw_batch;
 /// Age and size limits on retained sessions.

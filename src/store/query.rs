@@ -29,9 +29,11 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 
+use super::count;
 use super::dict::Dict;
 use super::event::{Event, EventType};
 use super::json_eq::{json_text_equals, values_equal};
+use super::scan::{self, Scan};
 use super::schema::{self, sql_err};
 use crate::error::{Result, StrobeError};
 
@@ -245,12 +247,35 @@ pub(crate) fn run(conn: &Connection, dict: &RwLock<Dict>, q: &EventQuery) -> Res
             clauses.push(format!("{col} IN ({})", list.join(",")));
         }
     }
-    match q.return_value_is_null {
-        // A null pointer arrives as "0x0" when the agent records the raw return register.
-        Some(true) => clauses.push(format!("event_kind = {exit} AND (return_value IS NULL OR return_value IN ('null', '\"0x0\"'))")),
-        Some(false) => clauses.push(format!("event_kind = {exit} AND return_value IS NOT NULL AND return_value NOT IN ('null', '\"0x0\"')")),
-        None => {}
+    // Everything so far is readable from the timeline index (and `params` binds exactly
+    // these clauses); the return-value tests below need the table rows.
+    let cheap_sql = clauses.join(" AND ");
+    let null_expr = q.return_value_is_null.map(|want| {
+        if want { schema::NULL_RETURN_SQL.to_string() } else { format!("NOT {}", schema::NULL_RETURN_SQL) }
+    });
+    if let Some(e) = &null_expr {
+        clauses.push(format!("event_kind = {exit} AND {e}"));
     }
+
+    // Exact totalCount from the counters when they see every filter (count.rs).
+    let counted = if q.time_from_ns.is_none()
+        && q.time_to_ns.is_none()
+        && q.min_duration_ns.is_none()
+        && q.return_value_equals.is_none()
+    {
+        let filters = count::Filters {
+            kind: q.event_type.map(schema::kind_code),
+            sites: site_ids.as_deref(),
+            threads: thread_ids.as_deref(),
+            after: q.after_event_id,
+            null_return: q.return_value_is_null,
+            id_range: (min_id.unwrap_or(0), max_id.unwrap_or(0)),
+        };
+        count::from_counters(&tx, key, &filters).map_err(|e| sql_err("query: count", e))?
+    } else {
+        None
+    };
+    let session_rows = || count::site_counts(&tx, key, None, None).map_err(|e| sql_err("query: count", e));
 
     // Access path: with a cursor, the primary key from the cursor on when that walk is
     // bounded by fewer rows than the session holds (ids are unique integers, so at most
@@ -258,15 +283,10 @@ pub(crate) fn run(conn: &Connection, dict: &RwLock<Dict>, q: &EventQuery) -> Res
     // timeline index (chronological, covers the cheap filters).
     let walk_from_cursor = match q.after_event_id {
         Some(after) => {
-            let (max_id, session_rows): (i64, i64) = tx
-                .query_row(
-                    "SELECT coalesce((SELECT max(id) FROM events), 0), \
-                            coalesce((SELECT sum(n) FROM event_counts WHERE session_key = ?1), 0)",
-                    [key],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
+            let max_id: i64 = tx
+                .query_row("SELECT coalesce((SELECT max(id) FROM events), 0)", [], |r| r.get(0))
                 .map_err(|e| sql_err("query: max id", e))?;
-            max_id.saturating_sub(after) <= session_rows.max(CURSOR_SCAN_MIN)
+            max_id.saturating_sub(after) <= session_rows()?.max(CURSOR_SCAN_MIN)
         }
         None => false,
     };
@@ -284,39 +304,30 @@ pub(crate) fn run(conn: &Connection, dict: &RwLock<Dict>, q: &EventQuery) -> Res
     let order = if q.after_event_id.is_some() { "id" } else { "timestamp_ns, id" };
     let page_sql = format!("SELECT id FROM {source} WHERE {where_sql} ORDER BY {order}");
 
-    // totalCount: from event_counts when only type and site filters apply; in the same pass
-    // as the page when the predicate is expensive (return values live in the table rows);
-    // otherwise with count(*) over the index.
-    let countable = q.time_from_ns.is_none()
-        && q.time_to_ns.is_none()
-        && q.min_duration_ns.is_none()
-        && thread_ids.is_none()
-        && q.return_value_equals.is_none()
-        && q.return_value_is_null.is_none()
-        && q.after_event_id.is_none();
     let expensive = q.return_value_equals.is_some() || q.return_value_is_null.is_some();
-    let ids: Vec<i64> = if expensive && !slow && !walk_from_cursor {
-        // The predicate needs the table rows anyway: read the session's id range in order
-        // (no per-row seek from an index entry), then sort the matches.
-        let lo = min_id.unwrap_or(1).max(q.after_event_id.map_or(i64::MIN, |a| a.saturating_add(1)));
-        let hi = max_id.unwrap_or(0);
-        let mut st = tx
-            .prepare_cached(&format!(
-                "SELECT timestamp_ns, id FROM events NOT INDEXED WHERE {where_sql} AND id BETWEEN ? AND ?"
-            ))
-            .map_err(|e| sql_err("query: scan", e))?;
-        let bounds = [SqlValue::Integer(lo), SqlValue::Integer(hi)];
-        let mut hits: Vec<(i64, i64)> = st
-            .query_map(rusqlite::params_from_iter(params.iter().chain(bounds.iter())), |r| Ok((r.get(0)?, r.get(1)?)))
-            .and_then(|rows| rows.collect())
-            .map_err(|e| sql_err("query: scan", e))?;
-        if q.after_event_id.is_some() {
-            hits.sort_unstable_by_key(|h| h.1);
+    // The session's id range, read in order by the full scan of expensive predicates.
+    let lo = min_id.unwrap_or(1).max(q.after_event_id.map_or(i64::MIN, |a| a.saturating_add(1)));
+    let full_scan = Scan { sql: &where_sql, params: &params, ids: (lo, max_id.unwrap_or(0)), by_id: q.after_event_id.is_some() };
+    let ids: Vec<i64> = if let (Some(total), Some(null_expr)) = (counted, &null_expr) {
+        // isNull with a known count (so no cursor, no duration bound: the timeline index is
+        // the source): walk the timeline only as far as the page goes.
+        result.total_count = total;
+        if q.limit == 0 || q.offset as i64 >= total {
+            Vec::new()
         } else {
-            hits.sort_unstable();
+            let candidates = count::site_counts(&tx, key, Some(exit), site_ids.as_deref()).map_err(|e| sql_err("query: count", e))?;
+            let cheap = format!("{cheap_sql} AND event_kind = {exit}");
+            let walk = scan::walk_page(&tx, &cheap, &params, null_expr, total, candidates, session_rows()?, (q.offset, q.limit))
+                .map_err(|e| sql_err("query: page", e))?;
+            match walk {
+                scan::Walk::Page(ids) => ids,
+                scan::Walk::TooFar => full_scan.run(&tx, q.offset, q.limit)?.1,
+            }
         }
-        result.total_count = hits.len() as i64;
-        hits.iter().skip(q.offset).take(q.limit).map(|h| h.1).collect()
+    } else if expensive && !slow && !walk_from_cursor {
+        let (total, ids) = full_scan.run(&tx, q.offset, q.limit)?;
+        result.total_count = total;
+        ids
     } else if expensive {
         // Few rows (slow calls, or close to the cursor): one ordered pass counts and pages.
         let mut st = tx.prepare_cached(&page_sql).map_err(|e| sql_err("query: scan", e))?;
@@ -331,21 +342,13 @@ pub(crate) fn run(conn: &Connection, dict: &RwLock<Dict>, q: &EventQuery) -> Res
         result.total_count = n as i64;
         ids
     } else {
-        result.total_count = if countable {
-            let mut sql = "SELECT coalesce(sum(n), 0) FROM event_counts WHERE session_key = ?1".to_string();
-            if let Some(t) = q.event_type {
-                sql.push_str(&format!(" AND event_kind = {}", schema::kind_code(t)));
-            }
-            if let Some(ids) = &site_ids {
-                let list: Vec<String> = ids.iter().map(i64::to_string).collect();
-                sql.push_str(&format!(" AND site_id IN ({})", list.join(",")));
-            }
-            tx.prepare_cached(&sql).and_then(|mut st| st.query_row([key], |r| r.get(0)))
-        } else {
-            tx.prepare_cached(&format!("SELECT count(*) FROM {source} WHERE {where_sql}"))
+        result.total_count = match counted {
+            Some(n) => n,
+            None => tx
+                .prepare_cached(&format!("SELECT count(*) FROM {source} WHERE {where_sql}"))
                 .and_then(|mut st| st.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0)))
-        }
-        .map_err(|e| sql_err("query: count", e))?;
+                .map_err(|e| sql_err("query: count", e))?,
+        };
         if q.limit > 0 && (q.offset as i64) < result.total_count {
             params.push(SqlValue::Integer(q.limit as i64));
             params.push(SqlValue::Integer(q.offset as i64));

@@ -20,7 +20,11 @@
 //! cheap filter (type, function, file, thread name, pid, duration), so that counting and
 //! paging never touch the wide table rows. The cursor (`id > n`) is served by the primary
 //! key. A partial index holds only calls of 100 us or more (`minDurationNs`), and
-//! `event_counts` keeps exact per-(session, type, site) counts for `totalCount`.
+//! `event_counts` keeps exact per-(session, type, site) counts for `totalCount`; more exact
+//! counters (per id bucket, per thread, null returns) are described in `counters.rs`.
+//!
+//! Versions: 1 had no `id_buckets` / `thread_counts` / `null_return_counts`; opening such
+//! a file creates them and fills them from its rows once (`migrate_from`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -31,7 +35,13 @@ use super::event::EventType;
 use crate::error::{Result, StrobeError};
 
 /// Bumped when the layout changes; a file with another version is refused with a message.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
+/// The oldest layout `open_writer` upgrades in place.
+const OLDEST_UPGRADABLE: i64 = 1;
+
+/// The return values `returnValue.isNull` selects (the same test as `counters::is_null_return`);
+/// a null pointer arrives as "0x0" when the agent records the raw return register.
+pub(crate) const NULL_RETURN_SQL: &str = "(return_value IS NULL OR return_value IN ('null', '\"0x0\"'))";
 
 /// The main secondary index on `events` (queries name it in `INDEXED BY`).
 pub(crate) const TIMELINE_INDEX: &str = "events_timeline";
@@ -128,6 +138,30 @@ CREATE TABLE IF NOT EXISTS event_counts (
     PRIMARY KEY (session_key, event_kind, site_id)
 ) WITHOUT ROWID;
 
+-- Exact counters beside event_counts (counters.rs). bucket = id >> counters::BUCKET_SHIFT.
+CREATE TABLE IF NOT EXISTS id_buckets (
+    session_key   INTEGER NOT NULL,
+    bucket        INTEGER NOT NULL,
+    event_kind    INTEGER NOT NULL,
+    n             INTEGER NOT NULL,
+    PRIMARY KEY (session_key, bucket, event_kind)
+) WITHOUT ROWID;
+-- thread_ref 0 = no thread.
+CREATE TABLE IF NOT EXISTS thread_counts (
+    session_key   INTEGER NOT NULL,
+    event_kind    INTEGER NOT NULL,
+    thread_ref    INTEGER NOT NULL,
+    n             INTEGER NOT NULL,
+    PRIMARY KEY (session_key, event_kind, thread_ref)
+) WITHOUT ROWID;
+-- function_exit events with a null return (schema::NULL_RETURN_SQL); site_id 0 = no site.
+CREATE TABLE IF NOT EXISTS null_return_counts (
+    session_key   INTEGER NOT NULL,
+    site_id       INTEGER NOT NULL,
+    n             INTEGER NOT NULL,
+    PRIMARY KEY (session_key, site_id)
+) WITHOUT ROWID;
+
 CREATE VIEW IF NOT EXISTS events_wire AS
 SELECT e.id, k.name AS session_id, e.timestamp_ns, t.thread_id, t.thread_name, t.pid,
        e.parent_event_id,
@@ -203,7 +237,7 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
     let has_tables: bool = conn
         .query_row("SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table'", [], |r| r.get(0))
         .map_err(|e| sql_err("Cannot read the event database's schema", e))?;
-    if has_tables && version != SCHEMA_VERSION {
+    if has_tables && !(OLDEST_UPGRADABLE..=SCHEMA_VERSION).contains(&version) {
         return Err(StrobeError::internal(format!(
             "The event database {} has layout version {version}, this Strobe expects {SCHEMA_VERSION}. \
              Stop the daemon and move or delete that file (it only holds recorded events); a new one is created on start.",
@@ -224,10 +258,34 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
          PRAGMA wal_autocheckpoint = 4096;",
     )
     .map_err(|e| sql_err("Cannot configure the event database", e))?;
-    conn.execute_batch(&format!("BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
-        .map_err(|e| sql_err("Cannot create the event database schema", e))?;
+    conn.execute_batch(&format!("BEGIN; {SCHEMA}")).map_err(|e| sql_err("Cannot create the event database schema", e))?;
+    let upgraded = if has_tables && version < SCHEMA_VERSION { migrate_from(&conn, version) } else { Ok(()) };
+    let done = upgraded.and_then(|()| {
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
+            .map_err(|e| sql_err("Cannot create the event database schema", e))
+    });
+    if let Err(e) = done {
+        let _ = conn.execute_batch("ROLLBACK");
+        return Err(e);
+    }
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
+}
+
+/// Bring a file of an older layout up to this one (inside the schema transaction, after
+/// `SCHEMA` created the new tables). One pass over the events; a file that cannot be
+/// upgraded is left as it was (the transaction rolls back) and the error says what to do.
+fn migrate_from(conn: &Connection, version: i64) -> Result<()> {
+    if version < 2 {
+        tracing::info!("event store: upgrading the database layout from version {version} to {SCHEMA_VERSION} (counting existing events once)");
+        super::counters::rebuild(conn, None).map_err(|e| {
+            StrobeError::internal(format!(
+                "Cannot upgrade the event database from layout version {version}: {e}. Stop the daemon and move or \
+                 delete the file (it only holds recorded events); a new one is created on start."
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// A connection for reads (`query_only`), or for the rare session-row writes of the

@@ -1,8 +1,9 @@
 //! The writer's side of `raw_batch.rs`: one batch of integer trace records into `events`,
 //! the same rows `Writer::write_events` would write for `RawTraceBatch::to_events`. Per
 //! batch: the session key, each site and thread interned once, the pid noted once. Per row:
-//! integer binds, argument / return text formatted into one of 32 reused buffers, and a
-//! counter bump in a small array (folded into `event_counts` once per batch).
+//! integer binds, argument / return text formatted into one of 32 reused buffers, and
+//! counter bumps in small arrays (folded into `event_counts`, `thread_counts` and
+//! `null_return_counts` once per batch) and in the id-bucket run (`counters.rs`).
 
 use std::collections::HashSet;
 
@@ -14,6 +15,14 @@ use super::rawstmt::RawInsert;
 use super::schema::{self, EVENT_COLUMN_COUNT};
 use super::writer::{State, Writer, ROWS_PER_STATEMENT};
 use crate::error::{Result, StrobeError};
+
+/// A batch's rows per (site index, enter/exit), (thread index, enter/exit), and its exits
+/// returning 0 (stored as `"0x0"`, a null return) per site index.
+struct Counts {
+    sites: Vec<i64>,
+    threads: Vec<i64>,
+    nulls: Vec<i64>,
+}
 
 /// Ids of a batch's sites and threads in `sites` / `threads`.
 struct Resolved {
@@ -44,8 +53,13 @@ impl Writer {
                 return;
             }
         };
-        // Rows per (site, enter/exit), added to the transaction's counters at the end.
-        let mut counts = vec![0i64; res.sites.len() * 2];
+        // Rows per (site, enter/exit), per (thread, enter/exit) and null returns per site,
+        // added to the transaction's counters at the end.
+        let mut counts = Counts {
+            sites: vec![0; res.sites.len() * 2],
+            threads: vec![0; res.threads.len() * 2],
+            nulls: vec![0; res.sites.len()],
+        };
         let mut texts: [String; ROWS_PER_STATEMENT] = Default::default();
         let mut rest: &[RawTraceRecord] = &batch.records;
         while !rest.is_empty() {
@@ -62,9 +76,15 @@ impl Writer {
         }
         let enter = schema::kind_code(EventType::FunctionEnter);
         let exit = schema::kind_code(EventType::FunctionExit);
-        for (i, n) in counts.into_iter().enumerate().filter(|(_, n)| *n > 0) {
+        for (i, n) in counts.sites.into_iter().enumerate().filter(|(_, n)| *n > 0) {
             let kind = if i % 2 == 1 { exit } else { enter };
             *st.txn_counts.entry((res.key, kind, res.sites[i / 2].unwrap_or(0))).or_default() += n;
+        }
+        for (i, n) in counts.threads.into_iter().enumerate().filter(|(_, n)| *n > 0) {
+            st.txn_more.thread(res.key, if i % 2 == 1 { exit } else { enter }, res.threads[i / 2].unwrap_or(0), n);
+        }
+        for (i, n) in counts.nulls.into_iter().enumerate().filter(|(_, n)| *n > 0) {
+            st.txn_more.null_returns(res.key, res.sites[i].unwrap_or(0), n);
         }
     }
 }
@@ -92,7 +112,7 @@ fn insert_chunk(
     res: &Resolved,
     chunk: &[RawTraceRecord],
     texts: &mut [String; ROWS_PER_STATEMENT],
-    counts: &mut [i64],
+    counts: &mut Counts,
 ) -> Result<()> {
     for (r, t) in chunk.iter().zip(texts.iter_mut()) {
         format_words(r, t);
@@ -127,7 +147,12 @@ fn insert_chunk(
     for r in chunk {
         lo = lo.min(r.id);
         hi = hi.max(r.id);
-        counts[r.site as usize * 2 + r.exit as usize] += 1;
+        counts.sites[r.site as usize * 2 + r.exit as usize] += 1;
+        counts.threads[r.thread as usize * 2 + r.exit as usize] += 1;
+        if r.exit && r.words[0] == 0 {
+            counts.nulls[r.site as usize] += 1;
+        }
+        st.txn_more.row(res.key, r.id, if r.exit { exit } else { enter });
     }
     st.txn_events += chunk.len();
     st.txn_max_id = st.txn_max_id.max(hi);
@@ -140,7 +165,9 @@ fn insert_chunk(
     }
     if inserted < chunk.len() {
         // Some ids already existed: the rows decide the counters (see `State::insert_rows`).
-        counts.iter_mut().for_each(|c| *c = 0);
+        for c in [&mut counts.sites, &mut counts.threads, &mut counts.nulls] {
+            c.iter_mut().for_each(|c| *c = 0);
+        }
         st.recount(conn, HashSet::from([res.key]))?;
         return Err(StrobeError::internal(format!(
             "{} of {} trace events not stored: their id already exists (ids come from Store::next_event_id)",

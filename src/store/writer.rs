@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use rusqlite::{params, Connection};
 
-use super::event::Event;
+use super::counters::{self, is_null_return, TxnCounters};
+use super::event::{Event, EventType};
 use super::raw_batch::RawTraceBatch;
 use super::intern::{bind_row, encode_extra, FxMap, FxSet, Interner, RowRefs};
 use super::rawstmt::RawInsert;
@@ -69,6 +70,8 @@ pub(super) struct State {
     pub(super) txn_counts: FxMap<(i64, i64, i64), i64>,
     /// Lowest and highest id written per session key in the open transaction.
     pub(super) txn_ids: FxMap<i64, (i64, i64)>,
+    /// Rows added per id bucket, thread and null return in the open transaction.
+    pub(super) txn_more: TxnCounters,
     pub(super) row_errors: u64,
 }
 
@@ -87,6 +90,7 @@ impl Writer {
             txn_touched: HashSet::new(),
             txn_counts: FxMap::default(),
             txn_ids: FxMap::default(),
+            txn_more: TxnCounters::default(),
             row_errors: 0,
         };
         st.load(&conn)?;
@@ -211,6 +215,7 @@ impl Writer {
             for (key, (lo, hi)) in self.st.txn_ids.drain() {
                 range.execute(params![key, lo, hi])?;
             }
+            self.st.txn_more.flush(&self.conn)?;
             if self.st.txn_max_id > 0 {
                 self.conn
                     .prepare_cached(
@@ -236,6 +241,7 @@ impl Writer {
                 self.st.txn_touched.clear();
                 self.st.txn_counts.clear();
                 self.st.txn_ids.clear();
+                self.st.txn_more.clear();
                 if let Err(e) = self.st.load(&self.conn) {
                     tracing::error!("event store: reloading writer state failed: {e}");
                 }
@@ -251,22 +257,6 @@ pub(super) fn count_rows(conn: &Connection, key: i64) -> Result<i64> {
         |r| r.get(0),
     )
     .map_err(|e| sql_err("count events", e))
-}
-
-/// Recompute `event_counts` of a session from its rows.
-pub(super) fn rebuild_counts(conn: &Connection, key: i64) -> Result<()> {
-    conn.execute("DELETE FROM event_counts WHERE session_key = ?1", [key]).map_err(|e| sql_err("rebuild counts", e))?;
-    conn.execute(
-        &format!(
-            "INSERT INTO event_counts (session_key, event_kind, site_id, n) \
-             SELECT session_key, event_kind, coalesce(site_id, 0), count(*) FROM events INDEXED BY {} \
-             WHERE session_key = ?1 GROUP BY event_kind, coalesce(site_id, 0)",
-            schema::TIMELINE_INDEX
-        ),
-        [key],
-    )
-    .map_err(|e| sql_err("rebuild counts", e))?;
-    Ok(())
 }
 
 impl State {
@@ -320,7 +310,13 @@ impl State {
             }
             let range = self.txn_ids.entry(r.key).or_insert((ev.id, ev.id));
             *range = (range.0.min(ev.id), range.1.max(ev.id));
-            *self.txn_counts.entry((r.key, schema::kind_code(ev.event_type), r.site.unwrap_or(0))).or_default() += 1;
+            let kind = schema::kind_code(ev.event_type);
+            *self.txn_counts.entry((r.key, kind, r.site.unwrap_or(0))).or_default() += 1;
+            self.txn_more.row(r.key, ev.id, kind);
+            self.txn_more.thread(r.key, kind, r.thread.unwrap_or(0), 1);
+            if ev.event_type == EventType::FunctionExit && is_null_return(ev.return_value.as_deref()) {
+                self.txn_more.null_returns(r.key, r.site.unwrap_or(0), 1);
+            }
             let ks = self.sessions.get_mut(&r.key).expect("session_key registers the key");
             if let Some(c) = ks.count.as_mut() {
                 *c += 1;
@@ -358,10 +354,11 @@ impl State {
     /// After rows were ignored for an existing id: recount these sessions from their rows.
     pub(super) fn recount(&mut self, conn: &Connection, keys: HashSet<i64>) -> Result<()> {
         self.txn_counts.retain(|(k, _, _), _| !keys.contains(k));
+        self.txn_more.forget(&keys);
         for key in keys {
             let c = count_rows(conn, key)?;
             self.sessions.get_mut(&key).expect("registered").count = Some(c);
-            rebuild_counts(conn, key)?;
+            counters::rebuild(conn, Some(key)).map_err(|e| sql_err("rebuild counts", e))?;
             self.txn_touched.insert(key);
         }
         Ok(())
