@@ -1,7 +1,9 @@
 //! Tracing benchmark: one hot loop (tests/fixtures/c/hotloop.c, `hot_leaf` called N times),
-//! side by side: unhooked, JS hooks, CModule fast path (full recording), fast path with
-//! hot-function sampling, fast path with the drain deferred (the hook's own cost). For each: ns per call measured inside the target, end-to-end
-//! events/s from the first hooked call to the last row queryable in SQLite, events lost.
+//! side by side: unhooked, JS hooks, the native fast path as CModule attach callbacks and as a
+//! replaceFast wrapper (agent/src/wrappers.ts; hot_leaf is eligible), each with full recording
+//! and with the drain deferred (the hook's own cost), and the wrapper with hot-function
+//! sampling. For each: ns per call measured inside the target, end-to-end events/s from the
+//! first hooked call to the last row queryable in SQLite, events lost.
 //!
 //! `cargo bench --bench tracing` (env: `TRACING_BENCH_CALLS` fast-path calls, default 2 M;
 //! `TRACING_BENCH_JS_CALLS` JS-path calls, default 100 k).
@@ -88,6 +90,9 @@ async fn traced_run(engine: &Arc<Engine>, hotloop: &Path, name: &'static str, ca
     stdout_line(engine, &id, "ready").await;
     engine.configure_tracing(&id, options).await.expect("tracing options");
     engine.trace(Some(&id), &["hot_leaf".to_string()], &[]).await.expect("trace");
+    // Which hook path the agent took (wrappers.ts): the row's label must be true.
+    let paths = engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+    let wrapped = paths["hookPaths"]["wrapped"].as_array().is_some_and(|w| !w.is_empty());
     let t0 = Instant::now();
     let cpu0 = cpu::sample();
     engine.send_stdin(&id, b"go\n").await.expect("stdin");
@@ -101,7 +106,10 @@ async fn traced_run(engine: &Arc<Engine>, hotloop: &Path, name: &'static str, ca
     let elapsed = t0.elapsed();
     let cpu = cpu::sample() - cpu0;
     let st = engine.status(&id).expect("status");
-    let note = st.sampled_functions.iter().map(|f| format!("{} sampled at {}", f.func_name, f.sample_rate)).collect::<Vec<_>>().join(", ");
+    let mut note = st.sampled_functions.iter().map(|f| format!("{} sampled at {}", f.func_name, f.sample_rate)).collect::<Vec<_>>().join(", ");
+    if wrapped != name.starts_with("wrapper") {
+        note.push_str(if wrapped { " (hooked by a wrapper!)" } else { " (hooked by attach!)" });
+    }
     engine.stop(&id, false).await.expect("stop");
     Row {
         name,
@@ -132,12 +140,18 @@ fn main() {
         let no_sampling = json!({ "hotCallsPerSec": 0, "ringRecords": 1 << 20 });
         let mut rows = Vec::new();
         rows.push(traced_run(&engine, &hotloop, "JS hooks", js_calls, json!({ "mode": "js", "hotCallsPerSec": 0 })).await);
-        rows.push(traced_run(&engine, &hotloop, "fast path", fast_calls, no_sampling).await);
         // The hook alone: the ring holds the whole run and is drained after the loop, so the
         // daemon's decoding and SQLite do not compete with the loop for the 2 cores.
         let deferred = json!({ "hotCallsPerSec": 0, "ringRecords": (4 * fast_calls).next_power_of_two(), "drainIntervalMs": 1000 });
-        rows.push(traced_run(&engine, &hotloop, "fast path, drain later", fast_calls, deferred).await);
-        rows.push(traced_run(&engine, &hotloop, "fast path, sampling", fast_calls, json!({})).await);
+        let attach = |mut v: Value| {
+            v["wrappers"] = json!(false);
+            v
+        };
+        rows.push(traced_run(&engine, &hotloop, "attach", fast_calls, attach(no_sampling.clone())).await);
+        rows.push(traced_run(&engine, &hotloop, "attach, drain later", fast_calls, attach(deferred.clone())).await);
+        rows.push(traced_run(&engine, &hotloop, "wrapper", fast_calls, no_sampling).await);
+        rows.push(traced_run(&engine, &hotloop, "wrapper, drain later", fast_calls, deferred).await);
+        rows.push(traced_run(&engine, &hotloop, "wrapper, sampling", fast_calls, json!({})).await);
         rows
     });
 
@@ -163,14 +177,16 @@ fn main() {
             per_row(c.target)
         );
     }
-    let fast = &rows[1];
-    let expected = 2 * fast.calls as i64;
-    println!(
-        "fast path: {} of {} events stored, {} counted as lost (stored + lost = {}): {}",
-        fast.stored,
-        expected,
-        fast.lost,
-        fast.stored + fast.lost as i64,
-        if fast.stored + fast.lost as i64 == expected { "every event accounted for" } else { "MISMATCH" }
-    );
+    for fast in rows.iter().filter(|r| r.name == "attach" || r.name == "wrapper") {
+        let expected = 2 * fast.calls as i64;
+        println!(
+            "{}: {} of {} events stored, {} counted as lost (stored + lost = {}): {}",
+            fast.name,
+            fast.stored,
+            expected,
+            fast.lost,
+            fast.stored + fast.lost as i64,
+            if fast.stored + fast.lost as i64 == expected { "every event accounted for" } else { "MISMATCH" }
+        );
+    }
 }

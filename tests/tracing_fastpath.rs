@@ -169,7 +169,8 @@ async fn threads_keep_their_own_call_stacks() {
     let id = start(&h, "threads", n, json!({ "hotCallsPerSec": 0 }), &["hot_mid", "hot_leaf"]).await;
     wait_for_exit(&h, &id).await;
     let events = trace_events(&h, &id);
-    assert_eq!(events.len() as u64, 2 * n * 2 * 2, "2 threads × n × (mid + leaf) × (enter + exit)");
+    let st = h.engine.status(&id).unwrap();
+    assert_eq!(events.len() as u64, 2 * n * 2 * 2, "2 threads × n × (mid + leaf) × (enter + exit); {st:?}");
     let by_id: std::collections::HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
     let tids: std::collections::BTreeSet<i64> = events.iter().filter_map(|e| e.thread_id).collect();
     assert_eq!(tids.len(), 2, "two worker threads: {tids:?}");
@@ -236,12 +237,21 @@ async fn a_hot_loop_is_sampled_until_sampling_is_disabled() {
     let u = h.engine.set_sampling(&id, &req).await.unwrap();
     assert_eq!(u.disabled, vec!["hot_leaf".to_string()]);
     assert!(h.engine.status(&id).unwrap().sampled_functions.is_empty());
-    // Records already in the ring at the switch may still be marked; later ones are not.
-    // (Full rate now: millions of rows; look at one page after a cursor, not at all of them.)
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let cursor = h.engine.store().next_event_id();
+    // Records already in the ring (or in flight) at the switch may still be marked; once an
+    // unmarked one is stored, later ones are not (one thread: records keep call order). The
+    // backlog ahead of the switch takes a while to store on a busy machine: wait for it.
+    // (Full rate now: millions of rows; look at pages after a cursor, not at all of them.)
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let first_unmarked = loop {
+        let cursor = h.engine.store().next_event_id();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Some(e) = first_page(&h, &id, Some(cursor)).iter().find(|e| e.sampled.is_none()) {
+            break e.id;
+        }
+        assert!(Instant::now() < deadline, "no unsampled hot_leaf event within 30 s of disabling sampling");
+    };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let later = first_page(&h, &id, Some(cursor));
+    let later = first_page(&h, &id, Some(first_unmarked));
     assert!(!later.is_empty(), "hot_leaf is still traced");
     assert!(later.iter().all(|e| e.sampled.is_none()), "no sampled events after disabling");
     assert!(h.engine.status(&id).unwrap().sampled_functions.is_empty(), "not re-sampled automatically");

@@ -208,11 +208,16 @@ function backtrace(context: CpuContext): NativePointer[] {
     if (rest.length > 0 && rest[0].equals(context.pc)) rest.shift();
     const main = Process.mainModule;
     const inMain = (p: NativePointer) => p.compare(main.base) >= 0 && p.compare(main.base.add(main.size)) < 0;
-    if (!rest.some(inMain) && !inMain(context.pc)) {
+    // It also stops at code without unwind info, such as a replaceFast wrapper's frame
+    // (wrappers.ts): its last frame is then in the program or in no module, where a complete
+    // unwind ends in libc's start code.
+    const last = rest.length > 0 ? rest[rest.length - 1] : context.pc;
+    const stoppedEarly = inMain(last) || Process.findModuleByAddress(last) === null;
+    if ((!rest.some(inMain) && !inMain(context.pc)) || stoppedEarly) {
         // Accurate unwinding stops inside libc after a noreturn call (__assert_fail, measured):
         // continue with the program's return addresses found on the stack.
         try {
-            const seen = new Set(rest.map(p => p.toString()));
+            const seen = new Set([context.pc, ...rest].map(p => p.toString()));
             for (const p of Thread.backtrace(context, Backtracer.FUZZY)) {
                 if (inMain(p) && !seen.has(p.toString())) rest.push(p);
             }

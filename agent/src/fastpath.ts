@@ -27,6 +27,7 @@ import { flush } from "./events.js";
 import { FASTPATH_C, MAX_FAST_ARGS, NEW_TID_SLOT, NEW_TIDS, RECORD_SIZE } from "./fastpath_c.js";
 import { announceThread } from "./threads.js";
 import { isForkedCopy } from "./forksafe.js";
+import { installFastHook, wrapperStats } from "./wrappers.js";
 
 /** Tuning knobs, settable by the daemon before (or between) hook changes. */
 export interface TracingOptions {
@@ -38,6 +39,8 @@ export interface TracingOptions {
     hotCallsPerSec?: number;
     /** While sampling, record 1 call in this many (default 100: 1%). */
     sampleEvery?: number;
+    /** replaceFast wrappers (wrappers.ts) for eligible hooks added from now on (default true). */
+    wrappers?: boolean;
 }
 
 /** What a hook spec can carry that the fast path cannot honour. Extend here. */
@@ -76,6 +79,7 @@ const options: Required<TracingOptions> = {
     drainIntervalMs: 5,
     hotCallsPerSec: 100_000,
     sampleEvery: 100,
+    wrappers: true,
 };
 
 interface Native {
@@ -85,6 +89,8 @@ interface Native {
     out: NativePointer;
     drain: NativeFunction<number, [NativePointerValue, number]>;
     callbacks: { onEnter: NativePointer; onLeave: NativePointer };
+    /** strobe_wrapped_call, the common code of the replaceFast wrappers (wrappers.ts). */
+    wrappedCall: NativePointer;
     /** The shared struct as 32-bit words: head/tail/serial reads without NativePointer calls. */
     words: Uint32Array;
     newTids: NativePointer;
@@ -123,8 +129,9 @@ export function configure(opts: TracingOptions): object {
     if (opts.drainIntervalMs !== undefined) options.drainIntervalMs = Math.max(1, Math.min(1000, Math.floor(opts.drainIntervalMs)));
     if (opts.sampleEvery !== undefined) options.sampleEvery = Math.max(1, Math.floor(opts.sampleEvery));
     if (opts.hotCallsPerSec !== undefined) options.hotCallsPerSec = Math.max(0, opts.hotCallsPerSec);
+    if (opts.wrappers !== undefined) options.wrappers = opts.wrappers === true;
     if (native !== null) writeRateWindow(native.shared);
-    return { ...options, available: unavailable === null, unavailable };
+    return { ...options, available: unavailable === null, unavailable, hookPaths: wrapperStats() };
 }
 
 function writeRateWindow(shared: NativePointer): void {
@@ -182,6 +189,7 @@ function setUp(): Native | null {
         const fast = { scheduling: "exclusive", exceptions: "propagate", traps: "none" } as const;
         native = {
             cm, shared, ring, out, drain, callbacks: { onEnter: cm.on_enter, onLeave: cm.on_leave },
+            wrappedCall: cm.strobe_wrapped_call,
             words: new Uint32Array(ArrayBuffer.wrap(shared, SHARED_SIZE)),
             newTids,
             newTidWords: new Uint32Array(ArrayBuffer.wrap(newTids, NEW_TIDS * NEW_TID_SLOT)),
@@ -264,8 +272,12 @@ export function useFastPath(spec: HookNeeds, argCount: number, requestMode?: str
     return setUp() !== null;
 }
 
-/** Attach native callbacks; the function's state block is kept (and reused) for its id. */
-export function attachFast(fnId: number, address: NativePointer, argCount: number): InvocationListener {
+/**
+ * Hook on the fast path: a replaceFast wrapper when the daemon marked the function's `abi` as
+ * eligible (wrappers.ts), else native attach callbacks. The function's state block is kept
+ * (and reused) for its id.
+ */
+export function attachFast(fnId: number, address: NativePointer, argCount: number, abi?: string, name = `#${fnId}`): InvocationListener {
     const n = setUp();
     if (n === null) throw new Error(`fast path unavailable: ${unavailable}`);
     let fn = fnStates.get(fnId);
@@ -278,7 +290,7 @@ export function attachFast(fnId: number, address: NativePointer, argCount: numbe
     }
     fn.add(FN_NARGS).writeU32(Math.min(argCount, MAX_FAST_ARGS));
     fn.add(FN_SAMPLE_EVERY).writeU32(options.sampleEvery);
-    const listener = Interceptor.attach(address, n.callbacks, fn);
+    const listener = installFastHook({ fnId, name, address, fn }, n, options.wrappers ? abi : undefined);
     scheduleDrain();
     return listener;
 }
@@ -366,5 +378,6 @@ export function fastStats(): object {
         tail: n.shared.add(SH_TAIL).readU32(),
         batches,
         inFlight: sentSeq - ackedSeq,
+        hookPaths: wrapperStats(),
     };
 }

@@ -1,7 +1,8 @@
 // C source of the tracing fast path, compiled in the target by Frida's CModule (TinyCC).
 //
-// Every fast hook is Interceptor.attach(address, {onEnter, onLeave}, fnState) with the native
-// callbacks below; they write fixed-size records into one shared ring (multi-producer: a CAS on
+// A fast hook is Interceptor.attach(address, {onEnter, onLeave}, fnState) with the native
+// callbacks below, or (wrappers.ts) Interceptor.replaceFast with a per-hook wrapper that calls
+// strobe_wrapped_call; both record through record_enter/record_exit; they write fixed-size records into one shared ring (multi-producer: a CAS on
 // `head` reserves a slot, `seq` commits it), which JS drains with strobe_drain() every few ms.
 // A full ring never blocks: the record is dropped and counted in `lost`.
 //
@@ -69,7 +70,7 @@ typedef struct {
   volatile guint32 sampling;      /* 1 while 1-in-sample_every calls are recorded */
   guint32 sample_every;
   volatile guint32 auto_sampling; /* 0 once the user turned sampling off for it */
-  guint32 pad;
+  guint32 slow_windows;           /* consecutive rate windows below the off threshold */
   volatile guint64 calls;         /* every call seen (racy increments: an estimate) */
   volatile guint64 window_start;  /* ns at the start of the current rate window */
 } Fn;
@@ -97,6 +98,11 @@ typedef struct {
 } Thread;
 
 typedef struct { guint64 call; guint64 parent; guint64 ts; guint32 flags; } Invocation;
+
+typedef guint64 (* Orig) (guint64, guint64, guint64, guint64, guint64, guint64);
+
+/* One wrapper's slot (wrappers.ts WRAP_SLOT): its function's state, the original's entry. */
+typedef struct { Fn * fn; volatile Orig orig; } WrapSlot;
 
 extern Shared shared;
 
@@ -207,18 +213,22 @@ static void check_rate (Fn * f, guint64 n) {
   if (n == 0 || shared.hot_window_ns == 0)
     return;
   guint64 elapsed = t - start;
-  if (elapsed < shared.hot_window_ns) {
-    if (f->auto_sampling && cas32 (&f->sampling, 0, 1))
-      emit_sampling (f, 1);
-  } else if (elapsed > 2 * shared.hot_window_ns) {
-    if (cas32 (&f->sampling, 1, 0))
+  if (elapsed > 2 * shared.hot_window_ns) {
+    /* Two slow windows in a row: one alone is usually the thread being descheduled on a
+       busy machine, and switching off for it made sampling flap. */
+    if (++f->slow_windows >= 2 && cas32 (&f->sampling, 1, 0))
       emit_sampling (f, 0);
+    return;
   }
+  f->slow_windows = 0;
+  if (elapsed < shared.hot_window_ns && f->auto_sampling && cas32 (&f->sampling, 0, 1))
+    emit_sampling (f, 1);
 }
 
-void on_enter (GumInvocationContext * ic) {
-  Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
-  Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
+/* The enter half of a traced call, shared by both native hook paths (on_enter and
+   strobe_wrapped_call): sampling, the thread's call stack, the enter record with the six
+   argument registers a[0..5]. inv->call stays 0 when nothing is to be recorded at exit. */
+static void record_enter (Fn * f, Invocation * inv, const guint64 * a) {
   guint64 n = f->calls++;
   if ((n & (shared.window_calls - 1)) == 0)
     check_rate (f, n);
@@ -246,23 +256,19 @@ void on_enter (GumInvocationContext * ic) {
   inv->ts = ts;
   if (r == NULL)
     return;
-  /* The System V argument registers, read straight from the saved context: calling
-     gum_invocation_context_get_nth_argument() six times costs more than the rest. */
-  GumCpuContext * c = ic->cpu_context;
   r->kind = 0; r->flags = inv->flags; r->nargs = f->nargs; r->pad = 0;
   r->fn = f->id; r->tid = t->tid; r->call = call; r->parent = parent; r->ts = ts;
-  r->v[0] = c->rdi; r->v[1] = c->rsi; r->v[2] = c->rdx;
-  r->v[3] = c->rcx; r->v[4] = c->r8; r->v[5] = c->r9;
+  r->v[0] = a[0]; r->v[1] = a[1]; r->v[2] = a[2];
+  r->v[3] = a[3]; r->v[4] = a[4]; r->v[5] = a[5];
   commit (r, pos);
 }
 
-void on_leave (GumInvocationContext * ic) {
-  Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
+/* The exit half: pop the call, record the return value and the duration. */
+static void record_exit (Fn * f, Invocation * inv, guint64 ret) {
   guint64 call = inv->call;
   if (call == 0)
     return;
   guint64 ts = now_ns ();
-  Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
   Thread * t = thread_state ();
   if (t == NULL)
     return;
@@ -273,9 +279,46 @@ void on_leave (GumInvocationContext * ic) {
     return;
   r->kind = 1; r->flags = inv->flags; r->nargs = 0; r->pad = 0;
   r->fn = f->id; r->tid = t->tid; r->call = call; r->parent = inv->parent; r->ts = ts;
-  r->v[0] = ic->cpu_context->rax;
+  r->v[0] = ret;
   r->v[1] = ts - inv->ts;
   commit (r, pos);
+}
+
+void on_enter (GumInvocationContext * ic) {
+  /* The System V argument registers, read straight from the saved context: calling
+     gum_invocation_context_get_nth_argument() six times costs more than the rest. */
+  GumCpuContext * c = ic->cpu_context;
+  guint64 a[MAX_ARGS];
+  a[0] = c->rdi; a[1] = c->rsi; a[2] = c->rdx; a[3] = c->rcx; a[4] = c->r8; a[5] = c->r9;
+  record_enter (GUM_IC_GET_FUNC_DATA (ic, Fn *), GUM_IC_GET_INVOCATION_DATA (ic, Invocation), a);
+}
+
+void on_leave (GumInvocationContext * ic) {
+  record_exit (GUM_IC_GET_FUNC_DATA (ic, Fn *), GUM_IC_GET_INVOCATION_DATA (ic, Invocation), ic->cpu_context->rax);
+}
+
+/* The replaceFast path (wrappers.ts): a per-hook wrapper passes its slot and the six integer
+   argument registers; this records enter, calls the original through the trampoline
+   replaceFast returned, records exit and returns the original's rax. Only for functions
+   whose arguments and result all travel in integer registers (src/symbols/abi.rs). */
+guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
+  /* Realign: GCC drops the 16-byte alignment at calls into functions of the same unit that
+     do not need it (-fipa-stack-alignment), so a wrapper may be entered with rsp off by 8,
+     and libc (calloc making a thread's arena: movaps) faults on that. TinyCC addresses
+     locals from rbp and returns through "leave", so lowering rsp here is safe. */
+  asm volatile ("andq $-16, %%rsp" : : : "memory");
+  Orig orig = s->orig;
+  while (orig == NULL) {
+    /* Not yet published: JS writes it right after replaceFast, before the patch is
+       flushed, so this never spins in practice. */
+    asm volatile ("pause" : : : "memory");
+    orig = s->orig;
+  }
+  Invocation inv;
+  record_enter (s->fn, &inv, a);
+  guint64 ret = orig (a[0], a[1], a[2], a[3], a[4], a[5]);
+  record_exit (s->fn, &inv, ret);
+  return ret;
 }
 
 /* The JS path's side of the shared stack: out[0] = call id (0: no thread state), out[1] =

@@ -23,6 +23,8 @@ export interface FunctionSpec extends HookNeeds {
     noSlide?: boolean;
     /** DWARF read recipes for arguments and return value (watches.ts); forces the JS path. */
     serialize?: SerializeRecipe;
+    /** "sysv-int": a replaceFast wrapper may stand in for the function (wrappers.ts). */
+    abi?: string;
 }
 
 export interface HooksRequest {
@@ -157,7 +159,7 @@ export function updateHooks(req: HooksRequest): HooksResult {
                 const argCount = Math.max(0, Math.min(MAX_ARG_COUNT, f.argCount ?? DEFAULT_ARG_COUNT));
                 const state = { active: true };
                 const listener = useFastPath(f, argCount, req.mode)
-                    ? attachFast(f.id, address, argCount)
+                    ? attachFast(f.id, address, argCount, f.abi, f.name)
                     : Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount)));
                 hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
                 result.installed.push(f.id);

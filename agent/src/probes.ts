@@ -11,6 +11,7 @@
 
 import { currentSlide } from "./hooks.js";
 import { hwAttach, hwDetach } from "./hwbreak.js";
+import { demoteWrappers } from "./wrappers.js";
 
 export interface ScanRange {
     /** Static start/end of the function that holds the address. */
@@ -139,6 +140,8 @@ export interface Probe {
  * that thread triggers it (step hooks).
  */
 export function attachProbe(addr: NativePointer, scan: ScanRange | null | undefined, threadId: number | null, onHit: (cpu: CpuContext) => void): Probe {
+    // Probes need real frames and cannot share a function entry with replaceFast (wrappers.ts).
+    demoteWrappers(threadId === null ? "a breakpoint or logpoint was set" : "a step was requested");
     const why = unsafeReason(addr, scan);
     if (why === null) {
         // Never detach while a thread is inside the callback: Frida's detach spins until every

@@ -328,6 +328,11 @@ impl Engine {
         for spec in specs.iter_mut() {
             let Some(i) = spec.get("id").and_then(Value::as_u64).map(|i| i as u32) else { continue };
             let (recipe, r) = self.hook_extras(session, symbols, &info, i);
+            // Whether a native replaceFast wrapper may stand in for the function (symbols/abi.rs);
+            // the agent uses it only for hooks that also take the fast path.
+            if let Some(abi) = info.signature(symbols.functions[i as usize].address).and_then(|sig| crate::symbols::wrapper_abi(&info, &sig)) {
+                spec["abi"] = json!(abi);
+            }
             if let Some(recipe) = recipe {
                 spec["serialize"] = recipe;
                 roots.extend(r);

@@ -19,6 +19,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/clock.ts", include_str!("../../agent/src/clock.ts")),
     ("src/fastpath.ts", include_str!("../../agent/src/fastpath.ts")),
     ("src/fastpath_c.ts", include_str!("../../agent/src/fastpath_c.ts")),
+    ("src/wrappers.ts", include_str!("../../agent/src/wrappers.ts")),
     ("src/crash.ts", include_str!("../../agent/src/crash.ts")),
     ("src/threads.ts", include_str!("../../agent/src/threads.ts")),
     ("src/debugger_rpc.ts", include_str!("../../agent/src/debugger_rpc.ts")),

@@ -12,6 +12,7 @@
 //! Errors: `NO_DEBUG_SYMBOLS` (no DWARF functions), `INVALID_PATTERN`, and
 //! `VALIDATION_ERROR` for a missing or non-ELF file.
 
+mod abi;
 mod cache;
 mod demangle;
 mod dwarf;
@@ -25,6 +26,7 @@ mod type_reader;
 pub mod types;
 mod variables;
 
+pub use abi::{wrapper_abi, SYSV_INT_ABI};
 pub use cache::SymbolCache;
 pub use dwarf::{FunctionInfo, SymbolIndex};
 pub use frame::VarLocation;

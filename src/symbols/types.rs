@@ -111,6 +111,11 @@ pub struct Signature {
     pub ret: Option<TypeId>,
     /// The compile unit is Rust: Rust's calling convention, not System V's, passes aggregates.
     pub rust: bool,
+    /// The compile unit is C (any standard): no exceptions unwind through its calls, so a
+    /// native wrapper without unwind info may stand in for it (`symbols/abi.rs`).
+    pub c_language: bool,
+    /// Declared with `...` (`DW_TAG_unspecified_parameters`).
+    pub variadic: bool,
 }
 
 /// A global or static variable.

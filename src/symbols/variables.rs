@@ -25,6 +25,7 @@ pub(crate) struct UnitData {
     pub(crate) unit: gimli::Unit<AR>,
     pub(crate) start: u64,
     pub(crate) rust: bool,
+    pub(crate) c: bool,
 }
 
 /// The lazily consulted DWARF of one binary. `Send + Sync`; share it as `Arc`.
@@ -39,6 +40,8 @@ pub struct DebugInfo {
     functions: HashMap<u64, (usize, UnitOffset)>,
     signatures: Mutex<HashMap<u64, Option<Signature>>>,
     pub(crate) store: Mutex<TypeStore>,
+    /// The binary is x86-64 (the System V integer ABI `symbols/abi.rs` checks against).
+    pub(crate) x86_64: bool,
 }
 
 type Stamp = (u64, Option<SystemTime>);
@@ -93,12 +96,13 @@ impl DebugInfo {
             functions: HashMap::new(),
             signatures: Mutex::new(HashMap::new()),
             store: Mutex::new(TypeStore::default()),
+            x86_64: obj.architecture() == object::Architecture::X86_64,
         };
         let mut headers = info.dwarf.units();
         while let Ok(Some(header)) = headers.next() {
             let start = header.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
             match info.dwarf.unit(header) {
-                Ok(unit) => info.units.push(UnitData { unit, start, rust: false }),
+                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false }),
                 Err(e) => tracing::debug!("skipping DWARF unit at {start:#x}: {e}"),
             }
         }
@@ -121,6 +125,7 @@ impl DebugInfo {
         let mut found_globals = Vec::new();
         let mut found_functions = Vec::new();
         let mut rust = false;
+        let mut c = false;
         {
             let unit = &self.units[ui].unit;
             let mut scopes: Vec<(isize, String)> = Vec::new();
@@ -135,6 +140,7 @@ impl DebugInfo {
                     gimli::DW_TAG_compile_unit => {
                         if let Some(AttributeValue::Language(l)) = e.attr_value(gimli::DW_AT_language)? {
                             rust = l == gimli::DW_LANG_Rust;
+                            c = matches!(l, gimli::DW_LANG_C89 | gimli::DW_LANG_C | gimli::DW_LANG_C99 | gimli::DW_LANG_C11 | gimli::DW_LANG_C17);
                         }
                     }
                     gimli::DW_TAG_namespace => {
@@ -175,6 +181,7 @@ impl DebugInfo {
             }
         }
         self.units[ui].rust = rust;
+        self.units[ui].c = c;
         for (addr, off) in found_functions {
             self.functions.entry(addr).or_insert((ui, off));
         }
@@ -275,11 +282,13 @@ impl DebugInfo {
             }
         }
         let mut params = Vec::new();
+        let mut variadic = false;
         let mut tree = unit.entries_tree(Some(target)).ok()?;
         let root = tree.root().ok()?;
         let mut children = root.children();
         while let Ok(Some(child)) = children.next() {
             let e = child.entry();
+            variadic |= e.tag() == gimli::DW_TAG_unspecified_parameters;
             if e.tag() != gimli::DW_TAG_formal_parameter {
                 continue;
             }
@@ -297,7 +306,8 @@ impl DebugInfo {
             .into_iter()
             .map(|(name, ty, artificial)| Param { name, ty: ty.map(|d| self.resolve(d)), artificial })
             .collect();
-        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust: self.units[ui].rust })
+        let (rust, c_language) = (self.units[ui].rust, self.units[ui].c);
+        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust, c_language, variadic })
     }
 
     fn has_params(&self, unit: &gimli::Unit<AR>, off: UnitOffset) -> bool {

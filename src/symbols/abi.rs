@@ -1,0 +1,39 @@
+//! Which functions a native call wrapper may stand in for (the agent's `replaceFast` hook
+//! path, `agent/src/wrappers.ts`): a C function `guint64 w(guint64 a0..a5)` forwards
+//! exactly the six System V integer argument registers and `rax`, nothing else. So only:
+//! - x86-64 binaries;
+//! - C compile units: a C++ exception would unwind through the wrapper's frame, which has
+//!   no unwind info (the process aborts); Rust does not promise the System V convention;
+//! - not variadic (`al` counts vector registers; extra arguments live on the stack);
+//! - at most 6 parameters, each an integer, bool, char, enum or pointer of at most 8 bytes
+//!   (no float/double: they travel in xmm registers; no struct or union by value);
+//! - a return type that is void or such a scalar (no float, no struct: `rdx`, xmm0 or a
+//!   hidden result pointer would be lost).
+//!
+//! Anything else keeps `Interceptor.attach`.
+
+use super::types::{Signature, TypeKind};
+use super::DebugInfo;
+
+/// The hook spec's `abi` value for functions the wrapper path may take.
+pub const SYSV_INT_ABI: &str = "sysv-int";
+
+/// Most parameters the wrapper forwards: the System V integer argument registers.
+const MAX_REG_PARAMS: usize = 6;
+
+/// `Some("sysv-int")` when a native wrapper may replace the function with this signature.
+pub fn wrapper_abi(info: &DebugInfo, sig: &Signature) -> Option<&'static str> {
+    if !info.x86_64 || !sig.c_language || sig.rust || sig.variadic || sig.params.len() > MAX_REG_PARAMS {
+        return None;
+    }
+    let params_ok = sig.params.iter().all(|p| p.ty.is_some_and(|t| integer_scalar(info, t)));
+    let ret_ok = sig.ret.is_none_or(|t| integer_scalar(info, t) || matches!(info.ty(t).kind, TypeKind::Void));
+    (params_ok && ret_ok).then_some(SYSV_INT_ABI)
+}
+
+/// A value that travels in one integer register: integer, bool, char, enum, pointer, ≤ 8 bytes.
+fn integer_scalar(info: &DebugInfo, ty: super::TypeId) -> bool {
+    let t = info.ty(ty);
+    let kind_ok = matches!(t.kind, TypeKind::Int { .. } | TypeKind::Bool | TypeKind::Char { .. } | TypeKind::Enum { .. } | TypeKind::Pointer { .. });
+    kind_ok && (1..=8).contains(&t.size)
+}

@@ -1,0 +1,329 @@
+//! The replaceFast wrapper path (agent/src/wrappers.ts) against real processes: which
+//! functions DWARF makes eligible, wrapped calls recording what attach records (arguments,
+//! return values, durations, parent links both ways between wrapped and attached functions,
+//! recursion), removal and re-adding, the exit drain, breakpoints and step-out demoting the
+//! wrappers, and crash backtraces through a wrapped frame.
+//!
+//! Run: `cargo test --test tracing_wrappers -- --nocapture`. Fixture: tests/fixtures/c/wrapped.c.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use strobe::engine::{Engine, EngineConfig, LaunchRequest, PointRequest, StepAction};
+use strobe::store::{Event, EventQuery, EventType};
+use strobe::symbols::{wrapper_abi, DebugInfo, SymbolIndex};
+
+struct Harness {
+    _home: tempfile::TempDir,
+    engine: Arc<Engine>,
+}
+
+fn harness() -> Harness {
+    let home = tempfile::tempdir().unwrap();
+    let cache_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("strobe-cache");
+    let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
+    Harness { _home: home, engine }
+}
+
+/// Launch `wrapped MODE N` and wait for "ready" (the fixture then waits for a stdin line).
+async fn launch(h: &Harness, mode: &str, n: u64, options: Value) -> String {
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("wrapped").display().to_string(),
+            args: vec![mode.into(), n.to_string()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch wrapped");
+    let id = r.session_id;
+    wait_for_stdout(h, &id, "ready").await;
+    h.engine.configure_tracing(&id, options).await.expect("configure tracing");
+    id
+}
+
+async fn trace(h: &Harness, id: &str, add: &[&str], remove: &[&str]) {
+    let add: Vec<String> = add.iter().map(|p| p.to_string()).collect();
+    let remove: Vec<String> = remove.iter().map(|p| p.to_string()).collect();
+    let t = h.engine.trace(Some(id), &add, &remove).await.expect("trace");
+    assert!(t.warnings.is_empty(), "{t:?}");
+}
+
+/// The agent's hook paths: (wrapped function names, attached hook count, why wrappers are off).
+async fn hook_paths(h: &Harness, id: &str) -> (BTreeSet<String>, u64, Option<String>) {
+    let r = h.engine.configure_tracing(id, json!({})).await.expect("tracing settings");
+    let p = &r["hookPaths"];
+    let wrapped = p["wrapped"].as_array().expect("hookPaths.wrapped").iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    (wrapped, p["attached"].as_u64().unwrap(), p["off"].as_str().map(String::from))
+}
+
+fn names(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn query(h: &Harness, id: &str, event_type: EventType) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let q = EventQuery { session_id: id.into(), event_type: Some(event_type), after_event_id: cursor, limit: 500, ..Default::default() };
+        let r = h.engine.query(&q).expect("query");
+        out.extend(r.events);
+        if !r.has_more {
+            return out;
+        }
+        cursor = r.last_event_id;
+    }
+}
+
+async fn wait_for_stdout(h: &Harness, id: &str, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let lines = query(h, id, EventType::Stdout);
+        if let Some(e) = lines.iter().find(|e| e.text.as_deref().is_some_and(|t| t.contains(needle))) {
+            return e.text.clone().unwrap();
+        }
+        assert!(Instant::now() < deadline, "no stdout line containing {needle:?}: {lines:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn wait_for_exit(h: &Harness, id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while h.engine.status(id).unwrap().status == "running" {
+        assert!(Instant::now() < deadline, "session {id} did not exit");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    h.engine.store().flush();
+}
+
+fn trace_events(h: &Harness, id: &str) -> Vec<Event> {
+    let mut v = query(h, id, EventType::FunctionEnter);
+    v.extend(query(h, id, EventType::FunctionExit));
+    v.sort_by_key(|e| e.id);
+    v
+}
+
+/// Per event: kind, function, declared arguments, return value, parent's function.
+type Content = (EventType, String, Option<String>, Option<String>, Option<String>);
+
+fn content(events: &[Event]) -> Vec<Content> {
+    let by_id: HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
+    let declared = |name: &str| match name {
+        "w_leaf" => 2,
+        "w_seven" => 7,
+        _ => 1,
+    };
+    events
+        .iter()
+        .map(|e| {
+            let name = e.function_name.clone().unwrap();
+            // Raw register words (fast path): the declared ones; typed JSON (JS path): as is.
+            let args = e.arguments.as_deref().map(|a| match serde_json::from_str::<Vec<String>>(a) {
+                Ok(words) => words.into_iter().take(declared(&name)).collect::<Vec<_>>().join(","),
+                Err(_) => a.to_string(),
+            });
+            let parent = e.parent_event_id.map(|p| by_id[&p].function_name.clone().unwrap());
+            (e.event_type, name, args, e.return_value.clone(), parent)
+        })
+        .collect()
+}
+
+#[test]
+fn eligibility_follows_the_dwarf_signature() {
+    let check = |binary: &str, expect: &[(&str, bool)]| {
+        let index = SymbolIndex::load(&common::fixture(binary)).expect("load index");
+        let info = DebugInfo::of(&index).expect("debug info");
+        for (name, eligible) in expect {
+            let qualified = |f: &&strobe::symbols::FunctionInfo| f.name == *name || f.name.ends_with(&format!("::{name}"));
+            let f = index.functions.iter().find(qualified).unwrap_or_else(|| panic!("{name} not in {binary}"));
+            let sig = info.signature(f.address).unwrap_or_else(|| panic!("{name} has no signature"));
+            assert_eq!(wrapper_abi(&info, &sig).is_some(), *eligible, "{binary}: {name} {sig:?}");
+        }
+    };
+    check(
+        "wrapped",
+        &[
+            ("w_leaf", true),
+            ("w_mid", true),
+            ("w_rec", true),
+            ("w_crash", true),       // pointer + long, void result
+            ("w_sum", false),        // variadic
+            ("w_seven", false),      // a 7th parameter lives on the stack
+            ("w_scale", false),      // double parameter and result
+            ("w_area", false),       // struct by value
+        ],
+    );
+    check("cpp_sample", &[("audio_gain", false)]); // extern "C", but a C++ unit
+    check("rust_sample", &[("sample_checksum", false)]); // extern "C", but Rust
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrapped_calls_record_what_attach_records() {
+    let h = harness();
+    let mut runs = Vec::new();
+    for wrappers in [true, false] {
+        let id = launch(&h, "calls", 0, json!({ "wrappers": wrappers, "hotCallsPerSec": 0 })).await;
+        // Integer-only functions first (the fast path); typed ones in their own request (the
+        // JS path: hooks added together stay on one path, src/engine/watches.rs).
+        trace(&h, &id, &["w_leaf", "w_mid", "w_rec", "w_sum", "w_seven"], &[]).await;
+        trace(&h, &id, &["w_scale", "w_area"], &[]).await;
+        let (wrapped, attached, off) = hook_paths(&h, &id).await;
+        if wrappers {
+            assert_eq!(wrapped, names(&["w_leaf", "w_mid", "w_rec"]), "eligible fast-path hooks are wrapped");
+            assert_eq!((attached, off), (2, None), "w_sum and w_seven attach");
+        } else {
+            assert!(wrapped.is_empty() && attached == 5, "{wrapped:?} {attached}");
+        }
+        h.engine.send_stdin(&id, b"go\n").await.unwrap();
+        assert!(wait_for_stdout(&h, &id, "calls done").await.contains("calls done 156"));
+        wait_for_exit(&h, &id).await;
+        let events = trace_events(&h, &id);
+        for e in events.iter().filter(|e| e.event_type == EventType::FunctionExit) {
+            assert!(e.duration_ns.is_some_and(|d| d > 0), "wrappers={wrappers}: {e:?}");
+        }
+        assert_eq!(h.engine.status(&id).unwrap().events_lost, 0);
+        runs.push(content(&events));
+    }
+    let s = |x: &str| Some(x.to_string());
+    let wrapped = &runs[0];
+    let calls: Vec<(&str, Option<String>, Option<String>)> = wrapped
+        .iter()
+        .filter(|c| c.0 == EventType::FunctionEnter)
+        .map(|c| (c.1.as_str(), c.2.clone(), c.4.clone()))
+        .collect();
+    let fast_calls: Vec<_> = calls.iter().filter(|c| !c.0.starts_with("w_scale") && !c.0.starts_with("w_area")).cloned().collect();
+    assert_eq!(
+        fast_calls,
+        vec![
+            ("w_leaf", s("0x2,0x3"), None),
+            ("w_mid", s("0x4"), None),
+            ("w_leaf", s("0x4,0x7"), s("w_mid")),                          // wrapped -> wrapped
+            ("w_seven", s("0x1,0x2,0x3,0x4,0x5,0x6"), s("w_mid")),         // wrapped -> attach (6 registers recorded)
+            ("w_rec", s("0x3"), None),
+            ("w_rec", s("0x2"), s("w_rec")),                               // recursion
+            ("w_rec", s("0x1"), s("w_rec")),
+            ("w_rec", s("0x0"), s("w_rec")),
+            ("w_sum", s("0x3"), None),
+            ("w_leaf", s("0x3,0x1"), s("w_sum")),                          // attach -> wrapped
+        ],
+        "{wrapped:#?}"
+    );
+    let returns: Vec<(&str, Option<String>)> =
+        wrapped.iter().filter(|c| c.0 == EventType::FunctionExit && c.1 != "w_scale" && c.1 != "w_area").map(|c| (c.1.as_str(), c.3.clone())).collect();
+    let hex = |v: u64| s(&format!("\"0x{v:x}\""));
+    assert_eq!(
+        returns,
+        vec![
+            ("w_leaf", hex(23)),
+            ("w_leaf", hex(47)),
+            ("w_seven", hex(25)),
+            ("w_mid", hex(72)),
+            ("w_rec", hex(0)),
+            ("w_rec", hex(1)),
+            ("w_rec", hex(3)),
+            ("w_rec", hex(6)),
+            ("w_leaf", hex(31)),
+            ("w_sum", hex(37)),
+        ]
+    );
+    assert!(calls.iter().any(|c| c.0 == "w_scale") && calls.iter().any(|c| c.0 == "w_area"), "typed calls traced: {calls:?}");
+    assert_eq!(&runs[1], wrapped, "attach records the same content as the wrappers");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapped_hook_can_be_removed_and_added_again() {
+    let h = harness();
+    let id = launch(&h, "rounds", 0, json!({})).await;
+    trace(&h, &id, &["w_mid", "w_leaf"], &[]).await;
+    assert_eq!(hook_paths(&h, &id).await.0, names(&["w_mid", "w_leaf"]));
+    h.engine.send_stdin(&id, b"go\n").await.unwrap();
+    wait_for_stdout(&h, &id, "round 1 ").await;
+    trace(&h, &id, &[], &["w_mid"]).await;
+    assert_eq!(hook_paths(&h, &id).await.0, names(&["w_leaf"]), "w_mid reverted");
+    h.engine.send_stdin(&id, b"next\n").await.unwrap();
+    wait_for_stdout(&h, &id, "round 2 ").await;
+    trace(&h, &id, &["w_mid"], &[]).await;
+    assert_eq!(hook_paths(&h, &id).await.0, names(&["w_mid", "w_leaf"]), "w_mid wrapped again");
+    h.engine.send_stdin(&id, b"next\n").await.unwrap();
+    assert!(wait_for_stdout(&h, &id, "round 3 ").await.contains("round 3 61"), "w_mid(3) = 37 + 24");
+    h.engine.send_stdin(&id, b"quit\n").await.unwrap();
+    wait_for_exit(&h, &id).await;
+    let c = content(&trace_events(&h, &id));
+    let enters: Vec<(&str, Option<&str>, Option<&str>)> =
+        c.iter().filter(|c| c.0 == EventType::FunctionEnter).map(|c| (c.1.as_str(), c.2.as_deref(), c.4.as_deref())).collect();
+    assert_eq!(
+        enters,
+        vec![
+            ("w_mid", Some("0x1"), None),
+            ("w_leaf", Some("0x1,0x7"), Some("w_mid")),
+            ("w_leaf", Some("0x2,0x7"), None), // round 2: w_mid not hooked
+            ("w_mid", Some("0x3"), None),
+            ("w_leaf", Some("0x3,0x7"), Some("w_mid")),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_ending_in_exit_loses_nothing() {
+    let h = harness();
+    let n = 20_000u64;
+    let id = launch(&h, "burst", n, json!({ "hotCallsPerSec": 0, "drainIntervalMs": 1000 })).await;
+    trace(&h, &id, &["w_mid", "w_leaf", "w_seven"], &[]).await;
+    assert_eq!(hook_paths(&h, &id).await.0, names(&["w_mid", "w_leaf"]));
+    h.engine.send_stdin(&id, b"go\n").await.unwrap();
+    wait_for_exit(&h, &id).await;
+    let st = h.engine.status(&id).unwrap();
+    assert_eq!((st.exit_code, st.events_lost), (Some(3), 0), "{st:?}");
+    let enters = query(&h, &id, EventType::FunctionEnter).len() as u64;
+    let exits = query(&h, &id, EventType::FunctionExit).len() as u64;
+    assert_eq!((enters, exits), (3 * n, 3 * n), "w_mid, w_leaf and w_seven, every call, drained at exit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breakpoint_demotes_wrappers_and_step_out_lands_in_the_caller() {
+    let h = harness();
+    let id = launch(&h, "calls", 0, json!({})).await;
+    trace(&h, &id, &["w_leaf", "w_mid"], &[]).await;
+    assert_eq!(hook_paths(&h, &id).await.0, names(&["w_leaf", "w_mid"]));
+    let bp = PointRequest { function: Some("w_leaf".into()), hit_count: Some(2), ..Default::default() };
+    h.engine.set_points(&id, &[bp], &[]).await.expect("breakpoint");
+    let (wrapped, attached, off) = hook_paths(&h, &id).await;
+    assert!(wrapped.is_empty() && attached == 2 && off.is_some(), "demoted: {wrapped:?} {attached} {off:?}");
+    h.engine.send_stdin(&id, b"go\n").await.unwrap();
+    let timeout = Duration::from_secs(30);
+    let p = h.engine.wait_for_pause(&id, timeout).await.expect("pause");
+    assert_eq!((p.status.as_str(), p.function.as_deref()), ("paused", Some("w_leaf")), "{p:?}");
+    let out = h.engine.continue_session(&id, StepAction::parse("step-out").unwrap(), None, timeout).await.expect("step out");
+    let call_line = common::line_of("c/wrapped.c", "WMID_CALLS");
+    assert_eq!((out.function.as_deref(), out.line), (Some("w_mid"), Some(call_line)), "{out:?}");
+    let done = h.engine.continue_session(&id, StepAction::parse("continue").unwrap(), None, timeout).await.expect("continue");
+    assert_eq!(done.status, "exited", "{done:?}");
+    h.engine.store().flush();
+    assert!(wait_for_stdout(&h, &id, "calls done").await.contains("156"));
+    let leaf_calls = query(&h, &id, EventType::FunctionEnter).iter().filter(|e| e.function_name.as_deref() == Some("w_leaf")).count();
+    assert_eq!(leaf_calls, 3, "tracing went on through the attach path");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_backtrace_goes_through_wrapped_frames() {
+    let h = harness();
+    let id = launch(&h, "crash", 0, json!({})).await;
+    trace(&h, &id, &["w_crash", "w_crash_caller"], &[]).await;
+    assert_eq!(hook_paths(&h, &id).await.0, names(&["w_crash", "w_crash_caller"]));
+    h.engine.send_stdin(&id, b"go\n").await.unwrap();
+    wait_for_exit(&h, &id).await;
+    let crashes = query(&h, &id, EventType::Crash);
+    assert_eq!(crashes.len(), 1, "{crashes:?}");
+    let bt = crashes[0].backtrace.clone().unwrap_or_default();
+    let frames: Vec<Value> = serde_json::from_str(&bt).unwrap_or_default();
+    let fns: Vec<&str> = frames.iter().filter_map(|f| f["function"].as_str()).collect();
+    let pos = |name: &str| fns.iter().position(|f| *f == name).unwrap_or_else(|| panic!("{name} not in the backtrace {fns:?} ({bt})"));
+    assert_eq!(pos("w_crash"), 0, "{fns:?}");
+    assert!(pos("w_crash_caller") < pos("main"), "{fns:?}");
+}
