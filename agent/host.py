@@ -338,12 +338,14 @@ class Host:
             # about 1 fork in 10 still dies of SIGSEGV while Frida tears down the agent copy
             # the fork left in the child (see agent/src/forksafe.ts); an unfollowed child is
             # never stuck.
+            init = dict(req.get("init") or {})
             if os.environ.get("STROBE_FOLLOW_CHILDREN") == "1":
                 session.enable_child_gating()
+                init["followChildren"] = True
             with self.lock:
                 self.targets[pid] = Target(pid, session, script)
                 self.gone.pop(pid, None)
-            info = script.exports_sync.init(req.get("init") or {})
+            info = script.exports_sync.init(init)
         except Exception:
             with self.lock:
                 self.targets.pop(pid, None)

@@ -20,11 +20,14 @@ import { debuggerExports } from "./debugger_rpc.js";
 import { memoryExports } from "./memory.js";
 import { addTypes, TypeDesc } from "./serialize.js";
 import { prepareXmm } from "./xmm.js";
+import { demoteWrappers } from "./wrappers.js";
 
 interface InitParams {
     sessionId?: string;
     /** Static image base of the main module (hex string), for the ASLR slide. */
     imageBase?: string;
+    /** The host follows forks (child gating), set by the host itself. */
+    followChildren?: boolean;
 }
 
 let sessionId: string | null = null;
@@ -35,6 +38,9 @@ function init(params: InitParams): object {
     const slide = setImageBase(params.imageBase ?? null);
     const main = Process.mainModule;
     const floatRegisters = prepareXmm();
+    // Under child gating Frida unloads the agent copy a fork leaves in the child, wrapper
+    // code included: a child returning through a wrapper frame would jump into freed code.
+    if (params.followChildren === true) demoteWrappers("children are followed (a forked child must not return into unloaded wrapper code)");
     send({ type: "initialized", sessionId });
     return {
         pid: Process.id,

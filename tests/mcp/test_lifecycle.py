@@ -137,6 +137,33 @@ async def test_killed_from_outside(strobe_home, fixtures_dir, sig):
         assert (await query_all(c, sid, eventType="crash")) == [], "an outside kill is not a crash"
 
 
+async def child_returns_through_traced_frame(c, fixtures_dir):
+    """forker return: the child returns through fork_in_helper, a traced (on C integer
+    functions: replaceFast-wrapped) frame its fork copied. It must exit 9, not crash."""
+    await c.call("debug_trace", add=["fork_in_helper", "child_work", "parent_work"])
+    r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["return"], projectRoot=str(SRC))
+    st = await c.wait_status(r["sessionId"])
+    assert st["exitCode"] == 0, st
+    out = "".join(e["text"] for e in await query_all(c, r["sessionId"], eventType="stdout"))
+    assert re.search(r"child \d+ exited 9", out), out
+    return r["sessionId"]
+
+
+async def test_unfollowed_child_returns_through_a_traced_frame(strobe_home, fixtures_dir):
+    async with mcp_client(strobe_home) as c:
+        sid = await child_returns_through_traced_frame(c, fixtures_dir)
+        entered = await query_all(c, sid, eventType="function_exit", function={"equals": "fork_in_helper"})
+        assert len(entered) == 1, entered  # the parent's return; the child is not traced
+
+
+@children_tests
+async def test_followed_child_returns_through_a_traced_frame(strobe_home, fixtures_dir, follow_children):
+    async with mcp_client(strobe_home) as c:
+        sid = await child_returns_through_traced_frame(c, fixtures_dir)
+        kids = (await c.call("debug_session", action="status", sessionId=sid))["children"]
+        assert [k["exitCode"] for k in kids] == [9], kids
+
+
 @children_tests
 async def test_fork_children_are_followed(strobe_home, fixtures_dir, follow_children):
     async with mcp_client(strobe_home) as c:
