@@ -386,6 +386,17 @@ class Host:
             with self.lock:
                 self.spawned.discard(pid)
             return {"alreadyGone": True}, b""
+        except Exception as e:
+            # A process that is dying (a zombie, or being reaped) makes Frida fail on its
+            # /proc files ("auxv: No such process"): fall back to the kernel's answer.
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                with self.lock:
+                    self.spawned.discard(pid)
+                return {"alreadyGone": True}, b""
+            except OSError:
+                raise e
         with self.lock:
             self.spawned.discard(pid)
         return {}, b""

@@ -189,9 +189,10 @@ pub(super) fn on_detached(engine: &Engine, pid: u32, reason: &str) {
         _ => None,
     };
     s.state.lock().unwrap().life.root_end = end.clone();
-    s.mark_exited(code, Some(reason_text));
-    // The last output and events are written first.
+    // The last output and events are stored before anyone can see "exited": a client that
+    // polls the status and then queries must find every event.
     engine.store.flush();
+    s.mark_exited(code, Some(reason_text));
     let _ = engine.store.update_session_status(&s.id, "exited", Some(now_unix()), end.and_then(|e| e.db_code()));
 }
 
