@@ -51,17 +51,7 @@ async fn start(h: &Harness, mode: &str, n: u64, options: Value, patterns: &[&str
 }
 
 fn query(h: &Harness, id: &str, event_type: Option<EventType>, after: Option<i64>) -> Vec<Event> {
-    let mut out = Vec::new();
-    let mut cursor = after;
-    loop {
-        let q = EventQuery { session_id: id.into(), event_type, after_event_id: cursor, limit: 500, ..Default::default() };
-        let r = h.engine.query(&q).expect("query");
-        out.extend(r.events);
-        if !r.has_more {
-            return out;
-        }
-        cursor = r.last_event_id;
-    }
+    common::events::query_all(&h.engine, id, event_type, after)
 }
 
 /// Up to 500 enter events (after the cursor).
@@ -71,31 +61,15 @@ fn first_page(h: &Harness, id: &str, after: Option<i64>) -> Vec<Event> {
 }
 
 async fn wait_for_stdout(h: &Harness, id: &str, needle: &str, timeout: Duration) -> String {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let lines = query(h, id, Some(EventType::Stdout), None);
-        if let Some(e) = lines.iter().find(|e| e.text.as_deref().is_some_and(|t| t.contains(needle))) {
-            return e.text.clone().unwrap();
-        }
-        assert!(Instant::now() < deadline, "no stdout line containing {needle:?} within {timeout:?}: {lines:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::events::wait_for_stdout(&h.engine, id, needle, timeout).await
 }
 
 async fn wait_for_exit(h: &Harness, id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while h.engine.status(id).unwrap().status == "running" {
-        assert!(Instant::now() < deadline, "session {id} did not exit");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    h.engine.store().flush();
+    common::events::wait_for_exit(&h.engine, id).await
 }
 
 fn trace_events(h: &Harness, id: &str) -> Vec<Event> {
-    let mut v = query(h, id, Some(EventType::FunctionEnter), None);
-    v.extend(query(h, id, Some(EventType::FunctionExit), None));
-    v.sort_by_key(|e| e.id);
-    v
+    common::events::trace_events(&h.engine, id)
 }
 
 /// What must be equal between the JS and the fast path: kind, function, the declared

@@ -11,11 +11,11 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use strobe::engine::{Engine, EngineConfig, LaunchRequest, PointRequest, StepAction};
-use strobe::store::{Event, EventQuery, EventType};
+use strobe::store::{Event, EventType};
 use strobe::symbols::{wrapper_abi, DebugInfo, SymbolIndex};
 
 struct Harness {
@@ -68,45 +68,19 @@ fn names(list: &[&str]) -> BTreeSet<String> {
 }
 
 fn query(h: &Harness, id: &str, event_type: EventType) -> Vec<Event> {
-    let mut out = Vec::new();
-    let mut cursor = None;
-    loop {
-        let q = EventQuery { session_id: id.into(), event_type: Some(event_type), after_event_id: cursor, limit: 500, ..Default::default() };
-        let r = h.engine.query(&q).expect("query");
-        out.extend(r.events);
-        if !r.has_more {
-            return out;
-        }
-        cursor = r.last_event_id;
-    }
+    common::events::query_all(&h.engine, id, Some(event_type), None)
 }
 
 async fn wait_for_stdout(h: &Harness, id: &str, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let lines = query(h, id, EventType::Stdout);
-        if let Some(e) = lines.iter().find(|e| e.text.as_deref().is_some_and(|t| t.contains(needle))) {
-            return e.text.clone().unwrap();
-        }
-        assert!(Instant::now() < deadline, "no stdout line containing {needle:?}: {lines:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::events::wait_for_stdout(&h.engine, id, needle, Duration::from_secs(60)).await
 }
 
 async fn wait_for_exit(h: &Harness, id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while h.engine.status(id).unwrap().status == "running" {
-        assert!(Instant::now() < deadline, "session {id} did not exit");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    h.engine.store().flush();
+    common::events::wait_for_exit(&h.engine, id).await
 }
 
 fn trace_events(h: &Harness, id: &str) -> Vec<Event> {
-    let mut v = query(h, id, EventType::FunctionEnter);
-    v.extend(query(h, id, EventType::FunctionExit));
-    v.sort_by_key(|e| e.id);
-    v
+    common::events::trace_events(&h.engine, id)
 }
 
 /// Per event: kind, function, declared arguments, return value, parent's function.

@@ -1,6 +1,8 @@
 //! Helpers shared by integration tests: the compiled fixture programs.
 #![allow(dead_code)]
 
+pub mod events;
+
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
