@@ -206,7 +206,15 @@ function setUp(): Native | null {
     }
 }
 
-const SHARED_STACK_ENABLED: boolean = false;
+/**
+ * Set the native side up before JS-path hooks go in (hooks.ts), on the agent's thread: never
+ * lazily from inside a hook callback, where compiling the CModule lets another thread's
+ * callback start a second set-up, with its own thread serials (colliding call ids and wrong
+ * parents across threads: tests/frida_host.rs::per_thread_call_stacks_give_parents).
+ */
+export function prepareSharedStack(): void {
+    setUp();
+}
 
 /**
  * For a JS-path call: push it on the thread's shared stack. Returns [call, parent (0: none),
@@ -214,12 +222,7 @@ const SHARED_STACK_ENABLED: boolean = false;
  * keeps its own stacks.
  */
 export function sharedEnter(): [number, number, number] | null {
-    // Disabled: with two threads in JS-path hooks, calls pushed here got wrong parents and
-    // colliding call ids (tests/frida_host.rs::per_thread_call_stacks_give_parents). Until
-    // that is understood, the JS path keeps its own per-thread stacks (hooks.ts) and the
-    // engine puts hooks added together on one path (src/engine/watches.rs).
-    if (SHARED_STACK_ENABLED === false) return null;
-    const n = native ?? setUp();
+    const n = native;
     if (n === null) return null;
     n.jsEnter(n.idsOutPtr);
     const w = n.idsOut;

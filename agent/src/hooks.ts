@@ -6,7 +6,7 @@
 import { nowNs } from "./clock.js";
 import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
-import { attachFast, drainBeforeJsEvent, HookNeeds, sharedEnter, sharedLeave, useFastPath } from "./fastpath.js";
+import { attachFast, drainBeforeJsEvent, HookNeeds, prepareSharedStack, sharedEnter, sharedLeave, useFastPath } from "./fastpath.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
 
 export const DEFAULT_ARG_COUNT = 6;
@@ -149,6 +149,7 @@ export function updateHooks(req: HooksRequest): HooksResult {
     if (req.imageBase !== undefined) setImageBase(req.imageBase);
     const functions = req.functions ?? [];
     if (req.action === "add") {
+        if (functions.length > 0) prepareSharedStack();
         for (const f of functions) {
             if (hooks.has(f.id)) {
                 result.installed.push(f.id); // already hooked: no-op

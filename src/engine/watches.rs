@@ -342,14 +342,6 @@ impl Engine {
             }
         }
         session.state.lock().unwrap().watch.js_for_watch.extend(for_watch);
-        if specs.iter().any(|s| s.get("serialize").is_some()) {
-            // The JS path keeps its own call stacks (the shared C stack is disabled, see
-            // agent/src/fastpath.ts sharedEnter): a JS-hooked caller and a native callee would
-            // lose their parent link. Hooks added together stay on one path.
-            for spec in specs.iter_mut() {
-                spec["mode"] = json!("js");
-            }
-        }
         info.agent_types(&roots)
     }
 

@@ -23,9 +23,15 @@ def parent_of(e):
     return None if p is None else int(p.rsplit("-", 1)[1])
 
 
-async def test_parent_links_cross_hook_paths(strobe_home, fixtures_dir):
+@pytest.mark.parametrize("requests", [
+    [["typed_outer", "typed_inner", "plain_outer", "plain_inner"]],  # one debug_trace call
+    [["typed_outer", "typed_inner"], ["plain_outer", "plain_inner"]],  # typed first
+    [["plain_outer", "plain_inner"], ["typed_outer", "typed_inner"]],  # native first
+])
+async def test_parent_links_cross_hook_paths(strobe_home, fixtures_dir, requests):
     async with mcp_client(strobe_home) as c:
-        await c.call("debug_trace", add=["typed_outer", "typed_inner", "plain_outer", "plain_inner"])
+        for add in requests:
+            await c.call("debug_trace", add=add)
         r = await c.call("debug_launch", command=str(fixtures_dir / "mixed_paths"), projectRoot=str(SRC))
         sid = r["sessionId"]
         await c.wait_status(sid)
