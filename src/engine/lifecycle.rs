@@ -73,6 +73,8 @@ pub(crate) struct LifeState {
     pub children: BTreeMap<u32, ChildProcess>,
     /// Processes whose image is not the session's binary (an exec of another program).
     pid_symbols: HashMap<u32, Arc<SymbolIndex>>,
+    /// The functions hooked in each followed child (children.rs).
+    pub child_hooked: HashMap<u32, std::collections::BTreeSet<u32>>,
 }
 
 impl LifeState {
@@ -94,6 +96,16 @@ impl LifeState {
                 std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok().map(|s| s.trim_end().to_string())
             })
             .clone()
+    }
+
+    /// Does `pid` run another program than the session's binary (an exec)?
+    pub fn has_own_image(&self, pid: u32) -> bool {
+        self.pid_symbols.contains_key(&pid)
+    }
+
+    /// The symbols of a process that runs another program than the session's binary.
+    pub fn image_of(&self, pid: u32) -> Option<Arc<SymbolIndex>> {
+        self.pid_symbols.get(&pid).cloned()
     }
 
     pub fn live_children(&self) -> Vec<u32> {
@@ -172,6 +184,7 @@ pub(super) fn on_detached(engine: &Engine, pid: u32, reason: &str) {
                 None => {}
             }
         }
+        st.life.child_hooked.remove(&pid);
         drop(st);
         engine.by_pid.lock().unwrap().remove(&pid);
         return;
@@ -249,39 +262,16 @@ async fn instrument(
     let init = json!({ "sessionId": s.id, "imageBase": format!("0x{image_base:x}") });
     frida.host().attach(pid, frida.agent_js(), init).await?;
     let Some(symbols) = symbols else { return Ok(()) };
-    // The session's patterns, matched against this image (a fork: the hooks the parent has).
-    let ids: Vec<usize> = {
-        let st = s.state.lock().unwrap();
-        if same_image {
-            st.hooked.iter().map(|&i| i as usize).collect()
-        } else {
-            let mut seen = std::collections::HashSet::new();
-            symbols
-                .functions
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.address != 0 && st.patterns.iter().any(|p| p.matches(f, &s.project_root)))
-                .filter(|(_, f)| seen.insert(f.address))
-                .map(|(i, _)| i)
-                .take(super::trace::MAX_HOOKS)
-                .collect()
+    {
+        // A fresh agent hooks nothing yet (after an exec, the pid's old hooks went with its image).
+        let mut st = s.state.lock().unwrap();
+        st.life.child_hooked.remove(&pid);
+        if !same_image {
+            st.life.pid_symbols.insert(pid, symbols.clone());
         }
-    };
-    if !same_image {
-        s.state.lock().unwrap().life.pid_symbols.insert(pid, symbols.clone());
     }
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let functions: Vec<Value> = ids
-        .iter()
-        .map(|&i| {
-            let f = &symbols.functions[i];
-            json!({ "id": i, "address": format!("0x{:x}", f.address), "name": f.name })
-        })
-        .collect();
-    frida.host().rpc(pid, "hooks", json!([{ "action": "add", "functions": functions }])).await?;
-    Ok(())
+    // The session's patterns, matched against this image (a fork: the hooks the parent has).
+    super::children::sync_child(frida, s, pid, &symbols).await
 }
 
 fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> Event {

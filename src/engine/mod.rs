@@ -2,6 +2,7 @@
 //! (the MCP daemon, `strobe run`, the REPL) reach it only through the Lua runtime.
 
 mod breakpoints;
+mod children; // hooks of followed forks and execs
 mod crash_locals; // locals of a crash's frame, from the agent's stack snapshot
 mod debug_state;
 mod decode;

@@ -167,10 +167,15 @@ impl Engine {
             }
         }
         let hooked_count = hooked.len();
+        let changed = hooked != current;
         {
             let mut st = session.state.lock().unwrap();
             st.hooked = hooked;
             st.patterns = patterns.clone();
+        }
+        if changed || !add.is_empty() || !remove.is_empty() {
+            // Followed children get the new patterns too (children.rs).
+            warnings.extend(self.sync_children(session).await);
         }
         result.active_patterns = patterns.iter().map(|p| p.as_str().to_string()).collect();
         result.hooked_functions = hooked_count;

@@ -165,6 +165,27 @@ async def test_followed_child_returns_through_a_traced_frame(strobe_home, fixtur
 
 
 @children_tests
+async def test_patterns_changed_while_a_child_runs_reach_it(strobe_home, fixtures_dir, follow_children):
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["tick"], projectRoot=str(SRC))
+        sid, pid = r["sessionId"], r["pid"]
+        out = await c.wait_for(sid, "work 3", eventType="stdout")
+        child_pid = int(re.search(r"child pid (\d+) work 3", "".join(e["text"] for e in out["events"])).group(1))
+
+        await c.call("debug_trace", sessionId=sid, add=["child_work"])
+        await c.wait_for(sid, "child_work", eventType="function_enter", pid=child_pid)
+
+        await c.call("debug_trace", sessionId=sid, remove=["child_work"])
+        await _sleep(0.3)  # calls already past the hook when it went
+        before = len(await query_all(c, sid, eventType="function_enter", pid=child_pid))
+        await _sleep(0.5)  # 20 more calls
+        after = len(await query_all(c, sid, eventType="function_enter", pid=child_pid))
+        assert after == before, (before, after)
+        await c.call("debug_session", action="stop", sessionId=sid)
+        assert not pid_alive(child_pid) and not pid_alive(pid)
+
+
+@children_tests
 async def test_fork_children_are_followed(strobe_home, fixtures_dir, follow_children):
     async with mcp_client(strobe_home) as c:
         await c.call("debug_trace", add=["child_work", "parent_work"])
