@@ -2,6 +2,7 @@
 //!
 //! `cargo bench --bench store`. Knobs: `STORE_BENCH_EVENTS` (default 1 000 000);
 //! `STORE_BENCH_INGEST_ONLY=1` / `STORE_BENCH_PRE_ONLY=1` stop after ingestion;
+//! `STORE_BENCH_FAST_ONLY=1` measures only the tracing fast-path rows;
 //! `STORE_BENCH_ONLY=<substring>` runs only the query rows whose name contains it.
 //! "events per writer-CPU-second" divides by the writer thread's CPU time (Linux `/proc`),
 //! which other processes' load does not inflate the way it inflates wall-clock time.
@@ -301,6 +302,12 @@ fn main() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
     println!("## strobe event store ({} CPUs)\n", std::thread::available_parallelism().map_or(0, |n| n.get()));
 
+    if std::env::var_os("STORE_BENCH_FAST_ONLY").is_some() {
+        let [raw, events] = trace_batches::measure(dir.path(), n, writer_cpu_secs);
+        println!("fast-path rows, insert_trace_batch: {:.0} events/s wall, {:.0} per writer-CPU-second", raw.0, raw.1);
+        println!("fast-path rows, insert(Event):      {:.0} events/s wall, {:.0} per writer-CPU-second", events.0, events.1);
+        return;
+    }
     let big = Store::open(&dir.path().join("big.db")).unwrap();
     let (rate, rate_cpu, span_big) = ingest(&big, "big", n, 7);
     let max_big = big.next_event_id() - 1;
