@@ -4,7 +4,6 @@
 //!
 //! Layout and index choice: see `schema.rs`; query semantics: see `query.rs`.
 
-mod checkpoint;
 mod count;
 mod counters;
 mod dict;

@@ -1,8 +1,7 @@
 //! The writer thread: the only connection that writes events. Each round drains the channel
 //! into one transaction (group commit: whatever is queued, up to `MAX_BATCH` events, so a
 //! quiet stream commits at once and a busy one in large batches), 32 rows per INSERT
-//! statement. FIFO eviction and session deletes run between rounds (`evict.rs`); WAL
-//! checkpoints run on another thread (`checkpoint.rs`).
+//! statement. FIFO eviction and session deletes run between rounds (`evict.rs`).
 
 use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
@@ -10,7 +9,6 @@ use std::sync::Arc;
 
 use rusqlite::{params, Connection};
 
-use super::checkpoint::Checkpointer;
 use super::counters::{self, is_null_return, TxnCounters};
 use super::event::{Event, EventType};
 use super::raw_batch::RawTraceBatch;
@@ -56,7 +54,6 @@ pub(crate) struct Writer {
     pub(super) insert_one: RawInsert,
     pub(super) conn: Connection,
     pub(super) st: State,
-    ckpt: Checkpointer,
 }
 
 pub(super) struct State {
@@ -99,8 +96,7 @@ impl Writer {
         st.load(&conn)?;
         let insert_many = RawInsert::prepare(&conn, &schema::insert_events_sql(ROWS_PER_STATEMENT))?;
         let insert_one = RawInsert::prepare(&conn, &schema::insert_events_sql(1))?;
-        let ckpt = Checkpointer::start(&conn)?;
-        Ok(Writer { insert_many, insert_one, conn, st, ckpt })
+        Ok(Writer { insert_many, insert_one, conn, st })
     }
 
     pub(crate) fn run(mut self, rx: Receiver<Msg>) {
@@ -231,7 +227,6 @@ impl Writer {
             self.conn.prepare_cached("COMMIT")?.raw_execute()?;
             Ok(())
         })();
-        let committed = self.st.txn_events;
         self.st.in_txn = false;
         self.st.txn_events = 0;
         self.st.txn_max_id = 0;
@@ -239,7 +234,6 @@ impl Writer {
             Ok(()) => {
                 let touched: Vec<i64> = self.st.txn_touched.drain().collect();
                 self.st.publish(&touched);
-                self.ckpt.committed(committed);
             }
             Err(e) => {
                 tracing::error!("event store: commit failed, the last batch is lost: {e}");
