@@ -334,14 +334,12 @@ class Host:
             self._hook_messages(pid, script)
             script.load()
             # Forks and execs are suspended until the daemon has instrumented them (the
-            # daemon answers every child_added event with attach + resume). Opt-in for now:
-            # about 1 fork in 10 still dies of SIGSEGV while Frida tears down the agent copy
-            # the fork left in the child (see agent/src/forksafe.ts); an unfollowed child is
-            # never stuck.
+            # daemon answers every child_added event with attach + resume).
             init = dict(req.get("init") or {})
-            if os.environ.get("STROBE_FOLLOW_CHILDREN") == "1":
+            # The daemon decides (init.followChildren); the agent then routes the program's
+            # fork() calls through its fork gate (forksafe.ts).
+            if init.get("followChildren") is True:
                 session.enable_child_gating()
-                init["followChildren"] = True
             with self.lock:
                 self.targets[pid] = Target(pid, session, script)
                 self.gone.pop(pid, None)

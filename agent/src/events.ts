@@ -2,7 +2,7 @@
 // FLUSH_INTERVAL_MS or when MAX_BUFFERED are waiting, whichever comes first.
 // Once the process is exiting, every event is sent at once (no timer will fire again).
 
-import { isForkedCopy } from "./forksafe.js";
+import { isForkedCopy, sendThroughGate } from "./forksafe.js";
 
 export const MAX_BUFFERED = 1000;
 export const FLUSH_INTERVAL_MS = 10;
@@ -60,11 +60,15 @@ export function flush(): void {
         timer = null;
     }
     if (buffer.length === 0) return;
-    const events = buffer;
-    buffer = [];
-    sentTotal += events.length;
-    sentBatches++;
-    send({ type: "events", format: "array-v1", events });
+    const sent = sendThroughGate(() => {
+        const events = buffer;
+        buffer = [];
+        sentTotal += events.length;
+        sentBatches++;
+        send({ type: "events", format: "array-v1", events });
+    });
+    // A fork in progress (forksafe.ts): keep the events for the next round.
+    if (!sent && timer === null) timer = setTimeout(onTimer, FLUSH_INTERVAL_MS);
 }
 
 /** From now on, send every event immediately: the process is going away. */

@@ -26,7 +26,7 @@
 import { flush } from "./events.js";
 import { FASTPATH_C, MAX_FAST_ARGS, NEW_TID_SLOT, NEW_TIDS, RECORD_SIZE } from "./fastpath_c.js";
 import { announceThread } from "./threads.js";
-import { isForkedCopy } from "./forksafe.js";
+import { isForkedCopy, sendThroughGate } from "./forksafe.js";
 import { installFastHook, wrapperStats } from "./wrappers.js";
 
 /** Tuning knobs, settable by the daemon before (or between) hook changes. */
@@ -342,6 +342,11 @@ function onTimer(): void {
 export function drainFast(force = false): void {
     const n = native;
     if (n === null || isForkedCopy()) return; // a fork's stale copy must not drain (forksafe.ts)
+    // While a fork is in progress the records stay in the ring for the next round.
+    sendThroughGate(() => drainRing(n, force));
+}
+
+function drainRing(n: Native, force: boolean): void {
     for (;;) {
         const credit = force || sentSeq - ackedSeq < MAX_IN_FLIGHT;
         const count = credit ? n.drain(n.out, DRAIN_BATCH) : 0;

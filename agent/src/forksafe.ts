@@ -25,3 +25,166 @@ const loadPid = livePid();
 export function isForkedCopy(): boolean {
     return livePid() !== loadPid;
 }
+
+// The fork gate. With child gating on, Frida's own fork() listener stops its agent thread
+// before fork() and restarts it after, in the parent and in the child. A send() made in
+// between (a drain on the JS thread that was running when Frida stopped its loop) leaves its
+// message queued for that stopped loop: the parent delivers it after fork(), and so does the
+// child, on the parent's connection that no longer works there: the child dies of SIGSEGV
+// (docs/performance.md, "Fork/exec following"). So the program's calls to fork() go through
+// a gate first: it closes, waits for any send in progress, calls fork() (and so Frida's
+// listener), and opens again. The batch senders (events.ts, fastpath.ts) go through
+// `sendThroughGate()` and keep their data for the next round while it is closed. Both sides
+// use `lock`-prefixed instructions (full barriers): either the sender sees the gate closed or
+// the forking thread sees the sender and waits for it.
+//
+// Why not Interceptor.attach on fork(): a listener the script owns there makes Frida's
+// teardown of the stale agent copy in the child close the *parent's* session (measured: every
+// fork). Why hand-written code in pages of our own: the forked child returns from fork()
+// into the gate after Frida has unloaded the stale agent copy (a CModule would be freed), and
+// the gate stays in the program's import table if the agent is unloaded while it runs.
+// So: the program's import slots for fork/vfork point at this code, in an mmap'd page that
+// is never freed; its two counters live in a second page.
+
+/** Machine code of the gate (x86-64 SysV); data = [u32 forks in progress, u32 sends in progress]. */
+function gateCode(data: NativePointer, fork: NativePointer): number[] {
+    const imm64 = (p: NativePointer): number[] => {
+        const out: number[] = [];
+        let v = uint64(p.toString());
+        for (let i = 0; i < 8; i++) {
+            out.push(v.and(0xff).toNumber());
+            v = v.shr(8);
+        }
+        return out;
+    };
+    return [
+        0x48, 0xb8, ...imm64(data), //         mov rax, data
+        0xf0, 0xff, 0x00, //                    lock inc dword [rax]      (close)
+        0x8b, 0x48, 0x04, //            spin:   mov ecx, [rax+4]          (sends in progress)
+        0x85, 0xc9, //                          test ecx, ecx
+        0x74, 0x04, //                          jz go
+        0xf3, 0x90, //                          pause
+        0xeb, 0xf5, //                          jmp spin
+        0x48, 0x83, 0xec, 0x08, //      go:     sub rsp, 8                (16-byte aligned call)
+        0x48, 0xb8, ...imm64(fork), //          mov rax, fork
+        0xff, 0xd0, //                          call rax
+        0x48, 0x83, 0xc4, 0x08, //              add rsp, 8
+        0x48, 0xb9, ...imm64(data), //          mov rcx, data
+        0xf0, 0xff, 0x09, //                    lock dec dword [rcx]      (open; eax kept)
+        0xc3, //                                ret
+    ];
+}
+
+const GATE_C = `
+extern volatile unsigned int gate[2]; /* [0] forks in progress, [1] sends in progress */
+
+static inline unsigned int xadd32 (volatile unsigned int * p, unsigned int v) {
+  asm volatile ("lock; xaddl %0, %1" : "+r" (v), "+m" (*p) : : "memory");
+  return v;
+}
+
+int strobe_send_begin (void) {
+  xadd32 (&gate[1], 1);
+  if (xadd32 (&gate[0], 0) == 0)
+    return 1;
+  xadd32 (&gate[1], (unsigned int) -1);
+  return 0;
+}
+
+void strobe_send_end (void) {
+  xadd32 (&gate[1], (unsigned int) -1);
+}
+`;
+
+interface Gate {
+    cm: CModule;
+    begin: NativeFunction<number, []>;
+    end: NativeFunction<void, []>;
+}
+
+let gate: Gate | null = null;
+
+/** What `installForkGate` did: whether the program calls fork() itself, or why there is no gate. */
+export interface ForkGateResult {
+    /** Import slots of fork/vfork now routed through the gate (0: the program does not fork). */
+    slots: number;
+    /** Why fork() calls are not gated, if they are not. */
+    error: string | null;
+}
+
+/** Route the program's fork() calls through the gate (children are followed). */
+export function installForkGate(): ForkGateResult {
+    if (gate !== null) return { slots: gateSlots, error: null };
+    if (Process.arch !== "x64" || Process.platform !== "linux") return { slots: 0, error: `no fork gate on ${Process.platform}/${Process.arch}` };
+    const fork = Module.findGlobalExportByName("fork");
+    const mmapAddr = Module.findGlobalExportByName("mmap");
+    if (fork === null || mmapAddr === null) return { slots: 0, error: "fork() or mmap() not found" };
+    const slots = forkImportSlots();
+    if (slots.length === 0) return { slots: 0, error: null }; // nothing here forks
+    const mmap = new NativeFunction(mmapAddr, "pointer", ["pointer", "size_t", "int", "int", "int", "size_t"]);
+    const PROT_RW = 3, MAP_PRIVATE_ANON = 0x22;
+    const pages = mmap(NULL, 2 * Process.pageSize, PROT_RW, MAP_PRIVATE_ANON, -1, 0);
+    if (pages.equals(ptr(-1))) return { slots: 0, error: "mmap failed" };
+    const code = pages;
+    const data = pages.add(Process.pageSize);
+    code.writeByteArray(gateCode(data, fork));
+    Memory.protect(code, Process.pageSize, "r-x");
+    const cm = new CModule(GATE_C, { gate: data });
+    const opts = { scheduling: "exclusive", exceptions: "propagate", traps: "none" } as const;
+    gate = {
+        cm,
+        begin: new NativeFunction(cm.strobe_send_begin, "int", [], opts),
+        end: new NativeFunction(cm.strobe_send_end, "void", [], opts),
+    };
+    for (const slot of slots) {
+        // Import tables are read-only after relocation (RELRO): open the page for the write.
+        const page = slot.and(ptr(Process.pageSize - 1).not());
+        const before = Process.findRangeByAddress(slot)?.protection ?? "r--";
+        Memory.protect(page, Process.pageSize, "rw-");
+        slot.writePointer(code);
+        Memory.protect(page, Process.pageSize, before);
+    }
+    gateSlots = slots.length;
+    return { slots: gateSlots, error: null };
+}
+
+let gateSlots = 0;
+
+/** Import slots of fork/vfork in the program and its libraries (not libc's own, nor Frida's). */
+function forkImportSlots(): NativePointer[] {
+    const slots: NativePointer[] = [];
+    for (const m of Process.enumerateModules()) {
+        if (/^(libc|ld-linux|libpthread)[.-]/.test(m.name) || m.name.startsWith("frida-")) continue;
+        if (!m.path.startsWith("/") || m.path.startsWith("/memfd:")) continue;
+        for (const i of m.enumerateImports()) {
+            if ((i.name === "fork" || i.name === "vfork") && i.slot !== undefined) slots.push(i.slot);
+        }
+    }
+    return slots;
+}
+
+/**
+ * Run `send` unless a fork is in progress; true if it ran. Callers keep what they would have
+ * sent and try again later. Without the gate (children not followed), always runs.
+ */
+export function sendThroughGate(send: () => void): boolean {
+    const g = gate;
+    if (g === null || gateDepth > 0) {
+        // Nested (a drain flushing JS events first): the outer call holds the gate open, and
+        // what it sends must not overtake what the inner call would have deferred.
+        send();
+        return true;
+    }
+    if (g.begin() === 0) return false;
+    gateDepth++;
+    try {
+        send();
+    } finally {
+        gateDepth--;
+        g.end();
+    }
+    return true;
+}
+
+/** Gated sends running on this (JS) thread; JS runs under one lock, so one counter does. */
+let gateDepth = 0;

@@ -21,6 +21,7 @@ import { memoryExports } from "./memory.js";
 import { addTypes, TypeDesc } from "./serialize.js";
 import { prepareXmm } from "./xmm.js";
 import { demoteWrappers } from "./wrappers.js";
+import { installForkGate, ForkGateResult } from "./forksafe.js";
 
 interface InitParams {
     sessionId?: string;
@@ -40,7 +41,13 @@ function init(params: InitParams): object {
     const floatRegisters = prepareXmm();
     // Under child gating Frida unloads the agent copy a fork leaves in the child, wrapper
     // code included: a child returning through a wrapper frame would jump into freed code.
-    if (params.followChildren === true) demoteWrappers("children are followed (a forked child must not return into unloaded wrapper code)");
+    let forkGate: ForkGateResult | null = null;
+    if (params.followChildren === true) {
+        forkGate = installForkGate();
+        if (forkGate.error !== null) send({ type: "log", level: "warning", message: `forked children may crash while followed: ${forkGate.error}` });
+        // Only a program that forks can leave a child returning through a wrapper frame.
+        if (forkGate.slots > 0 || forkGate.error !== null) demoteWrappers("the program forks and children are followed (a forked child must not return into unloaded wrapper code)");
+    }
     send({ type: "initialized", sessionId });
     return {
         pid: Process.id,
@@ -50,6 +57,7 @@ function init(params: InitParams): object {
         slide: slide.toString(),
         monotonicNs: nowNs(),
         floatRegisters,
+        forkGate,
     };
 }
 
@@ -76,42 +84,70 @@ function waitForAck(): void {
     batchesAtAck = batchesSent();
 }
 
+// The exit hook is native first: in a forked child (no child gating) the agent copy is
+// stale, and its JS runtime may be locked by a thread the fork did not copy (the JS thread
+// was draining at fork time): entering JS there would hang the child's exit forever. The C
+// side checks the pid and only then calls into JS.
+const EXIT_HOOK_C = `
+#include <gum/guminterceptor.h>
+extern int getpid (void);
+extern int load_pid;
+extern void strobe_on_exit (int code, int which);
+void on_enter (GumInvocationContext * ic) {
+  if (getpid () != load_pid)
+    return;
+  strobe_on_exit ((int) (gsize) gum_invocation_context_get_nth_argument (ic, 0),
+      (int) (gsize) gum_invocation_context_get_listener_function_data (ic));
+}
+`;
+
+/** The exit hook's CModule, callback and pid cell live as long as the agent. */
+const exitHookParts: object[] = [];
+const EXIT_NAMES = ["exit", "_exit"];
+
+function onProcessExit(code: number, which: number): void {
+    const name = EXIT_NAMES[which] ?? "exit";
+    markExiting();
+    drainFast(true); // everything left, regardless of flow control
+    // A plain send() here is lost most of the time: the process dies before the message
+    // leaves. Waiting for the host's ack makes it reliable (the host acks in its message
+    // callback; unload also releases the wait).
+    if (!exitReported) {
+        exitReported = true;
+        send({ type: "process_exit", code, via: name, ts: nowNs() });
+        waitForAck();
+    } else if (batchesSent() !== batchesAtAck) {
+        // exit() ends in _exit(): events of atexit handlers and destructors were sent in
+        // between; make sure they are out too.
+        send({ type: "sync" });
+        waitForAck();
+    }
+}
+
 function hookExit(): void {
-    const loadedPid = currentPid();
     // Frida reaps the child, so the exit status is only visible here. Frida runs dispose()
     // before our exit hook; everything after it is sent immediately.
+    const getpid = Module.findGlobalExportByName("getpid");
+    if (getpid === null) {
+        send({ type: "log", level: "warning", message: "cannot hook exit: getpid() not found" });
+        return;
+    }
+    const pid = Memory.alloc(4);
+    pid.writeS32(currentPid());
+    const onExit = new NativeCallback(onProcessExit, "void", ["int", "int"]);
+    const cm = new CModule(EXIT_HOOK_C, { getpid, load_pid: pid, strobe_on_exit: onExit });
+    exitHookParts.push(cm, onExit, pid);
     const seen = new Set<string>();
-    for (const name of ["exit", "_exit"]) {
+    EXIT_NAMES.forEach((name, which) => {
         const addr = Module.findGlobalExportByName(name);
-        if (addr === null || seen.has(addr.toString())) continue;
+        if (addr === null || seen.has(addr.toString())) return;
         seen.add(addr.toString());
         try {
-            Interceptor.attach(addr, {
-                onEnter(args) {
-                    // A forked child (no child gating) has our hooks but no connection to the
-                    // host: waiting for an ack there would hang its exit forever.
-                    if (currentPid() !== loadedPid) return;
-                    markExiting();
-                    drainFast(true); // everything left, regardless of flow control
-                    // A plain send() here is lost most of the time: the process dies before
-                    // the message leaves. Waiting for the host's ack makes it reliable (the
-                    // host acks in its message callback; unload also releases the wait).
-                    if (!exitReported) {
-                        exitReported = true;
-                        send({ type: "process_exit", code: args[0].toInt32(), via: name, ts: nowNs() });
-                        waitForAck();
-                    } else if (batchesSent() !== batchesAtAck) {
-                        // exit() ends in _exit(): events of atexit handlers and destructors
-                        // were sent in between; make sure they are out too.
-                        send({ type: "sync" });
-                        waitForAck();
-                    }
-                },
-            });
+            Interceptor.attach(addr, { onEnter: cm.on_enter }, ptr(which));
         } catch (e) {
             send({ type: "log", level: "warning", message: `cannot hook ${name}: ${errorText(e)}` });
         }
-    }
+    });
 }
 
 rpc.exports = {

@@ -12,6 +12,13 @@ use super::{Engine, Session};
 use crate::frida::FridaRuntime;
 use crate::symbols::SymbolIndex;
 
+/// Whether forks and execs are followed: yes, unless the daemon runs with
+/// `STROBE_FOLLOW_CHILDREN=0` (the host enables Frida's child gating when the agent's init
+/// says so, and the agent gates the program's fork() calls, agent/src/forksafe.ts).
+pub(super) fn follow_children() -> bool {
+    std::env::var("STROBE_FOLLOW_CHILDREN").map_or(true, |v| v != "0")
+}
+
 /// The functions of `symbols` that the session's current patterns select in child `pid`.
 fn wanted(s: &Session, pid: u32, symbols: &SymbolIndex) -> BTreeSet<u32> {
     let st = s.state.lock().unwrap();

@@ -171,7 +171,11 @@ impl Engine {
         let settings_warnings = self.apply_event_limit(&session_id, &session.project_root).warnings;
 
         let image_base = self.symbols.get(&binary).map(|s| s.image_base).unwrap_or(0);
-        let init = serde_json::json!({ "sessionId": session_id, "imageBase": format!("0x{image_base:x}") });
+        let init = serde_json::json!({
+            "sessionId": session_id,
+            "imageBase": format!("0x{image_base:x}"),
+            "followChildren": super::children::follow_children(),
+        });
         let setup = async {
             frida.host().attach(pid, frida.agent_js(), init).await?;
             let mut applied = (0, 0, Vec::new());

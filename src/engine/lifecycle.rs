@@ -259,7 +259,11 @@ async fn instrument(
     let same_image = super::canonical_or_same(binary) == s.binary_path;
     let symbols = if same_image { engine.session_symbols(s).ok() } else { engine.symbols.get(binary).ok() };
     let image_base = symbols.as_ref().map(|x| x.image_base).unwrap_or(0);
-    let init = json!({ "sessionId": s.id, "imageBase": format!("0x{image_base:x}") });
+    let init = json!({
+        "sessionId": s.id,
+        "imageBase": format!("0x{image_base:x}"),
+        "followChildren": super::children::follow_children(),
+    });
     frida.host().attach(pid, frida.agent_js(), init).await?;
     let Some(symbols) = symbols else { return Ok(()) };
     {

@@ -6,6 +6,7 @@ mod children; // hooks of followed forks and execs
 mod crash_locals; // locals of a crash's frame, from the agent's stack snapshot
 mod debug_state;
 mod decode;
+mod descendants; // stop kills what the target started, reported or not
 mod event_limits; // settings → per-session FIFO limits
 mod frame_vars;
 mod ingest;
@@ -207,9 +208,15 @@ impl Engine {
                     if let Some(rt) = runtime {
                         // Drain the agent's buffers first so no event in flight is lost.
                         let _ = tokio::time::timeout(std::time::Duration::from_secs(3), rt.host().detach(s.pid)).await;
+                        // The whole family goes: forked and exec'd children too, followed or
+                        // not (read before the root dies: its orphans move to init).
+                        let mut children = descendants::descendants(s.pid);
                         let _ = rt.host().kill(s.pid).await;
-                        // The whole family goes: forked and exec'd children too.
-                        let children = s.state.lock().unwrap().life.live_children();
+                        for child in s.state.lock().unwrap().life.live_children() {
+                            if !children.contains(&child) {
+                                children.push(child);
+                            }
+                        }
                         for child in children {
                             let _ = rt.host().kill(child).await;
                             self.by_pid.lock().unwrap().remove(&child);

@@ -1,0 +1,83 @@
+//! The live descendants of a process, read from /proc. `stop` kills them with the target:
+//! a child Frida never reported (a fork it failed to gate, or one made while children are
+//! not followed) is still the debuggee's, and must not outlive the session.
+
+use std::collections::{HashMap, HashSet};
+
+/// Parent pid of every process visible in /proc.
+fn parents() -> HashMap<u32, u32> {
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return out };
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        if let Some(ppid) = parent_from_stat(&stat) {
+            out.insert(pid, ppid);
+        }
+    }
+    out
+}
+
+/// The ppid field of a /proc/PID/stat line. The command name (field 2, in parentheses) may
+/// itself hold spaces and parentheses: the fields after it start at the last ')'.
+fn parent_from_stat(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    fields.next()?; // state
+    fields.next()?.parse().ok()
+}
+
+/// Every live process descended from `root` (children, grandchildren, ...), parents first.
+pub(crate) fn descendants(root: u32) -> Vec<u32> {
+    let parents = parents();
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (&pid, &ppid) in &parents {
+        children.entry(ppid).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut seen = HashSet::from([root]);
+    let mut queue = vec![root];
+    while let Some(p) = queue.pop() {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            if seen.insert(c) {
+                out.push(c);
+                queue.push(c);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn stat_parsing_survives_odd_command_names() {
+        assert_eq!(parent_from_stat("42 (a) b (c)) S 17 42 42 0"), Some(17));
+        assert_eq!(parent_from_stat("42 (plain) R 1 42"), Some(1));
+        assert_eq!(parent_from_stat("garbage"), None);
+    }
+
+    #[test]
+    fn finds_children_and_grandchildren() {
+        // sh -> sleep (grandchild of this test process through the shell).
+        let mut sh = Command::new("sh").args(["-c", "sleep 30 & sleep 30; wait"]).spawn().unwrap();
+        let me = std::process::id();
+        let mut found = Vec::new();
+        for _ in 0..100 {
+            found = descendants(me);
+            if found.len() >= 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let shell = sh.id();
+        let _ = Command::new("pkill").args(["-P", &shell.to_string()]).status();
+        let _ = sh.kill();
+        let _ = sh.wait();
+        assert!(found.contains(&shell), "{found:?}");
+        assert!(found.len() >= 3, "the shell's two sleeps are descendants too: {found:?}");
+    }
+}
