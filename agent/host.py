@@ -152,6 +152,11 @@ class Host:
                     self.gone[pid] = reason
             if reason == "process-terminated":
                 self._report_exit_status(pid)
+            elif reason != "process-replaced" and pid in self.spawned:
+                # The session ended but the process may live on (Frida can close a parent's
+                # session when a forked child's agent copy is torn down): its exit status,
+                # once it comes, is the only word on how it ended.
+                threading.Thread(target=self._await_exit_status, args=(pid,), daemon=True).start()
                 if reason in ("process-terminated", "process-replaced"):
                     self.spawned.discard(pid)
             header = {"event": "detached", "pid": pid, "reason": reason}
@@ -160,6 +165,13 @@ class Host:
                                    "report": getattr(crash, "report", None)}
             self.w.send(header)
         return on_detached
+
+    def _await_exit_status(self, pid):
+        try:
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        except (ChildProcessError, OSError):
+            return  # already reaped (by Frida), or not our child
+        self._report_exit_status(pid)
 
     def _report_exit_status(self, pid):
         """Best effort: the exit status of a process we spawned, if Frida has not reaped it yet

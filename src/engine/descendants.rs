@@ -48,6 +48,26 @@ pub(crate) fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
+/// Whether `pid` is still running: it exists and is not a zombie.
+pub(crate) fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()).is_some_and(|state| state != "Z"),
+        Err(_) => false,
+    }
+}
+
+/// Wait (up to `timeout`) until none of `pids` is running; the ones still running.
+pub(crate) async fn wait_gone(pids: &[u32], timeout: std::time::Duration) -> Vec<u32> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let left: Vec<u32> = pids.iter().copied().filter(|&p| running(p)).collect();
+        if left.is_empty() || tokio::time::Instant::now() >= deadline {
+            return left;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +98,8 @@ mod tests {
         let _ = sh.kill();
         let _ = sh.wait();
         assert!(found.contains(&shell), "{found:?}");
+        assert!(!running(shell), "killed and reaped");
+        assert!(running(me));
         assert!(found.len() >= 3, "the shell's two sleeps are descendants too: {found:?}");
     }
 }

@@ -75,6 +75,8 @@ pub(crate) struct LifeState {
     pid_symbols: HashMap<u32, Arc<SymbolIndex>>,
     /// The functions hooked in each followed child (children.rs).
     pub child_hooked: HashMap<u32, std::collections::BTreeSet<u32>>,
+    /// `stop` is detaching: a session that ends now was ended by us, not lost.
+    pub detaching: bool,
 }
 
 impl LifeState {
@@ -160,11 +162,20 @@ pub(super) fn on_exit_status(engine: &Engine, pid: u32, code: Option<i32>, signa
 }
 
 /// The Frida session of `pid` ended. An exec ("process-replaced") is not an end.
-pub(super) fn on_detached(engine: &Engine, pid: u32, reason: &str) {
+pub(super) fn on_detached(engine: &Arc<Engine>, pid: u32, reason: &str) {
     if reason == "process-replaced" {
         return;
     }
     let Some(s) = engine.session_by_pid(pid) else { return };
+    let ours = s.state.lock().unwrap().life.detaching;
+    if pid == s.pid && reason != "process-terminated" && !ours && s.is_running() && super::descendants::running(pid) {
+        // The process lives on but Frida ended its session. Known cause: a fork made while
+        // the forking thread was inside a traced function; Frida's teardown of the agent
+        // copy in the child then closes the parent's session too (docs/performance.md).
+        // A debugger keeps debugging: attach a fresh agent with the session's hooks.
+        reattach(engine, s, reason.to_string());
+        return;
+    }
     let end = {
         let mut st = s.state.lock().unwrap();
         let life = &mut st.life;
@@ -207,6 +218,60 @@ pub(super) fn on_detached(engine: &Engine, pid: u32, reason: &str) {
     engine.store.flush();
     s.mark_exited(code, Some(reason_text));
     let _ = engine.store.update_session_status(&s.id, "exited", Some(now_unix()), end.and_then(|e| e.db_code()));
+}
+
+/// Instrument the root process again after Frida ended its session while it kept running.
+/// Events between the two sessions are lost; watches, breakpoints and sampling choices are
+/// not carried over (the warning says so).
+fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
+    let engine = engine.clone();
+    engine.runtime.clone().spawn(async move {
+        let result = match engine.frida().await {
+            Ok(frida) => instrument(&engine, &frida, &s, s.pid, &s.binary_path.clone()).await,
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(()) => tracing::warn!(
+                "session {}: Frida ended the session of pid {} ({reason}) while it kept running; \
+                 re-attached with the session's hooks (events in between are lost; watches, \
+                 breakpoints and sampling choices must be set again)",
+                s.id,
+                s.pid
+            ),
+            // It ended meanwhile (its exit status went with the lost session).
+            Err(_) if !super::descendants::running(s.pid) => {
+                // The host reports the kernel's status of a process it spawned (exit_status).
+                let mut end = None;
+                for _ in 0..100 {
+                    end = s.state.lock().unwrap().life.kernel_ends.remove(&s.pid);
+                    if end.is_some() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                let text = match &end {
+                    Some(e) => e.describe(),
+                    None => format!("ended untraced, exit status unknown: Frida had ended its session ({reason}) while it kept running"),
+                };
+                let code = match &end {
+                    Some(ProcessEnd::Code(c)) => Some(*c),
+                    _ => None,
+                };
+                s.state.lock().unwrap().life.root_end = end.clone();
+                engine.store.flush();
+                s.mark_exited(code, Some(text));
+                let _ = engine.store.update_session_status(&s.id, "exited", Some(now_unix()), end.and_then(|e| e.db_code()));
+            }
+            // Still "running": the process is, and `stop` must kill it.
+            Err(e) => tracing::warn!(
+                "session {}: Frida ended the session of pid {} ({reason}) while it kept running, and attaching \
+                 again failed: {}; it runs untraced until the session is stopped",
+                s.id,
+                s.pid,
+                e.message
+            ),
+        }
+    });
 }
 
 /// A fork or exec of one of our processes, suspended: attach, hook, resume. Never leaves it

@@ -207,6 +207,7 @@ impl Engine {
                     let runtime = self.frida.lock().unwrap().get().cloned();
                     if let Some(rt) = runtime {
                         // Drain the agent's buffers first so no event in flight is lost.
+                        s.state.lock().unwrap().life.detaching = true;
                         let _ = tokio::time::timeout(std::time::Duration::from_secs(3), rt.host().detach(s.pid)).await;
                         // The whole family goes: forked and exec'd children too, followed or
                         // not (read before the root dies: its orphans move to init).
@@ -217,9 +218,16 @@ impl Engine {
                                 children.push(child);
                             }
                         }
-                        for child in children {
+                        for &child in &children {
                             let _ = rt.host().kill(child).await;
                             self.by_pid.lock().unwrap().remove(&child);
+                        }
+                        // Return once they are gone: a caller that checks right after must
+                        // not find the debuggee still dying.
+                        children.push(s.pid);
+                        let left = descendants::wait_gone(&children, std::time::Duration::from_secs(3)).await;
+                        if !left.is_empty() {
+                            tracing::warn!("stop {id}: processes {left:?} still running 3 s after SIGKILL");
                         }
                     }
                     s.mark_stopped();

@@ -135,13 +135,20 @@ async def test_killed_from_outside(strobe_home, fixtures_dir, sig):
         assert (await query_all(c, sid, eventType="crash")) == [], "an outside kill is not a crash"
 
 
-async def child_returns_through_traced_frame(c, fixtures_dir):
+async def child_returns_through_traced_frame(c, fixtures_dir, followed=False):
     """forker return: the child returns through fork_in_helper, a traced (on C integer
     functions: replaceFast-wrapped) frame its fork copied. It must exit 9, not crash."""
     await c.call("debug_trace", add=["fork_in_helper", "child_work", "parent_work"])
     r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["return"], projectRoot=str(SRC))
     st = await c.wait_status(r["sessionId"])
-    assert st["exitCode"] == 0, st
+    why = {k: st.get(k) for k in ("status", "exitReason", "signal", "children")}
+    if followed and st.get("exitCode") is None:
+        # The documented Frida race (docs/performance.md, "Fork/exec following"): forking
+        # inside a traced function, the child's teardown can end the parent's session just
+        # as the parent exits. Strobe must say so, not invent a status.
+        assert st["status"] == "exited" and "Frida had ended its session" in st["exitReason"], why
+    else:
+        assert st.get("exitCode") == 0, why
     out = "".join(e["text"] for e in await query_all(c, r["sessionId"], eventType="stdout"))
     assert re.search(r"child \d+ exited 9", out), out
     return r["sessionId"]
@@ -156,7 +163,7 @@ async def test_unfollowed_child_returns_through_a_traced_frame(strobe_home, fixt
 
 async def test_followed_child_returns_through_a_traced_frame(strobe_home, fixtures_dir, follow_children):
     async with mcp_client(strobe_home) as c:
-        sid = await child_returns_through_traced_frame(c, fixtures_dir)
+        sid = await child_returns_through_traced_frame(c, fixtures_dir, followed=True)
         kids = (await c.call("debug_session", action="status", sessionId=sid))["children"]
         assert [k["exitCode"] for k in kids] == [9], kids
 
