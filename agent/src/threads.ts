@@ -25,6 +25,12 @@ function schedule(beforeRename: () => void): void {
         beforeRename();
         for (const tid of changed) {
             announced.add(tid);
+            // The name now, not the one the observer saw: a thread that named itself right
+            // after it started (before the observer noticed the rename) has already had its
+            // fast-path events announced under the new name, and a stale record sent after
+            // them would relabel its next events.
+            const live = liveName(tid);
+            if (live !== undefined) names.set(tid, live);
             push([THREAD, tid, names.get(tid) ?? null]);
         }
         changed.clear();
@@ -73,18 +79,22 @@ export function startThreadObserver(beforeRename: () => void = () => {}): void {
     }
 }
 
+/** The kernel's name of thread `tid` now; undefined if it cannot be read (gone). */
+function liveName(tid: number): string | null | undefined {
+    try {
+        // The kernel's name rather than Process.enumerateThreads(): enumerating from inside a
+        // hook of a forked child crashes it (SIGSEGV, seen with JS-path hooks).
+        return File.readAllText(`/proc/self/task/${tid}/comm`).trim() || null;
+    } catch (_) {
+        return undefined; // the thread is gone or /proc is unavailable
+    }
+}
+
 /** The current name of thread `tid`, or null if it has none or is unknown. */
 export function threadName(tid: number): string | null {
     const known = names.get(tid);
     if (known !== undefined) return known;
-    let name: string | null = null;
-    try {
-        // Read the kernel's name rather than Process.enumerateThreads(): enumerating from
-        // inside a hook of a forked child crashes it (SIGSEGV, seen with JS-path hooks).
-        name = File.readAllText(`/proc/self/task/${tid}/comm`).trim() || null;
-    } catch (_) {
-        // the thread is gone or /proc is unavailable; the name stays unknown
-    }
+    const name = liveName(tid) ?? null;
     names.set(tid, name);
     return name;
 }
