@@ -208,6 +208,11 @@ pub(super) fn on_detached(engine: &Arc<Engine>, pid: u32, reason: &str) {
         None if reason == "process-terminated" => "killed by a signal that could not be observed (no exit() call and no crash were seen; an outside `kill -9` is the usual cause)".to_string(),
         None => reason.to_string(),
     };
+    end_root(engine, &s, end, reason_text);
+}
+
+/// The root process ended (`end`: how, when known): the session is "exited".
+fn end_root(engine: &Engine, s: &Session, end: Option<ProcessEnd>, reason_text: String) {
     let code = match &end {
         Some(ProcessEnd::Code(c)) => Some(*c),
         _ => None,
@@ -253,14 +258,7 @@ fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
                     Some(e) => e.describe(),
                     None => format!("ended untraced, exit status unknown: Frida had ended its session ({reason}) while it kept running"),
                 };
-                let code = match &end {
-                    Some(ProcessEnd::Code(c)) => Some(*c),
-                    _ => None,
-                };
-                s.state.lock().unwrap().life.root_end = end.clone();
-                engine.store.flush();
-                s.mark_exited(code, Some(text));
-                let _ = engine.store.update_session_status(&s.id, "exited", Some(now_unix()), end.and_then(|e| e.db_code()));
+                end_root(&engine, &s, end, text);
             }
             // Still "running": the process is, and `stop` must kill it.
             Err(e) => tracing::warn!(
