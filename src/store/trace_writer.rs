@@ -163,6 +163,7 @@ fn insert_chunk(
     if let Some(c) = ks.count.as_mut() {
         *c += chunk.len() as i64;
     }
+    ks.note_alive(lo);
     if inserted < chunk.len() {
         // Some ids already existed: the rows decide the counters (see `State::insert_rows`).
         for c in [&mut counts.sites, &mut counts.threads, &mut counts.nulls] {

@@ -48,6 +48,17 @@ pub(super) struct KeyState {
     pub pids: FxSet<i64>,
 }
 
+impl KeyState {
+    /// Rows were added down to `id`. Producers take ids before they queue their batches, so
+    /// a batch can arrive after eviction passed its ids: eviction must start from it, or it
+    /// would skip it and evict newer rows instead.
+    pub(super) fn note_alive(&mut self, id: i64) {
+        if let Some(m) = self.min_alive.as_mut() {
+            *m = (*m).min(id);
+        }
+    }
+}
+
 pub(crate) struct Writer {
     // Declared before `conn`: statements are finalized before their connection closes.
     pub(super) insert_many: RawInsert,
@@ -321,6 +332,7 @@ impl State {
             if let Some(c) = ks.count.as_mut() {
                 *c += 1;
             }
+            ks.note_alive(ev.id);
             if let Some(pid) = ev.pid {
                 self.note_pid(conn, r.key, pid)?;
             }
