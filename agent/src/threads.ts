@@ -55,9 +55,12 @@ export function startThreadObserver(beforeRename: () => void = () => {}): void {
             onRenamed(t) {
                 if (isForkedCopy()) return; // Frida tearing down a fork's stale copy
                 names.set(t.id, t.name ?? null);
-                if (t.id === Process.getCurrentThreadId() && changed.size === 0) {
+                if (t.id === Process.getCurrentThreadId()) {
                     // A thread naming itself (pthread_setname_np(pthread_self(), ...)): its
-                    // next events must carry the new name, so the record goes out now.
+                    // next events must carry the new name, so the record goes out now, even
+                    // with other threads' changes pending (deferred, its next fast-path
+                    // records would be drained and labelled before it).
+                    changed.delete(t.id);
                     beforeRename();
                     announced.add(t.id);
                     push([THREAD, t.id, t.name ?? null]);
