@@ -152,13 +152,12 @@ class Host:
                     self.gone[pid] = reason
             if reason == "process-terminated":
                 self._report_exit_status(pid)
+                self.spawned.discard(pid)
             elif reason != "process-replaced" and pid in self.spawned:
                 # The session ended but the process may live on (Frida can close a parent's
                 # session when a forked child's agent copy is torn down): its exit status,
                 # once it comes, is the only word on how it ended.
                 threading.Thread(target=self._await_exit_status, args=(pid,), daemon=True).start()
-                if reason in ("process-terminated", "process-replaced"):
-                    self.spawned.discard(pid)
             header = {"event": "detached", "pid": pid, "reason": reason}
             if crash is not None:
                 header["crash"] = {"summary": getattr(crash, "summary", None),

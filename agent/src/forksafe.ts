@@ -98,6 +98,8 @@ void strobe_send_end (void) {
 
 interface Gate {
     cm: CModule;
+    /** Import slots of fork/vfork routed through the gate. */
+    slots: number;
     begin: NativeFunction<number, []>;
     end: NativeFunction<void, []>;
 }
@@ -114,7 +116,7 @@ export interface ForkGateResult {
 
 /** Route the program's fork() calls through the gate (children are followed). */
 export function installForkGate(): ForkGateResult {
-    if (gate !== null) return { slots: gateSlots, error: null };
+    if (gate !== null) return { slots: gate.slots, error: null };
     if (Process.arch !== "x64" || Process.platform !== "linux") return { slots: 0, error: `no fork gate on ${Process.platform}/${Process.arch}` };
     const fork = Module.findGlobalExportByName("fork");
     const mmapAddr = Module.findGlobalExportByName("mmap");
@@ -133,6 +135,7 @@ export function installForkGate(): ForkGateResult {
     const opts = { scheduling: "exclusive", exceptions: "propagate", traps: "none" } as const;
     gate = {
         cm,
+        slots: slots.length,
         begin: new NativeFunction(cm.strobe_send_begin, "int", [], opts),
         end: new NativeFunction(cm.strobe_send_end, "void", [], opts),
     };
@@ -144,11 +147,8 @@ export function installForkGate(): ForkGateResult {
         slot.writePointer(code);
         Memory.protect(page, Process.pageSize, before);
     }
-    gateSlots = slots.length;
-    return { slots: gateSlots, error: null };
+    return { slots: slots.length, error: null };
 }
-
-let gateSlots = 0;
 
 /** Import slots of fork/vfork in the program and its libraries (not libc's own, nor Frida's). */
 function forkImportSlots(): NativePointer[] {

@@ -18,11 +18,15 @@ fn parents() -> HashMap<u32, u32> {
     out
 }
 
-/// The ppid field of a /proc/PID/stat line. The command name (field 2, in parentheses) may
-/// itself hold spaces and parentheses: the fields after it start at the last ')'.
+/// The fields of a /proc/PID/stat line after the command name, from the state on. The name
+/// (field 2, in parentheses) may itself hold spaces and parentheses: they end at the last ')'.
+fn fields_after_name(stat: &str) -> Option<std::str::SplitWhitespace<'_>> {
+    Some(stat[stat.rfind(')')? + 1..].split_whitespace())
+}
+
+/// The ppid field of a /proc/PID/stat line.
 fn parent_from_stat(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
+    let mut fields = fields_after_name(stat)?;
     fields.next()?; // state
     fields.next()?.parse().ok()
 }
@@ -51,7 +55,7 @@ pub(crate) fn descendants(root: u32) -> Vec<u32> {
 /// Whether `pid` is still running: it exists and is not a zombie.
 pub(crate) fn running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()).is_some_and(|state| state != "Z"),
+        Ok(stat) => fields_after_name(&stat).and_then(|mut f| f.next()).is_some_and(|state| state != "Z"),
         Err(_) => false,
     }
 }

@@ -237,13 +237,17 @@ async def test_exec_child_is_reinstrumented(strobe_home, fixtures_dir, follow_ch
         assert child_pid != pid
 
 
+async def launch_hanging_forker(c, fixtures_dir):
+    """forker hang: parent and child both run until killed. (session id, parent, child pid)"""
+    r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["hang"], projectRoot=str(SRC))
+    out = await c.wait_for(r["sessionId"], "hangs", eventType="stdout")
+    child_pid = int(re.search(r"child (\d+) hangs", "".join(e["text"] for e in out["events"])).group(1))
+    return r["sessionId"], r["pid"], child_pid
+
+
 async def test_stop_kills_the_family(strobe_home, fixtures_dir, follow_children):
     async with mcp_client(strobe_home) as c:
-        r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["hang"], projectRoot=str(SRC))
-        sid, pid = r["sessionId"], r["pid"]
-        out = await c.wait_for(sid, "hangs", eventType="stdout")
-        text = "".join(e["text"] for e in out["events"])
-        child_pid = int(re.search(r"child (\d+) hangs", text).group(1))
+        sid, pid, child_pid = await launch_hanging_forker(c, fixtures_dir)
         # The child is followed (attached and resumed) before it prints.
         await c.wait_for(sid, f"child pid {child_pid} work 1", eventType="stdout", timeout=30)
         assert pid_alive(child_pid)
@@ -255,10 +259,7 @@ async def test_stop_kills_the_family(strobe_home, fixtures_dir, follow_children)
 async def test_stop_kills_an_unfollowed_child(strobe_home, fixtures_dir, no_follow):
     """Not followed, never reported by Frida: still the debuggee's, and stop kills it."""
     async with mcp_client(strobe_home) as c:
-        r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["hang"], projectRoot=str(SRC))
-        sid, pid = r["sessionId"], r["pid"]
-        out = await c.wait_for(sid, "hangs", eventType="stdout")
-        child_pid = int(re.search(r"child (\d+) hangs", "".join(e["text"] for e in out["events"])).group(1))
+        sid, pid, child_pid = await launch_hanging_forker(c, fixtures_dir)
         assert pid_alive(child_pid)
         st = await c.call("debug_session", action="status", sessionId=sid)
         assert st["children"] == [], st["children"]
