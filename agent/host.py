@@ -77,19 +77,20 @@ class Writer:
         self._lock = threading.Lock()
         self.broken = False
 
-    def send(self, header, payload=b""):
-        if payload is None:
-            payload = b""
+    def send(self, header, *payload):
+        """One frame; the payload is the concatenation of the `payload` parts (bytes-like or
+        None), written one after the other: an event batch is not copied into one buffer."""
+        parts = [p for p in payload if p]
         h = json.dumps(header, separators=(",", ":"), default=str).encode("utf-8")
-        frame = struct.pack("<II", len(h), len(payload))
+        frame = struct.pack("<II", len(h), sum(len(p) for p in parts))
         with self._lock:
             if self.broken:
                 return
             try:
                 self._out.write(frame)
                 self._out.write(h)
-                if payload:
-                    self._out.write(payload)
+                for p in parts:
+                    self._out.write(p)
                 self._out.flush()
             except (BrokenPipeError, OSError, ValueError):
                 self.broken = True
@@ -209,8 +210,7 @@ class Host:
                         "lineNumber": message.get("lineNumber")}
             else:
                 body = {"type": "frida_" + str(mtype), "raw": message}
-            self.w.send({"event": "message", "pid": pid, "message": body, "has_data": data is not None},
-                        bytes(data) if data is not None else b"")
+            self.w.send({"event": "message", "pid": pid, "message": body, "has_data": data is not None}, data)
         return on_message
 
     def _hook_messages(self, pid, script):
@@ -249,7 +249,7 @@ class Host:
                     return
                 text = raw.encode("utf-8")
                 self.w.send({"event": "raw_message", "pid": pid, "raw_len": len(text), "has_data": data is not None},
-                            text + bytes(data) if data is not None else text)
+                            text, data)
                 if raw.startswith(CRASH_PREFIX):
                     # The crashing thread waits for this; the report is already on its way.
                     self._ack_exit(pid, "crash-ack")

@@ -2,7 +2,8 @@
 //!
 //! `cargo bench --bench store`. Knobs: `STORE_BENCH_EVENTS` (default 1 000 000);
 //! `STORE_BENCH_INGEST_ONLY=1` / `STORE_BENCH_PRE_ONLY=1` stop after ingestion;
-//! `STORE_BENCH_FAST_ONLY=1` measures only the tracing fast-path rows;
+//! `STORE_BENCH_FAST_ONLY=1` measures only the tracing fast-path rows (`=raw`: only through
+//! `insert_trace_batch`);
 //! `STORE_BENCH_ONLY=<substring>` runs only the query rows whose name contains it.
 //! "events per writer-CPU-second" divides by the writer thread's CPU time (Linux `/proc`),
 //! which other processes' load does not inflate the way it inflates wall-clock time.
@@ -303,7 +304,7 @@ fn main() {
     println!("## strobe event store ({} CPUs)\n", std::thread::available_parallelism().map_or(0, |n| n.get()));
 
     if std::env::var_os("STORE_BENCH_FAST_ONLY").is_some() {
-        let [raw, events] = trace_batches::measure(dir.path(), n, writer_cpu_secs);
+        let [raw, events] = trace_batches::measure(dir.path(), n, writer_cpu_secs, std::env::var("STORE_BENCH_FAST_ONLY").as_deref() == Ok("raw"));
         println!("fast-path rows, insert_trace_batch: {:.0} events/s wall, {:.0} per writer-CPU-second", raw.0, raw.1);
         println!("fast-path rows, insert(Event):      {:.0} events/s wall, {:.0} per writer-CPU-second", events.0, events.1);
         return;
@@ -318,7 +319,7 @@ fn main() {
         println!("pre: {w:.0} events/s wall, {c:.0} events per writer-CPU-second");
         return;
     }
-    let [fast_raw, fast_events] = trace_batches::measure(dir.path(), n, writer_cpu_secs);
+    let [fast_raw, fast_events] = trace_batches::measure(dir.path(), n, writer_cpu_secs, std::env::var("STORE_BENCH_FAST_ONLY").as_deref() == Ok("raw"));
     if std::env::var_os("STORE_BENCH_INGEST_ONLY").is_some() {
         println!("ingest: {rate:.0} events/s wall, {rate_cpu:.0} events per writer-CPU-second");
         println!("fast-path rows, insert_trace_batch: {:.0} events/s wall, {:.0} per writer-CPU-second", fast_raw.0, fast_raw.1);

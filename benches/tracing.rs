@@ -6,7 +6,9 @@
 //! first hooked call to the last row queryable in SQLite, events lost.
 //!
 //! `cargo bench --bench tracing` (env: `TRACING_BENCH_CALLS` fast-path calls, default 2 M;
-//! `TRACING_BENCH_JS_CALLS` JS-path calls, default 100 k).
+//! `TRACING_BENCH_JS_CALLS` JS-path calls, default 100 k; `TRACING_BENCH_DRAIN_BATCH` records
+//! per binary batch, default 16 384; `TRACING_BENCH_ONLY` runs only the rows whose name starts
+//! with it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -137,21 +139,31 @@ fn main() {
         let cache_dir = repo().join("target").join("strobe-cache");
         let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
         engine.warm_up().await.expect("Frida host");
-        let no_sampling = json!({ "hotCallsPerSec": 0, "ringRecords": 1 << 20 });
-        let mut rows = Vec::new();
-        rows.push(traced_run(&engine, &hotloop, "JS hooks", js_calls, json!({ "mode": "js", "hotCallsPerSec": 0 })).await);
+        let batch = env_u64("TRACING_BENCH_DRAIN_BATCH", 16384);
+        let no_sampling = json!({ "hotCallsPerSec": 0, "ringRecords": 1 << 20, "drainBatch": batch });
         // The hook alone: the ring holds the whole run and is drained after the loop, so the
         // daemon's decoding and SQLite do not compete with the loop for the 2 cores.
-        let deferred = json!({ "hotCallsPerSec": 0, "ringRecords": (4 * fast_calls).next_power_of_two(), "drainIntervalMs": 1000 });
+        let deferred = json!({ "hotCallsPerSec": 0, "ringRecords": (4 * fast_calls).next_power_of_two(), "drainIntervalMs": 1000, "drainBatch": batch });
         let attach = |mut v: Value| {
             v["wrappers"] = json!(false);
             v
         };
-        rows.push(traced_run(&engine, &hotloop, "attach", fast_calls, attach(no_sampling.clone())).await);
-        rows.push(traced_run(&engine, &hotloop, "attach, drain later", fast_calls, attach(deferred.clone())).await);
-        rows.push(traced_run(&engine, &hotloop, "wrapper", fast_calls, no_sampling).await);
-        rows.push(traced_run(&engine, &hotloop, "wrapper, drain later", fast_calls, deferred).await);
-        rows.push(traced_run(&engine, &hotloop, "wrapper, sampling", fast_calls, json!({})).await);
+        let mut rows = Vec::new();
+        let only = std::env::var("TRACING_BENCH_ONLY").unwrap_or_default();
+        let runs: [(&'static str, u64, Value); 6] = [
+            ("JS hooks", js_calls, json!({ "mode": "js", "hotCallsPerSec": 0 })),
+            ("attach", fast_calls, attach(no_sampling.clone())),
+            ("attach, drain later", fast_calls, attach(deferred.clone())),
+            ("wrapper", fast_calls, no_sampling),
+            ("wrapper, drain later", fast_calls, deferred),
+            ("wrapper, sampling", fast_calls, json!({ "drainBatch": batch })),
+        ];
+        for (name, calls, options) in runs {
+            // `only` picks rows by name: "wrapper" alone runs every wrapper row.
+            if name.starts_with(only.as_str()) {
+                rows.push(traced_run(&engine, &hotloop, name, calls, options).await);
+            }
+        }
         rows
     });
 

@@ -1,12 +1,12 @@
 // The tracing fast path: hooks whose events need no JS run as CModule callbacks (see
 // fastpath_c.ts) writing binary records into a shared ring; this file owns the ring, attaches
 // the native callbacks, and drains the ring every few ms into
-//   send({ type: "events_bin", format: "rec88-v1", seq, count, lost, sampledOut }, records)
+//   send({ type: "events_bin", format: "rec-v2", seq, count, lost, sampledOut }, records)
 // `lost` (records dropped because the ring was full) and `sampledOut` (calls skipped by hot
 // function sampling) are running totals since the agent loaded.
 //
 // Flow control: the daemon answers with { type: "events-ack", seq } once batches up to `seq`
-// are stored. At most MAX_IN_FLIGHT unacknowledged batches leave the target; beyond that the
+// are stored. At most MAX_IN_FLIGHT_RECORDS unacknowledged records leave the target; beyond that the
 // ring fills and new records are dropped and counted, instead of queueing without bound in
 // the target's memory (a hot loop produces events faster than SQLite stores them).
 // At exit everything left is sent regardless (drainFast(true)).
@@ -41,6 +41,8 @@ export interface TracingOptions {
     sampleEvery?: number;
     /** replaceFast wrappers (wrappers.ts) for eligible hooks added from now on (default true). */
     wrappers?: boolean;
+    /** Most records per binary batch; only before the first fast hook. */
+    drainBatch?: number;
 }
 
 /** What a hook spec can carry that the fast path cannot honour. Extend here. */
@@ -71,8 +73,8 @@ const W_HEAD = 2, W_TAIL = 3, W_THREAD_SERIAL = 4;
 const FN_ID = 0, FN_NARGS = 4, FN_SAMPLING = 8, FN_SAMPLE_EVERY = 12, FN_AUTO = 16, FN_SIZE = 48;
 
 const WINDOW_CALLS = 1024;
-const DRAIN_BATCH = 16384;
-const MAX_IN_FLIGHT = 8;
+/** Records the daemon may have unacknowledged (flow control), whatever the batch size. */
+const MAX_IN_FLIGHT_RECORDS = 131072;
 
 const options: Required<TracingOptions> = {
     ringRecords: 1 << 17,
@@ -80,6 +82,7 @@ const options: Required<TracingOptions> = {
     hotCallsPerSec: 100_000,
     sampleEvery: 100,
     wrappers: true,
+    drainBatch: 16384,
 };
 
 interface Native {
@@ -87,7 +90,9 @@ interface Native {
     shared: NativePointer;
     ring: NativePointer;
     out: NativePointer;
-    drain: NativeFunction<number, [NativePointerValue, number]>;
+    drain: NativeFunction<number, [NativePointerValue, number, NativePointerValue]>;
+    /** strobe_drain's byte count (u32). */
+    drainBytes: NativePointer;
     callbacks: { onEnter: NativePointer; onLeave: NativePointer };
     /** strobe_wrapped_call, the common code of the replaceFast wrappers (wrappers.ts). */
     wrappedCall: NativePointer;
@@ -126,6 +131,10 @@ export function configure(opts: TracingOptions): object {
         if (native !== null) throw new Error("ringRecords can only be set before the first fast-path hook");
         options.ringRecords = Math.max(16, Math.min(1 << 24, Math.floor(opts.ringRecords)));
     }
+    if (opts.drainBatch !== undefined) {
+        if (native !== null) throw new Error("drainBatch can only be set before the first fast-path hook");
+        options.drainBatch = Math.max(64, Math.min(1 << 16, Math.floor(opts.drainBatch)));
+    }
     if (opts.drainIntervalMs !== undefined) options.drainIntervalMs = Math.max(1, Math.min(1000, Math.floor(opts.drainIntervalMs)));
     if (opts.sampleEvery !== undefined) options.sampleEvery = Math.max(1, Math.floor(opts.sampleEvery));
     if (opts.hotCallsPerSec !== undefined) options.hotCallsPerSec = Math.max(0, opts.hotCallsPerSec);
@@ -159,7 +168,7 @@ function setUp(): Native | null {
         while (capacity < options.ringRecords) capacity *= 2;
         const shared = zeroed(SHARED_SIZE);
         const ring = zeroed(capacity * RECORD_SIZE);
-        const out = Memory.alloc(DRAIN_BATCH * RECORD_SIZE);
+        const out = Memory.alloc(options.drainBatch * RECORD_SIZE);
         const newTids = zeroed(NEW_TIDS * NEW_TID_SLOT);
         const idsOutPtr = zeroed(24);
         const keyCreate = new NativeFunction(libc("pthread_key_create"), "int", ["pointer", "pointer"]);
@@ -180,7 +189,7 @@ function setUp(): Native | null {
             memcpy: libc("memcpy"),
             prctl: libc("prctl"),
         });
-        const drain = new NativeFunction(cm.strobe_drain, "uint32", ["pointer", "uint32"], {
+        const drain = new NativeFunction(cm.strobe_drain, "uint32", ["pointer", "uint32", "pointer"], {
             scheduling: "exclusive",
             exceptions: "propagate",
             traps: "none",
@@ -188,7 +197,7 @@ function setUp(): Native | null {
         // Exclusive scheduling: the JS lock stays held, so the one output buffer cannot race.
         const fast = { scheduling: "exclusive", exceptions: "propagate", traps: "none" } as const;
         native = {
-            cm, shared, ring, out, drain, callbacks: { onEnter: cm.on_enter, onLeave: cm.on_leave },
+            cm, shared, ring, out, drain, drainBytes: zeroed(4), callbacks: { onEnter: cm.on_enter, onLeave: cm.on_leave },
             wrappedCall: cm.strobe_wrapped_call,
             words: new Uint32Array(ArrayBuffer.wrap(shared, SHARED_SIZE)),
             newTids,
@@ -348,8 +357,9 @@ export function drainFast(force = false): void {
 
 function drainRing(n: Native, force: boolean): void {
     for (;;) {
-        const credit = force || sentSeq - ackedSeq < MAX_IN_FLIGHT;
-        const count = credit ? n.drain(n.out, DRAIN_BATCH) : 0;
+        const batch = options.drainBatch;
+        const credit = force || (sentSeq - ackedSeq) * batch < MAX_IN_FLIGHT_RECORDS;
+        const count = credit ? n.drain(n.out, batch, n.drainBytes) : 0;
         if (count > 0) announceNewThreads(n);
         flush(); // JS events (and thread names) buffered so far go before these records
         const lost = n.shared.add(SH_LOST).readU64().toNumber();
@@ -359,13 +369,15 @@ function drainRing(n: Native, force: boolean): void {
         reportedSampledOut = sampledOut;
         batches++;
         if (count > 0) sentSeq++;
-        const header = { type: "events_bin", format: "rec88-v1", recordSize: RECORD_SIZE, seq: sentSeq, count, lost, sampledOut };
+        const header = { type: "events_bin", format: "rec-v2", seq: sentSeq, count, lost, sampledOut };
         if (count === 0) {
             send(header);
             return;
         }
-        send(header, n.out.readByteArray(count * RECORD_SIZE)!);
-        if (count < DRAIN_BATCH) return;
+        // A view of the drain buffer, not a copy: send() copies the bytes into the message
+        // before it returns (Frida's "B" argument), and the buffer is refilled only after.
+        send(header, ArrayBuffer.wrap(n.out, n.drainBytes.readU32()));
+        if (count < batch) return;
     }
 }
 

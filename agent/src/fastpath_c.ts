@@ -11,7 +11,9 @@
 // Mutable state lives in memory allocated by JS and passed in as the `shared` symbol: a
 // CModule's own globals are not writable from JS.
 //
-// Record (88 bytes, little-endian), the wire format decoded by src/engine/decode.rs:
+// Record (88 bytes in the ring, little-endian). On the wire (format "rec-v2", decoded by
+// src/engine/decode.rs) each record is cut after the words it uses: the 40-byte header plus
+// 8 bytes per argument of an enter, 16 for the others (a 2-argument call: 112 bytes, not 176):
 //   u32 seq | u8 kind | u8 flags | u8 nargs | u8 0 | u32 fn | u32 tid | u64 call | u64 parent
 //   | u64 ts | u64 v[6]
 //   kind 0 enter:    v[0..nargs] = raw argument registers (all six are written; the
@@ -47,9 +49,11 @@ extern int pthread_setspecific (unsigned int key, const void * value);
 extern int clock_gettime (int clk, void * ts);
 extern long syscall (long n, ...);
 extern void * calloc (unsigned long n, unsigned long size);
+extern void * memcpy (void * dst, const void * src, unsigned long n);
 extern int prctl (int option, ...);
 
 #define MAX_ARGS 6
+#define WIRE_HEADER 40
 #define MAX_DEPTH 256
 #define SYS_GETTID 186
 #define NEW_TIDS ${NEW_TIDS}
@@ -339,20 +343,32 @@ void strobe_js_leave (guint64 call) {
     pop_call (t, call);
 }
 
-/* Copy up to max committed records into out, oldest first; frees their slots. */
-guint32 strobe_drain (Rec * out, guint32 max) {
+/* Words a record uses: an enter's arguments, two for the others. */
+static guint32 words_of (const Rec * r) {
+  guint32 n = r->kind == 0 ? r->nargs : 2;
+  return n > MAX_ARGS ? MAX_ARGS : n;
+}
+
+/* Copy up to max committed records into out, oldest first, each cut after the words it
+   uses (WIRE_HEADER bytes + 8 per word: the rec-v2 wire format); frees their slots.
+   *bytes receives the length written. */
+guint32 strobe_drain (guint8 * out, guint32 max, guint32 * bytes) {
   guint32 tl = shared.tail;
   guint32 n = 0;
+  guint32 pos = 0;
   while (n < max) {
     Rec * r = &shared.ring[tl & shared.mask];
     if (r->seq != tl + 1)
       break;
-    out[n] = *r;
+    guint32 len = WIRE_HEADER + 8 * words_of (r);
+    memcpy (out + pos, r, len);
+    pos += len;
     n++;
     tl++;
   }
   asm volatile ("" : : : "memory");
   shared.tail = tl;
+  *bytes = pos;
   return n;
 }
 `;

@@ -1,4 +1,4 @@
-//! Binary event batches of the tracing fast path (`{type: "events_bin", format: "rec88-v1",
+//! Binary event batches of the tracing fast path (`{type: "events_bin", format: "rec-v2",
 //! count, lost, sampledOut}` + records, see `agent/src/fastpath_c.ts`) turned into timeline
 //! rows exactly as `ingest.rs` does for the JSON path: names, files and lines from the symbol
 //! index, `parent_event_id` through the session's open-call map, arguments and return values
@@ -16,8 +16,9 @@ use crate::store::raw_batch::MAX_TRACE_ARGS as MAX_ARGS;
 use crate::store::{RawTraceBatch, RawTraceRecord, TraceSite, TraceThread};
 use crate::symbols::SymbolIndex;
 
-pub const FORMAT: &str = "rec88-v1";
-pub const RECORD_SIZE: usize = 88;
+pub const FORMAT: &str = "rec-v2";
+/// Bytes of a record before its words; each record carries `words_of` 8-byte words after it.
+pub const HEADER_SIZE: usize = 40;
 
 const KIND_ENTER: u8 = 0;
 const KIND_EXIT: u8 = 1;
@@ -45,14 +46,33 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
+/// Words a record carries on the wire: an enter's arguments, two for the others (exit:
+/// return value and duration; sampling: on/off and rate).
+fn words_of(kind: u8, nargs: u8) -> usize {
+    if kind == KIND_ENTER {
+        (nargs as usize).min(MAX_ARGS)
+    } else {
+        2
+    }
+}
+
 impl Record {
-    /// Decode one record; `b` must hold at least `RECORD_SIZE` bytes.
-    pub fn parse(b: &[u8]) -> Record {
-        let mut v = [0u64; MAX_ARGS];
-        for (i, slot) in v.iter_mut().enumerate() {
-            *slot = u64_at(b, 40 + 8 * i);
+    /// Decode the record at the start of `b` and its length, or `None` if `b` is too short
+    /// for it (a truncated batch).
+    pub fn parse(b: &[u8]) -> Option<(Record, usize)> {
+        if b.len() < HEADER_SIZE {
+            return None;
         }
-        Record {
+        let words = words_of(b[4], b[6]);
+        let len = HEADER_SIZE + 8 * words;
+        if b.len() < len {
+            return None;
+        }
+        let mut v = [0u64; MAX_ARGS];
+        for (i, slot) in v.iter_mut().enumerate().take(words) {
+            *slot = u64_at(b, HEADER_SIZE + 8 * i);
+        }
+        let r = Record {
             kind: b[4],
             flags: b[5],
             nargs: b[6],
@@ -62,7 +82,8 @@ impl Record {
             parent: u64_at(b, 24),
             ts: u64_at(b, 32),
             v,
-        }
+        };
+        Some((r, len))
     }
 }
 
@@ -130,7 +151,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
     let mut batch = RawTraceBatch {
         session_id: s.id.clone(),
         pid: pid as i64,
-        records: Vec::with_capacity(data.len() / RECORD_SIZE),
+        records: Vec::with_capacity(data.len() / (HEADER_SIZE + 16)),
         ..Default::default()
     };
     // func id -> index in batch.sites, tid -> index in batch.threads; the last hit first,
@@ -140,8 +161,13 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
     let mut last_site = (u32::MAX, 0u32);
     let mut last_thread = (u32::MAX, 0u32);
     let mut st = s.state.lock().unwrap();
-    for chunk in data.chunks_exact(RECORD_SIZE) {
-        let r = Record::parse(chunk);
+    let mut rest = data;
+    while !rest.is_empty() {
+        let Some((r, len)) = Record::parse(rest) else {
+            tracing::warn!("session {}: a fast-path batch ends inside a record; its last {} bytes are ignored", s.id, rest.len());
+            break;
+        };
+        rest = &rest[len..];
         let Some(f) = symbols.functions.get(r.func as usize) else { continue };
         let ts = r.ts as i64 - s.start_mono_ns;
         let exit = match r.kind {
@@ -218,29 +244,53 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
 mod tests {
     use super::*;
 
-    fn record(kind: u8, func: u32, call: u64, v: [u64; 6]) -> Vec<u8> {
-        let mut b = vec![0u8; RECORD_SIZE];
+    /// A record as the agent's drain writes it: header, then the words it uses.
+    fn record(kind: u8, nargs: u8, func: u32, call: u64, v: [u64; 6]) -> Vec<u8> {
+        let mut b = vec![0u8; HEADER_SIZE];
         b[0..4].copy_from_slice(&7u32.to_le_bytes());
         b[4] = kind;
         b[5] = FLAG_SAMPLED;
-        b[6] = 2;
+        b[6] = nargs;
         b[8..12].copy_from_slice(&func.to_le_bytes());
         b[12..16].copy_from_slice(&4242u32.to_le_bytes());
         b[16..24].copy_from_slice(&call.to_le_bytes());
         b[24..32].copy_from_slice(&9u64.to_le_bytes());
         b[32..40].copy_from_slice(&123_456u64.to_le_bytes());
-        for (i, x) in v.iter().enumerate() {
-            b[40 + 8 * i..48 + 8 * i].copy_from_slice(&x.to_le_bytes());
+        for x in &v[..words_of(kind, nargs)] {
+            b.extend_from_slice(&x.to_le_bytes());
         }
         b
     }
 
     #[test]
     fn parses_the_agent_layout() {
-        let r = Record::parse(&record(KIND_ENTER, 3, 1 << 32 | 5, [1, u64::MAX, 0, 0, 0, 0]));
+        let (r, len) = Record::parse(&record(KIND_ENTER, 2, 3, 1 << 32 | 5, [1, u64::MAX, 0, 0, 0, 0])).unwrap();
+        assert_eq!(len, HEADER_SIZE + 16);
         assert_eq!(
             r,
             Record { kind: 0, flags: 1, nargs: 2, func: 3, tid: 4242, call: 1 << 32 | 5, parent: 9, ts: 123_456, v: [1, u64::MAX, 0, 0, 0, 0] }
         );
+    }
+
+    #[test]
+    fn records_of_a_batch_have_their_own_lengths() {
+        let mut data = record(KIND_ENTER, 5, 1, 10, [1, 2, 3, 4, 5, 6]);
+        data.extend(record(KIND_EXIT, 5, 1, 10, [0x77, 300, 9, 9, 9, 9]));
+        data.extend(record(KIND_ENTER, 0, 2, 11, [9; 6]));
+        data.extend(record(KIND_ENTER, 200, 2, 12, [8; 6])); // nargs beyond what a record holds
+        let mut rest = &data[..];
+        let mut seen = Vec::new();
+        while let Some((r, len)) = Record::parse(rest) {
+            seen.push((r.kind, r.v));
+            rest = &rest[len..];
+        }
+        assert!(rest.is_empty());
+        assert_eq!(
+            seen,
+            vec![(0, [1, 2, 3, 4, 5, 0]), (1, [0x77, 300, 0, 0, 0, 0]), (0, [0; 6]), (0, [8; 6])]
+        );
+        // A batch cut inside a record: that record is not decoded.
+        assert!(Record::parse(&data[..HEADER_SIZE + 8]).is_none());
+        assert!(Record::parse(&data[..10]).is_none());
     }
 }

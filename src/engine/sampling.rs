@@ -118,8 +118,9 @@ pub struct SamplingUpdate {
 impl Engine {
     /// Tuning knobs of tracing: `mode` ("auto": fast path where possible, the default; "js":
     /// JS hooks only, for hooks added from now on), and for the agent's fast path
-    /// `ringRecords` (before the first fast hook only), `drainIntervalMs`, `hotCallsPerSec`
-    /// (0: no auto sampling), `sampleEvery`. Returns the agent's resulting settings.
+    /// `ringRecords` and `drainBatch` (records per binary batch; both before the first fast
+    /// hook only), `drainIntervalMs`, `hotCallsPerSec` (0: no auto sampling), `sampleEvery`,
+    /// `wrappers`. Returns the agent's resulting settings.
     pub async fn configure_tracing(&self, session_id: &str, mut options: Value) -> Result<Value> {
         let Some(obj) = options.as_object_mut() else {
             return Err(StrobeError::validation("tracing options must be an object, e.g. {\"hotCallsPerSec\": 0}"));

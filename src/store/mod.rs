@@ -4,6 +4,7 @@
 //!
 //! Layout and index choice: see `schema.rs`; query semantics: see `query.rs`.
 
+mod checkpoint;
 mod count;
 mod counters;
 mod dict;
@@ -80,6 +81,9 @@ impl Default for SessionStats {
 pub(crate) struct Shared {
     pub next_id: AtomicI64,
     pub stats: Mutex<HashMap<String, SessionStats>>,
+    /// Held by whoever checkpoints the WAL (`checkpoint.rs`, retention): SQLite runs one
+    /// checkpoint at a time and answers a second one with SQLITE_BUSY instead of waiting.
+    pub checkpoint_lock: Mutex<()>,
 }
 
 /// The event store. `Send + Sync`; share it in an `Arc`. Dropping it drains the queue,
@@ -115,7 +119,11 @@ impl Store {
                 |r| r.get(0),
             )
             .map_err(|e| sql_err("Cannot read the highest event id", e))?;
-        let shared = Arc::new(Shared { next_id: AtomicI64::new(max_id + 1), stats: Mutex::new(HashMap::new()) });
+        let shared = Arc::new(Shared {
+            next_id: AtomicI64::new(max_id + 1),
+            stats: Mutex::new(HashMap::new()),
+            checkpoint_lock: Mutex::new(()),
+        });
         let writer = Writer::new(conn, shared.clone())?;
         let control = schema::open_reader(path, false)?;
         let (tx, rx) = mpsc::channel();
@@ -169,7 +177,9 @@ impl Store {
                 r.id = id;
             }
         }
-        if self.tx.send(Msg::TraceBatch(batch)).is_err() {
+        // Formatted here, on the producer's thread: the writer is the pipeline's one serial stage.
+        let texts = raw_batch::TraceTexts::format(&batch.records);
+        if self.tx.send(Msg::TraceBatch(batch, texts)).is_err() {
             tracing::error!("event store: the writer thread has stopped; trace events dropped");
         }
     }

@@ -99,11 +99,22 @@ impl Store {
         Ok(report)
     }
 
-    /// Move the WAL into the main file so freed pages show up in the page counts.
+    /// Move the WAL into the main file so freed pages show up in the page counts. SQLite
+    /// reports `busy` when the copy could not complete (the writer's own backstop checkpoint
+    /// was running, or a reader held an old snapshot): try again for up to a second.
     fn checkpoint(&self) {
+        let _one_at_a_time = self.shared.checkpoint_lock.lock().unwrap_or_else(|p| p.into_inner());
         let conn = self.control.lock().unwrap();
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
-            tracing::debug!("retention checkpoint: {e}");
+        for _ in 0..50 {
+            match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0)) {
+                Ok(0) => return,
+                Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                Err(e) => {
+                    tracing::debug!("retention checkpoint: {e}");
+                    return;
+                }
+            }
         }
+        tracing::debug!("retention checkpoint: still busy after a second; the WAL counts toward the size");
     }
 }

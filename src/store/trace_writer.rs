@@ -1,7 +1,8 @@
 //! The writer's side of `raw_batch.rs`: one batch of integer trace records into `events`,
 //! the same rows `Writer::write_events` would write for `RawTraceBatch::to_events`. Per
 //! batch: the session key, each site and thread interned once, the pid noted once. Per row:
-//! integer binds, argument / return text formatted into one of 32 reused buffers, and
+//! integer binds, argument / return text bound from the batch's `TraceTexts` (formatted by
+//! the producer's thread: the writer is the one serial stage of ingestion), and
 //! counter bumps in small arrays (folded into `event_counts`, `thread_counts` and
 //! `null_return_counts` once per batch) and in the id-bucket run (`counters.rs`).
 
@@ -10,7 +11,7 @@ use std::collections::HashSet;
 use rusqlite::Connection;
 
 use super::event::EventType;
-use super::raw_batch::{format_words, RawTraceBatch, RawTraceRecord, SAMPLED_EXTRA};
+use super::raw_batch::{RawTraceBatch, RawTraceRecord, TraceTexts, SAMPLED_EXTRA};
 use super::rawstmt::RawInsert;
 use super::schema::{self, EVENT_COLUMN_COUNT};
 use super::writer::{State, Writer, ROWS_PER_STATEMENT};
@@ -32,7 +33,7 @@ struct Resolved {
 }
 
 impl Writer {
-    pub(super) fn write_trace_batch(&mut self, batch: RawTraceBatch) {
+    pub(super) fn write_trace_batch(&mut self, batch: RawTraceBatch, texts: TraceTexts) {
         if batch.records.is_empty() {
             return;
         }
@@ -60,14 +61,16 @@ impl Writer {
             threads: vec![0; res.threads.len() * 2],
             nulls: vec![0; res.sites.len()],
         };
-        let mut texts: [String; ROWS_PER_STATEMENT] = Default::default();
         let mut rest: &[RawTraceRecord] = &batch.records;
+        let mut first = 0;
         while !rest.is_empty() {
             let n = if rest.len() >= ROWS_PER_STATEMENT { ROWS_PER_STATEMENT } else { 1 };
             let (chunk, tail) = rest.split_at(n);
             rest = tail;
             let stmt = if n > 1 { &mut self.insert_many } else { &mut self.insert_one };
-            if let Err(e) = insert_chunk(st, conn, stmt, &res, chunk, &mut texts, &mut counts) {
+            let chunk_texts = (first, &texts);
+            first += n;
+            if let Err(e) = insert_chunk(st, conn, stmt, &res, chunk, chunk_texts, &mut counts) {
                 st.row_errors += 1;
                 if st.row_errors <= 10 || st.row_errors.is_power_of_two() {
                     tracing::warn!("event store: {e} ({} failed inserts so far)", st.row_errors);
@@ -111,16 +114,14 @@ fn insert_chunk(
     stmt: &mut RawInsert,
     res: &Resolved,
     chunk: &[RawTraceRecord],
-    texts: &mut [String; ROWS_PER_STATEMENT],
+    (first, texts): (usize, &TraceTexts),
     counts: &mut Counts,
 ) -> Result<()> {
-    for (r, t) in chunk.iter().zip(texts.iter_mut()) {
-        format_words(r, t);
-    }
     let enter = schema::kind_code(EventType::FunctionEnter);
     let exit = schema::kind_code(EventType::FunctionExit);
     let inserted = stmt.execute_with(|b| {
-        for (i, (r, text)) in chunk.iter().zip(texts.iter()).enumerate() {
+        for (i, r) in chunk.iter().enumerate() {
+            let text = texts.get(first + i);
             // Columns in the order of `schema::EVENT_COLUMNS`; unbound ones stay NULL.
             let base = i * EVENT_COLUMN_COUNT;
             b.int(base + 1, r.id);
@@ -134,9 +135,9 @@ fn insert_chunk(
             }
             if r.exit {
                 b.int(base + 7, r.duration_ns);
-                b.opt_text(base + 9, Some(text.as_str()));
+                b.opt_text(base + 9, Some(text));
             } else {
-                b.opt_text(base + 10, Some(text.as_str()));
+                b.opt_text(base + 10, Some(text));
             }
             if r.sampled {
                 b.opt_text(base + 12, Some(SAMPLED_EXTRA));

@@ -1,7 +1,8 @@
 //! The writer thread: the only connection that writes events. Each round drains the channel
 //! into one transaction (group commit: whatever is queued, up to `MAX_BATCH` events, so a
 //! quiet stream commits at once and a busy one in large batches), 32 rows per INSERT
-//! statement. FIFO eviction and session deletes run between rounds (`evict.rs`).
+//! statement. FIFO eviction and session deletes run between rounds (`evict.rs`); WAL
+//! checkpoints run on another thread (`checkpoint.rs`).
 
 use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
@@ -9,9 +10,10 @@ use std::sync::Arc;
 
 use rusqlite::{params, Connection};
 
+use super::checkpoint::Checkpointer;
 use super::counters::{self, is_null_return, TxnCounters};
 use super::event::{Event, EventType};
-use super::raw_batch::RawTraceBatch;
+use super::raw_batch::{RawTraceBatch, TraceTexts};
 use super::intern::{bind_row, encode_extra, FxMap, FxSet, Interner, RowRefs};
 use super::rawstmt::RawInsert;
 use super::schema::{self, sql_err};
@@ -27,7 +29,7 @@ pub(crate) const ROWS_PER_STATEMENT: usize = 32;
 pub(crate) enum Msg {
     Events(Vec<Event>),
     /// Fast-path trace rows as integers (`raw_batch.rs`, written by `trace_writer.rs`).
-    TraceBatch(RawTraceBatch),
+    TraceBatch(RawTraceBatch, TraceTexts),
     /// Reply once everything queued before it is committed and FIFO eviction caught up.
     Flush(SyncSender<()>),
     DeleteSession(String, SyncSender<Result<()>>),
@@ -65,6 +67,7 @@ pub(crate) struct Writer {
     pub(super) insert_one: RawInsert,
     pub(super) conn: Connection,
     pub(super) st: State,
+    ckpt: Checkpointer,
 }
 
 pub(super) struct State {
@@ -107,7 +110,8 @@ impl Writer {
         st.load(&conn)?;
         let insert_many = RawInsert::prepare(&conn, &schema::insert_events_sql(ROWS_PER_STATEMENT))?;
         let insert_one = RawInsert::prepare(&conn, &schema::insert_events_sql(1))?;
-        Ok(Writer { insert_many, insert_one, conn, st })
+        let ckpt = Checkpointer::start(&conn, st.shared.clone())?;
+        Ok(Writer { insert_many, insert_one, conn, st, ckpt })
     }
 
     pub(crate) fn run(mut self, rx: Receiver<Msg>) {
@@ -136,7 +140,7 @@ impl Writer {
             while let Some(m) = next.take() {
                 match m {
                     Msg::Events(evs) => self.write_events(evs),
-                    Msg::TraceBatch(b) => self.write_trace_batch(b),
+                    Msg::TraceBatch(b, t) => self.write_trace_batch(b, t),
                     Msg::Flush(w) => waiters.push(w),
                     Msg::Wake => {
                         self.commit();
@@ -238,6 +242,7 @@ impl Writer {
             self.conn.prepare_cached("COMMIT")?.raw_execute()?;
             Ok(())
         })();
+        let committed = self.st.txn_events;
         self.st.in_txn = false;
         self.st.txn_events = 0;
         self.st.txn_max_id = 0;
@@ -245,6 +250,7 @@ impl Writer {
             Ok(()) => {
                 let touched: Vec<i64> = self.st.txn_touched.drain().collect();
                 self.st.publish(&touched);
+                self.ckpt.committed(committed);
             }
             Err(e) => {
                 tracing::error!("event store: commit failed, the last batch is lost: {e}");
