@@ -63,14 +63,13 @@ pub struct RawTraceBatch {
 /// `extra` of a sampled row, as `encode_extra` writes it for `sampled: Some(true)`.
 pub(crate) const SAMPLED_EXTRA: &str = r#"{"sampled":true}"#;
 
-/// The `arguments` (enter) or `return_value` (exit) text of a record, into `out` (cleared):
-/// a JSON array of hex strings, or one hex string — how the JS path prints NativePointers.
-pub(crate) fn format_words(r: &RawTraceRecord, out: &mut String) {
-    let mut bytes = std::mem::take(out).into_bytes();
-    bytes.clear();
+/// The `arguments` (enter) or `return_value` (exit) text of a record: a JSON array of hex
+/// strings, or one hex string — how the JS path prints NativePointers.
+pub(crate) fn format_words(r: &RawTraceRecord) -> String {
+    let mut bytes = Vec::new();
     push_words(r, &mut bytes);
     // Only ASCII was written.
-    *out = String::from_utf8(bytes).unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// `format_words`' text appended to `out`.
@@ -158,8 +157,7 @@ impl RawTraceBatch {
             e.line_number = site.line_number;
             e.sampled = r.sampled.then_some(true);
             e.parent_event_id = (r.parent_event_id != 0).then_some(r.parent_event_id);
-            let mut text = String::new();
-            format_words(r, &mut text);
+            let text = format_words(r);
             if r.exit {
                 e.return_value = Some(text);
                 e.duration_ns = Some(r.duration_ns);
@@ -193,15 +191,10 @@ mod tests {
 
     #[test]
     fn words_format_like_native_pointers() {
-        let mut s = String::from("stale");
-        format_words(&rec(false, 2, [0, u64::MAX, 7, 0, 0, 0]), &mut s);
-        assert_eq!(s, r#"["0x0","0xffffffffffffffff"]"#);
-        format_words(&rec(false, 0, [1; 6]), &mut s);
-        assert_eq!(s, "[]");
-        format_words(&rec(false, 200, [0xdead_beef; 6]), &mut s);
-        assert_eq!(s.matches("0xdeadbeef").count(), MAX_TRACE_ARGS);
-        format_words(&rec(true, 3, [0x1f, 9, 9, 9, 9, 9]), &mut s);
-        assert_eq!(s, "\"0x1f\"");
+        assert_eq!(format_words(&rec(false, 2, [0, u64::MAX, 7, 0, 0, 0])), r#"["0x0","0xffffffffffffffff"]"#);
+        assert_eq!(format_words(&rec(false, 0, [1; 6])), "[]");
+        assert_eq!(format_words(&rec(false, 200, [0xdead_beef; 6])).matches("0xdeadbeef").count(), MAX_TRACE_ARGS);
+        assert_eq!(format_words(&rec(true, 3, [0x1f, 9, 9, 9, 9, 9])), "\"0x1f\"");
     }
 
     #[test]
@@ -218,9 +211,7 @@ mod tests {
         let records = [rec(false, 2, [0, 0xab, 0, 0, 0, 0]), rec(true, 0, [0x1f; 6]), rec(false, 0, [1; 6]), rec(true, 0, [0; 6])];
         let texts = TraceTexts::format(&records);
         for (i, r) in records.iter().enumerate() {
-            let mut one = String::new();
-            format_words(r, &mut one);
-            assert_eq!(texts.get(i), one, "record {i}");
+            assert_eq!(texts.get(i), format_words(r), "record {i}");
         }
         assert_eq!(texts.get(4), "");
     }
