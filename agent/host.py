@@ -494,7 +494,24 @@ def read_exact(f, n):
     return buf
 
 
+def keep_big_buffers_in_the_heap():
+    """A fast-path batch (up to ~1 MB) arrives many times a second and is copied twice on its
+    way through (frida's bytes, our frame). Above glibc's mmap threshold every such buffer is
+    a fresh mapping whose pages fault and are zeroed on first touch, then unmapped; with the
+    threshold (and the trim threshold) raised they are reused from the heap. Only this
+    process: the targets' environment is not changed."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)
+        libc.mallopt(M_TRIM_THRESHOLD, 128 << 20)
+    except Exception as e:  # not glibc: nothing to tune
+        log("mallopt unavailable: %s" % e)
+
+
 def main():
+    keep_big_buffers_in_the_heap()
     # Keep a private handle on the real stdout for frames; point fd 1 at stderr.
     out_fd = os.dup(1)
     os.dup2(2, 1)

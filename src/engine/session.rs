@@ -1,6 +1,6 @@
 //! A live debug session: one target process, its symbols and its trace state.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -48,8 +48,9 @@ pub(crate) struct SessionState {
     pub patterns: Vec<Pattern>,
     /// Hooked functions, by agent function id (index into `symbols.functions`).
     pub hooked: BTreeSet<u32>,
-    /// Agent call id of an open call → the event id of its enter event.
-    pub open_calls: HashMap<u64, i64>,
+    /// Agent call id of an open call → the event id of its enter event (FxHash: looked up
+    /// for every traced call).
+    pub open_calls: rustc_hash::FxHashMap<u64, i64>,
     /// Fast-path state: events lost, sampled functions (engine/sampling.rs).
     pub tracing: super::sampling::TracingState,
     /// Crashes, exit status, children, thread names (lifecycle.rs).
@@ -122,7 +123,7 @@ impl Session {
                 symbols: None,
                 patterns: Vec::new(),
                 hooked: BTreeSet::new(),
-                open_calls: HashMap::new(),
+                open_calls: Default::default(),
                 tracing: Default::default(),
                 life: Default::default(),
                 watch: Default::default(),

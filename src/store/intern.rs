@@ -1,8 +1,7 @@
 //! Writer-side encoding of an event into a compact `events` row (see `schema.rs`): code
 //! sites and threads interned to integers, rarely set columns packed into `extra`.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
@@ -12,41 +11,12 @@ use super::rawstmt::Binder;
 use super::schema::{self, sql_err};
 use crate::error::Result;
 
-/// FxHash: the interning maps hash a few short strings per event on the hot path.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-const FX_K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.write_u64(u64::from_le_bytes(c.try_into().unwrap()));
-        }
-        for &b in chunks.remainder() {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(i as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(FX_K);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-pub(crate) type FxSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
+/// FxHash (rustc-hash): the interning maps hash a few short strings per event on the hot path.
+pub(crate) type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
+pub(crate) type FxSet<K> = rustc_hash::FxHashSet<K>;
 
 fn fx<T: Hash + ?Sized>(v: &T) -> u64 {
-    let mut h = FxHasher::default();
+    let mut h = rustc_hash::FxHasher::default();
     v.hash(&mut h);
     h.finish()
 }
