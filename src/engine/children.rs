@@ -2,12 +2,18 @@
 //! patterns when it is instrumented, and again whenever `debug_trace` changes them. A fork
 //! runs the session's binary and gets the root's hooked set; an exec'd program has its own
 //! symbols, matched against the patterns.
+//!
+//! A fresh agent (a child's, or the root's after a re-attach) also gets what the session set
+//! up besides patterns: tracing options, `serializationDepth`, typed-argument recipes, and —
+//! for the session's own image only, since they name its addresses and functions — watches
+//! and the functions taken out of sampling. Later changes of each reach live children too.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::watches::SpecsFor;
 use super::{Engine, Session};
 use crate::frida::FridaRuntime;
 use crate::symbols::SymbolIndex;
@@ -46,8 +52,50 @@ fn describe(symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> Vec<Value> {
         .collect()
 }
 
-/// Bring child `pid`'s hooks to what the patterns select now.
-pub(super) async fn sync_child(frida: &FridaRuntime, s: &Session, pid: u32, symbols: &SymbolIndex) -> crate::error::Result<()> {
+/// Whether `pid` runs the session's image (the root, or a fork of it).
+fn same_image(s: &Session, pid: u32) -> bool {
+    !s.state.lock().unwrap().life.has_own_image(pid)
+}
+
+/// Add hooks for `ids` in `pid`'s agent, with the recipes and watch flags the root's hooks
+/// get and in the session's hook mode; returns the ids installed.
+async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session, pid: u32, symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> crate::error::Result<Vec<u32>> {
+    let mut specs = describe(symbols, ids);
+    let target = if same_image(s, pid) { SpecsFor::SameImageChild } else { SpecsFor::OtherImage };
+    let types = engine.enrich_hook_specs(s, symbols, &mut specs, target);
+    let mode = s.state.lock().unwrap().tracing.hook_mode();
+    let reply = frida.host().rpc(pid, "hooks", json!([{ "action": "add", "functions": specs, "types": types, "mode": mode }])).await?;
+    let installed = reply.get("installed").and_then(Value::as_array).into_iter().flatten();
+    Ok(installed.filter_map(Value::as_u64).map(|v| v as u32).collect())
+}
+
+/// A fresh agent in `pid`: the session's tracing options and serialization depth, and for
+/// its own image, its watches. (Sampling choices follow the hooks: see `sync_child`.)
+async fn carry_agent_state(engine: &Engine, frida: &FridaRuntime, s: &Session, pid: u32) -> crate::error::Result<()> {
+    let (options, depth, watching) = {
+        let st = s.state.lock().unwrap();
+        (st.tracing.agent_options.clone(), st.watch.depth, !st.watch.watches.is_empty())
+    };
+    if !options.is_empty() {
+        frida.host().rpc(pid, "tracingConfig", json!([options])).await?;
+    }
+    if let Some(depth) = depth {
+        frida.host().rpc(pid, "serialization", json!([{ "depth": depth }])).await?;
+    }
+    if watching && same_image(s, pid) {
+        let (symbols, info) = engine.debug_info(s)?;
+        let list = s.state.lock().unwrap().watch.watches.clone();
+        engine.send_watches(s, pid, &symbols, &info, &list).await?;
+    }
+    Ok(())
+}
+
+/// Bring child `pid`'s hooks to what the patterns select now. `fresh`: its agent was just
+/// attached and has none of the session's state yet.
+pub(super) async fn sync_child(engine: &Engine, frida: &FridaRuntime, s: &Session, pid: u32, symbols: &SymbolIndex, fresh: bool) -> crate::error::Result<()> {
+    if fresh {
+        carry_agent_state(engine, frida, s, pid).await?;
+    }
     let want = wanted(s, pid, symbols);
     let have = s.state.lock().unwrap().life.child_hooked.get(&pid).cloned().unwrap_or_default();
     let remove: BTreeSet<u32> = have.difference(&want).copied().collect();
@@ -57,9 +105,16 @@ pub(super) async fn sync_child(frida: &FridaRuntime, s: &Session, pid: u32, symb
     }
     let mut hooked: BTreeSet<u32> = have.difference(&remove).copied().collect();
     if !add.is_empty() {
-        let reply = frida.host().rpc(pid, "hooks", json!([{ "action": "add", "functions": describe(symbols, &add) }])).await?;
-        let installed = reply.get("installed").and_then(Value::as_array).into_iter().flatten();
-        hooked.extend(installed.filter_map(Value::as_u64).map(|v| v as u32));
+        hooked.extend(add_hooks(engine, frida, s, pid, symbols, &add).await?);
+        // The user's "no sampling" choices, for the functions just hooked (the agent keeps
+        // them per hooked function).
+        let never: Vec<u32> = {
+            let st = s.state.lock().unwrap();
+            st.tracing.never_sample.iter().copied().filter(|i| add.contains(i)).collect()
+        };
+        if !never.is_empty() && same_image(s, pid) {
+            frida.host().rpc(pid, "sampling", json!([{ "disable": never, "enable": [] }])).await?;
+        }
     }
     s.state.lock().unwrap().life.child_hooked.insert(pid, hooked);
     Ok(())
@@ -79,10 +134,52 @@ impl Engine {
             let own = s.state.lock().unwrap().life.image_of(pid);
             let symbols: Option<Arc<SymbolIndex>> = own.or_else(|| self.session_symbols(s).ok());
             let Some(symbols) = symbols else { continue };
-            if let Err(e) = sync_child(&frida, s, pid, &symbols).await {
+            if let Err(e) = sync_child(self, &frida, s, pid, &symbols, false).await {
                 warnings.push(format!("Child process {pid} keeps its previous hooks: {}", e.message));
             }
         }
         warnings
+    }
+}
+
+impl Engine {
+    /// After the watch list changed: the same list in every live fork, and its hooks that a
+    /// watch now covers moved to the JS path (which reads watches), as for the root.
+    pub(super) async fn watches_to_children(&self, s: &Session, symbols: &SymbolIndex, info: &crate::symbols::DebugInfo) {
+        let live = s.state.lock().unwrap().life.live_children();
+        let pids: Vec<u32> = live.into_iter().filter(|p| same_image(s, *p)).collect();
+        let Ok(frida) = self.frida_running() else { return };
+        let list = s.state.lock().unwrap().watch.watches.clone();
+        for pid in pids {
+            let result: crate::error::Result<()> = async {
+                self.send_watches(s, pid, symbols, info, &list).await?;
+                let hooked = s.state.lock().unwrap().life.child_hooked.get(&pid).cloned().unwrap_or_default();
+                let redo: BTreeSet<u32> = hooked
+                    .into_iter()
+                    .filter(|i| self.watched(s, symbols, *i) && self.hook_extras(s, symbols, info, *i).0.is_none())
+                    .collect();
+                if !redo.is_empty() {
+                    frida.host().rpc(pid, "hooks", json!([{ "action": "remove", "functions": describe(symbols, &redo) }])).await?;
+                    add_hooks(self, &frida, s, pid, symbols, &redo).await?;
+                }
+                Ok(())
+            }
+            .await;
+            if let Err(e) = result {
+                tracing::warn!("session {}: child {pid} keeps its previous watches: {}", s.id, e.message);
+            }
+        }
+    }
+
+    /// Send one agent RPC to every live child (tracing options, serialization depth,
+    /// sampling), `same_image_only` for requests that name the session image's functions.
+    pub(super) async fn rpc_to_children(&self, s: &Session, method: &str, args: Value, same_image_only: bool) {
+        let pids: Vec<u32> = s.state.lock().unwrap().life.live_children();
+        let Ok(frida) = self.frida_running() else { return };
+        for pid in pids.into_iter().filter(|p| !same_image_only || same_image(s, *p)) {
+            if let Err(e) = frida.host().rpc(pid, method, args.clone()).await {
+                tracing::warn!("session {}: child {pid} did not take {method}: {}", s.id, e.message);
+            }
+        }
     }
 }

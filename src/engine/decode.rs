@@ -110,35 +110,31 @@ pub(super) fn ingest(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, header: &
     }
 }
 
-/// Flow control (see agent/src/fastpath.ts): tell the agent which batches are stored, once
-/// the store has committed them, so a target that outruns SQLite fills (and counts losses in)
-/// its ring instead of piling batches up in memory. One ack task per session at a time; it
-/// acknowledges the newest batch each round.
+/// Flow control (see agent/src/fastpath.ts): tell each agent which of its batches are
+/// stored, once the store has committed them, so a target that outruns SQLite fills (and
+/// counts losses in) its ring instead of piling batches up in memory. One ack task per
+/// session at a time; each round it acknowledges the newest batch of every agent that sent
+/// one (the root and each followed child number their batches separately).
 fn acknowledge(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, seq: u64) {
-    {
-        let mut st = s.state.lock().unwrap();
-        st.tracing.received_seq = st.tracing.received_seq.max(seq);
-        if st.tracing.ack_running {
-            return;
-        }
-        st.tracing.ack_running = true;
+    if !s.state.lock().unwrap().tracing.acks.received(pid, seq) {
+        return;
     }
     let engine = engine.clone();
     let s = s.clone();
     tokio::spawn(async move {
         loop {
-            let seq = s.state.lock().unwrap().tracing.received_seq;
+            let due = s.state.lock().unwrap().tracing.acks.take();
+            if due.is_empty() {
+                return;
+            }
             let store = engine.store.clone();
             let _ = tokio::task::spawn_blocking(move || store.flush()).await;
             let host = engine.frida.lock().unwrap().get().cloned();
-            let posted = match host {
-                Some(rt) if s.is_running() => rt.host().post(pid, serde_json::json!({ "type": "events-ack", "seq": seq })).await.is_ok(),
-                _ => false,
-            };
-            let mut st = s.state.lock().unwrap();
-            if !posted || st.tracing.received_seq == seq {
-                st.tracing.ack_running = false;
-                return;
+            for (pid, seq) in due {
+                if let Some(rt) = host.as_ref().filter(|_| s.is_running()) {
+                    // A failed post: that agent is gone, or going; nothing waits for it.
+                    let _ = rt.host().post(pid, serde_json::json!({ "type": "events-ack", "seq": seq })).await;
+                }
             }
         }
     });

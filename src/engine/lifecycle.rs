@@ -226,8 +226,9 @@ fn end_root(engine: &Engine, s: &Session, end: Option<ProcessEnd>, reason_text: 
 }
 
 /// Instrument the root process again after Frida ended its session while it kept running.
-/// Events between the two sessions are lost; watches, breakpoints and sampling choices are
-/// not carried over (the warning says so).
+/// Events between the two sessions are lost; the fresh agent gets the session's hooks,
+/// recipes, watches, tracing options and sampling choices (children.rs), not its
+/// breakpoints (the warning says so).
 fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
     let engine = engine.clone();
     engine.runtime.clone().spawn(async move {
@@ -238,8 +239,8 @@ fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
         match result {
             Ok(()) => tracing::warn!(
                 "session {}: Frida ended the session of pid {} ({reason}) while it kept running; \
-                 re-attached with the session's hooks (events in between are lost; watches, \
-                 breakpoints and sampling choices must be set again)",
+                 re-attached with the session's hooks, watches and tracing options (events in \
+                 between are lost; breakpoints and logpoints must be set again)",
                 s.id,
                 s.pid
             ),
@@ -338,7 +339,7 @@ async fn instrument(
         }
     }
     // The session's patterns, matched against this image (a fork: the hooks the parent has).
-    super::children::sync_child(frida, s, pid, &symbols).await
+    super::children::sync_child(engine, frida, s, pid, &symbols, true).await
 }
 
 fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> Event {

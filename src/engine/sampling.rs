@@ -58,9 +58,37 @@ pub(crate) struct TracingState {
     pub log: Vec<SamplingChange>,
     /// `true` once the user asked for JS hooks only (`configure_tracing({mode: "js"})`).
     pub js_only: bool,
-    /// Highest `events_bin` batch seq received, and whether an ack task is running.
-    pub received_seq: u64,
-    pub ack_running: bool,
+    /// Flow-control acknowledgements still to send (decode.rs).
+    pub acks: AckBook,
+    /// The agent options set through `configure_tracing` (merged), for agents that join
+    /// later: followed children, a re-attached root (children.rs).
+    pub agent_options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Highest `events_bin` batch seq received from each agent (a followed child has its own
+/// agent and numbering) and not yet acknowledged, and whether an ack task is running.
+#[derive(Debug, Default)]
+pub(crate) struct AckBook {
+    unacked: BTreeMap<u32, u64>,
+    running: bool,
+}
+
+impl AckBook {
+    /// Note batch `seq` of `pid`'s agent; true when the caller must start the ack task.
+    pub fn received(&mut self, pid: u32, seq: u64) -> bool {
+        let e = self.unacked.entry(pid).or_insert(seq);
+        *e = (*e).max(seq);
+        !std::mem::replace(&mut self.running, true)
+    }
+
+    /// What to acknowledge now, per agent (the newest seq of each); empty ends the task.
+    pub fn take(&mut self) -> Vec<(u32, u64)> {
+        let due: Vec<(u32, u64)> = std::mem::take(&mut self.unacked).into_iter().collect();
+        if due.is_empty() {
+            self.running = false;
+        }
+        due
+    }
 }
 
 impl TracingState {
@@ -135,7 +163,14 @@ impl Engine {
             }
         }
         let frida = self.frida_for_session()?;
-        frida.host().rpc(session.pid, "tracingConfig", json!([options])).await
+        let reply = frida.host().rpc(session.pid, "tracingConfig", json!([options])).await?;
+        if let Some(obj) = options.as_object() {
+            session.state.lock().unwrap().tracing.agent_options.extend(obj.clone());
+        }
+        // Followed children trace the same way (an option a child's agent refuses, such as
+        // a ring size after its first hook, is logged; the root's reply is the answer).
+        self.rpc_to_children(&session, "tracingConfig", json!([options]), false).await;
+        Ok(reply)
     }
 
     /// Turn hot-function sampling off (`disable`) or allow it again (`enable`) for the hooked
@@ -178,6 +213,7 @@ impl Engine {
             .host()
             .rpc(session.pid, "sampling", json!([{ "disable": disable, "enable": enable }]))
             .await?;
+        self.rpc_to_children(&session, "sampling", json!([{ "disable": disable, "enable": enable }]), true).await;
         let now = monotonic_ns() - session.start_mono_ns;
         let mut st = session.state.lock().unwrap();
         for (&id, name) in disable.iter().zip(&disabled_names) {
@@ -213,5 +249,23 @@ impl Engine {
         self.frida.lock().unwrap().get().cloned().ok_or_else(|| {
             StrobeError::new(ErrorCode::ProcessExited, "The Frida host is not running; the session's target is gone. Launch again.")
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AckBook;
+
+    #[test]
+    fn every_agent_gets_its_own_newest_batch_acknowledged() {
+        let mut book = AckBook::default();
+        assert!(book.received(100, 5), "the first batch starts the ack task");
+        assert!(!book.received(200, 2), "a child's batch joins the running task");
+        assert!(!book.received(100, 4), "an older seq does not lower the newest");
+        assert_eq!(book.take(), vec![(100, 5), (200, 2)]);
+        assert!(!book.received(200, 3), "the task runs until a round finds nothing");
+        assert_eq!(book.take(), vec![(200, 3)]);
+        assert_eq!(book.take(), vec![], "nothing new: the task ends");
+        assert!(book.received(100, 6), "the next batch starts a new task");
     }
 }

@@ -148,7 +148,7 @@ impl Engine {
             if !to_add.is_empty() {
                 // Typed-argument recipes and watch flags (watches.rs) ride along with each spec.
                 let mut specs = describe(&to_add).as_array().cloned().unwrap_or_default();
-                let types = self.enrich_hook_specs(session, symbols, &mut specs);
+                let types = self.enrich_hook_specs(session, symbols, &mut specs, super::watches::SpecsFor::Root);
                 // "auto": the agent puts hooks that need no JS on the CModule fast path (sampling.rs).
                 let mode = session.state.lock().unwrap().tracing.hook_mode();
                 let reply = frida.host().rpc(session.pid, "hooks", json!([{ "action": "add", "functions": specs, "types": types, "mode": mode }])).await?;

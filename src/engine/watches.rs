@@ -64,6 +64,17 @@ pub struct WatchState {
     pub js_for_watch: BTreeSet<u32>,
 }
 
+/// Which agent hook specs are built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpecsFor {
+    /// The session's process (its watch-path hooks are remembered in `js_for_watch`).
+    Root,
+    /// A fork: the same image, so the same watches.
+    SameImageChild,
+    /// A process running another program (after exec): no watches.
+    OtherImage,
+}
+
 /// A variable resolved to where it lives: start at `address` (static), apply `ops`.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
@@ -239,13 +250,17 @@ impl Engine {
         if list.len() > MAX_WATCHES {
             return Err(StrobeError::validation(format!("At most {MAX_WATCHES} watches per session ({} requested). Remove some with watches.remove.", list.len())));
         }
-        self.send_watches(&session, &symbols, &info, &list).await?;
+        self.send_watches(&session, session.pid, &symbols, &info, &list).await?;
         session.state.lock().unwrap().watch.watches = list.clone();
         self.rehook_for_watches(&session, &symbols, &info).await?;
+        // Forks run the same image: their agents get the same watches (children.rs).
+        self.watches_to_children(&session, &symbols, &info).await;
         Ok(list)
     }
 
-    async fn send_watches(&self, session: &Session, symbols: &SymbolIndex, info: &DebugInfo, list: &[ActiveWatch]) -> Result<()> {
+    /// The watch list of `pid`'s agent becomes `list` (addresses and function ids of the
+    /// session's image: the root, or a fork of it).
+    pub(crate) async fn send_watches(&self, session: &Session, pid: u32, symbols: &SymbolIndex, info: &DebugInfo, list: &[ActiveWatch]) -> Result<()> {
         let mut types = info.agent_types(&list.iter().flat_map(|w| w.roots.clone()).collect::<Vec<_>>());
         let mut specs = Vec::new();
         for w in list {
@@ -262,7 +277,7 @@ impl Engine {
             }
             specs.push(spec);
         }
-        let reply = self.frida_running()?.host().rpc(session.pid, "watches", json!([{ "watches": specs, "types": types }])).await?;
+        let reply = self.frida_running()?.host().rpc(pid, "watches", json!([{ "watches": specs, "types": types }])).await?;
         if let Some(err) = reply.get("errors").and_then(Value::as_array).and_then(|e| e.first()) {
             return Err(StrobeError::new(
                 ErrorCode::WatchFailed,
@@ -320,8 +335,9 @@ impl Engine {
     }
 
     /// Add `serialize` / `watches` fields to hook specs being added, and return the type
-    /// table they need (for the `types` field of the hooks request).
-    pub(crate) fn enrich_hook_specs(&self, session: &Session, symbols: &SymbolIndex, specs: &mut [Value]) -> Value {
+    /// table they need (for the `types` field of the hooks request). Watches are the
+    /// session image's: an exec'd program's hooks never read them.
+    pub(crate) fn enrich_hook_specs(&self, session: &Session, symbols: &SymbolIndex, specs: &mut [Value], target: SpecsFor) -> Value {
         let Ok(info) = DebugInfo::of(symbols) else { return json!({}) };
         let mut roots = Vec::new();
         let mut for_watch = Vec::new();
@@ -336,12 +352,14 @@ impl Engine {
             if let Some(recipe) = recipe {
                 spec["serialize"] = recipe;
                 roots.extend(r);
-            } else if self.watched(session, symbols, i) {
+            } else if target != SpecsFor::OtherImage && self.watched(session, symbols, i) {
                 spec["watches"] = json!(true);
                 for_watch.push(i);
             }
         }
-        session.state.lock().unwrap().watch.js_for_watch.extend(for_watch);
+        if target == SpecsFor::Root {
+            session.state.lock().unwrap().watch.js_for_watch.extend(for_watch);
+        }
         info.agent_types(&roots)
     }
 
@@ -354,6 +372,7 @@ impl Engine {
         session.ensure_running()?;
         self.frida_running()?.host().rpc(session.pid, "serialization", json!([{ "depth": depth }])).await?;
         session.state.lock().unwrap().watch.depth = Some(depth as u32);
+        self.rpc_to_children(&session, "serialization", json!([{ "depth": depth }]), false).await;
         Ok(depth as u32)
     }
 

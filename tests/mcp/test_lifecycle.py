@@ -188,6 +188,39 @@ async def test_patterns_changed_while_a_child_runs_reach_it(strobe_home, fixture
         assert not pid_alive(child_pid) and not pid_alive(pid)
 
 
+async def test_forks_trace_like_the_session(strobe_home, fixtures_dir, follow_children):
+    """Typed-argument recipes, watches and serializationDepth set while a fork runs reach it,
+    and the forks born afterwards get them when they are instrumented."""
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["label"], projectRoot=str(SRC))
+        sid = r["sessionId"]
+        out = await c.wait_for(sid, "work 3", eventType="stdout")
+        ticker = int(re.search(r"child pid (\d+) work 3", "".join(e["text"] for e in out["events"])).group(1))
+
+        await c.call("debug_trace", sessionId=sid, add=["child_label"], serializationDepth=2,
+                     watches={"add": [{"variable": "sink", "on": ["child_label"]}]})
+
+        async def calls_with_watches(late):
+            """child_label calls of the ticker (or of forks born later) that carry watch values."""
+            for _ in range(300):
+                events = await query_all(c, sid, eventType="function_enter", function={"equals": "child_label"})
+                hits = [e for e in events if (e["pid"] != ticker) == late and e.get("watchValues")]
+                if hits:
+                    return hits
+                await _sleep(0.1)
+            raise AssertionError(f"no child_label call with watch values (late={late}); last: {events[-3:]}")
+
+        # The ticker was running when the trace was set: its hooks took the recipes, watches too.
+        e = (await calls_with_watches(late=False))[-1]
+        assert e["arguments"]["tag"] == "tick" and isinstance(e["arguments"]["i"], int), e
+        assert isinstance(e["watchValues"]["sink"], int), e
+        # A fork born after the trace was set: instrumented with all of it from the start.
+        e = (await calls_with_watches(late=True))[-1]
+        assert e["arguments"]["tag"] == "late" and isinstance(e["arguments"]["i"], int), e
+        assert isinstance(e["watchValues"]["sink"], int), e
+        await c.call("debug_session", action="stop", sessionId=sid)
+
+
 async def test_fork_children_are_followed(strobe_home, fixtures_dir, follow_children):
     async with mcp_client(strobe_home) as c:
         await c.call("debug_trace", add=["child_work", "parent_work"])

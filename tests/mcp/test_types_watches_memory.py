@@ -1,6 +1,8 @@
 """Typed argument serialization (DWARF), watches and debug_memory against the real
 `c_types` and `rust_types` fixtures (tests/fixtures/c/types.c, tests/fixtures/rust/types.rs)."""
 
+import time
+
 import pytest
 
 from conftest import REPO, mcp_client, _sleep
@@ -21,6 +23,17 @@ async def last_event(c, sid, fn, kind="function_enter", timeout=20.0):
     """The most recent event of `fn`, waiting until one exists."""
     r = await c.wait_for(sid, fn, timeout=timeout, eventType=kind, verbose=True, **{"function": {"equals": fn}})
     return r["events"][-1]
+
+
+async def last_watched_event(c, sid, fn, kind="function_enter", timeout=20.0):
+    """The most recent event of `fn` recorded with watch values. debug_trace installs the
+    hooks before the watches, so a call in between has none."""
+    deadline = time.monotonic() + timeout
+    while True:
+        e = await last_event(c, sid, fn, kind, timeout)
+        if e.get("watchValues") or time.monotonic() > deadline:
+            return e
+        await _sleep(0.1)
 
 
 async def test_typed_arguments_depths_cycles_and_nulls(strobe_home, fixtures_dir):
@@ -97,12 +110,12 @@ async def test_watches_scoped_chains_raw_and_errors(strobe_home, fixtures_dir):
         labels = {w["label"] for w in r["activeWatches"]}
         assert labels == {"g_clock->counter", "leaf", "raw_counter", "js"}, r
 
-        e = await last_event(c, sid, "tick_clock", kind="function_exit")
+        e = await last_watched_event(c, sid, "tick_clock", kind="function_exit")
         w = e["watchValues"]
         assert isinstance(w["g_clock->counter"], int) and w["leaf"] == 42 and w["js"] == 3
         assert isinstance(w["raw_counter"], int) and w["raw_counter"] > 0
         # Scoped: deep() does not record the tick_clock-only watch.
-        e = await last_event(c, sid, "deep")
+        e = await last_watched_event(c, sid, "deep")
         assert "g_clock->counter" not in e["watchValues"] and e["watchValues"]["leaf"] == 42
 
         st = await c.call("debug_session", action="status", sessionId=sid)
