@@ -1,7 +1,9 @@
 //! The tracing fast path against real processes: CModule hooks writing binary records, the
-//! Rust decoder, exit drain, counted losses, hot-function sampling.
+//! Rust decoder, exit drain, counted losses, hot-function sampling; and a re-attached agent
+//! keeping the session's recipes, watches and depth.
 //!
-//! Run: `cargo test --test tracing_fastpath -- --nocapture`. Fixture: tests/fixtures/c/hotloop.c.
+//! Run: `cargo test --test tracing_fastpath -- --nocapture`. Fixtures: tests/fixtures/c/hotloop.c,
+//! tests/fixtures/c/types.c (the re-attach).
 
 mod common;
 
@@ -244,4 +246,67 @@ async fn bad_tracing_options_are_errors_not_crashes() {
     wait_for_exit(&h, &id).await;
     let e = h.engine.set_sampling(&id, &req).await.unwrap_err();
     assert_eq!(e.code, strobe::error::ErrorCode::ProcessExited, "{e:?}");
+}
+
+/// Frida ends the agent session of a process that keeps running (it does so on its own in a
+/// rare fork race): the daemon attaches a fresh agent, and its events carry what the session
+/// set up before — typed arguments at the session's depth and watch values — not just hooks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reattached_agent_keeps_the_sessions_recipes_watches_and_depth() {
+    use strobe::engine::WatchTarget;
+    let h = harness();
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("c_types").display().to_string(),
+            args: vec!["600".into(), "20".into()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch c_types");
+    let id = r.session_id;
+    wait_for_stdout(&h, &id, "types start", Duration::from_secs(30)).await;
+    h.engine.trace(Some(&id), &["take_outer".to_string(), "tick_clock".to_string()], &[]).await.expect("trace");
+    h.engine.set_serialization_depth(&id, 1).await.expect("depth");
+    let watch = WatchTarget { variable: Some("g_clock->counter".into()), on: vec!["tick_clock".into()], ..Default::default() };
+    h.engine.update_watches(&id, vec![watch], &[]).await.expect("watch");
+
+    // Events of the new agent only: after everything recorded so far.
+    let (outer, clock) = wait_for_typed_calls(&h, &id, None).await;
+    assert_eq!(outer["o"]["inner"], json!("<struct Inner>"), "depth 1 before: {outer}");
+    assert!(clock.is_some(), "watch values before the drop");
+    let mark = query(&h, &id, None, None).iter().map(|e| e.id).max().unwrap_or(0);
+
+    h.engine.drop_agent_session(&id).await.expect("drop the agent session");
+    let (outer, clock) = wait_for_typed_calls(&h, &id, Some(mark)).await;
+    assert_eq!(outer["o"]["inner"], json!("<struct Inner>"), "depth 1 after the re-attach: {outer}");
+    assert_eq!(outer["o"]["values"], json!([10, 20, 30, 40]), "typed arguments after the re-attach: {outer}");
+    let clock = clock.expect("watch values after the re-attach");
+    assert!(clock["g_clock->counter"].is_i64(), "{clock}");
+    assert_eq!(h.engine.status(&id).expect("status").status, "running");
+    h.engine.stop(&id, false).await.expect("stop");
+}
+
+/// Wait for a `take_outer` enter (its typed arguments) and a `tick_clock` event with watch
+/// values, after event `after`; the watch values are `None` if 200 tick_clock calls had none.
+async fn wait_for_typed_calls(h: &Harness, id: &str, after: Option<i64>) -> (Value, Option<Value>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let events = query(h, id, None, after);
+        let outer = events
+            .iter()
+            .filter(|e| e.function_name.as_deref() == Some("take_outer") && e.event_type == EventType::FunctionEnter)
+            .filter_map(|e| e.arguments.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok()))
+            .rfind(|a| a.is_object());
+        let clocks: Vec<&Event> = events.iter().filter(|e| e.function_name.as_deref() == Some("tick_clock")).collect();
+        let watched = clocks.iter().rev().find_map(|e| e.watch_values.as_deref().and_then(|w| serde_json::from_str::<Value>(w).ok()));
+        if let (Some(outer), Some(w)) = (&outer, &watched) {
+            return (outer.clone(), Some(w.clone()));
+        }
+        if clocks.len() >= 200 || Instant::now() > deadline {
+            return (outer.expect("a take_outer call with typed arguments"), watched);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -128,6 +128,17 @@ impl Engine {
         .cloned()
     }
 
+    /// Fault injection, for tests: end the Frida session of `id`'s process while the process
+    /// keeps running, as Frida itself rarely does (docs/performance.md, fork/exec races). The
+    /// daemon then attaches a fresh agent with the session's state (lifecycle.rs `reattach`).
+    /// Not a tool.
+    #[doc(hidden)]
+    pub async fn drop_agent_session(self: &Arc<Engine>, id: &str) -> Result<()> {
+        let s = self.session(id)?;
+        s.ensure_running()?;
+        self.frida_running()?.host().detach(s.pid).await
+    }
+
     /// Start the Frida host now (installing it on first use) so the first launch is fast.
     pub async fn warm_up(self: &Arc<Engine>) -> Result<()> {
         self.frida().await.map(|_| ())
