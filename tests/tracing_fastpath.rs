@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use strobe::engine::sampling::SamplingRequest;
-use strobe::engine::{Engine, EngineConfig, LaunchRequest};
+use strobe::engine::{Engine, EngineConfig, LaunchRequest, PointRequest};
 use strobe::store::{Event, EventQuery, EventType};
 
 struct Harness {
@@ -250,7 +250,8 @@ async fn bad_tracing_options_are_errors_not_crashes() {
 
 /// Frida ends the agent session of a process that keeps running (it does so on its own in a
 /// rare fork race): the daemon attaches a fresh agent, and its events carry what the session
-/// set up before — typed arguments at the session's depth and watch values — not just hooks.
+/// set up before — typed arguments at the session's depth, watch values, logpoints — not
+/// just hooks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reattached_agent_keeps_the_sessions_recipes_watches_and_depth() {
     use strobe::engine::WatchTarget;
@@ -271,19 +272,31 @@ async fn a_reattached_agent_keeps_the_sessions_recipes_watches_and_depth() {
     h.engine.set_serialization_depth(&id, 1).await.expect("depth");
     let watch = WatchTarget { variable: Some("g_clock->counter".into()), on: vec!["tick_clock".into()], ..Default::default() };
     h.engine.update_watches(&id, vec![watch], &[]).await.expect("watch");
+    let logpoint = PointRequest { function: Some("tick_clock".into()), message: Some("tick {c}".into()), ..Default::default() };
+    h.engine.set_points(&id, &[logpoint], &[]).await.expect("logpoint");
 
     // Events of the new agent only: after everything recorded so far.
     let (outer, clock) = wait_for_typed_calls(&h, &id, None).await;
     assert_eq!(outer["o"]["inner"], json!("<struct Inner>"), "depth 1 before: {outer}");
     assert!(clock.is_some(), "watch values before the drop");
-    let mark = query(&h, &id, None, None).iter().map(|e| e.id).max().unwrap_or(0);
 
     h.engine.drop_agent_session(&id).await.expect("drop the agent session");
+    // What the old agent sent before it went (its last flush) is stored before the mark.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.engine.store().flush();
+    let mark = query(&h, &id, None, None).iter().map(|e| e.id).max().unwrap_or(0);
     let (outer, clock) = wait_for_typed_calls(&h, &id, Some(mark)).await;
     assert_eq!(outer["o"]["inner"], json!("<struct Inner>"), "depth 1 after the re-attach: {outer}");
     assert_eq!(outer["o"]["values"], json!([10, 20, 30, 40]), "typed arguments after the re-attach: {outer}");
     let clock = clock.expect("watch values after the re-attach");
     assert!(clock["g_clock->counter"].is_i64(), "{clock}");
+    // Points are set again once the hooks are (lifecycle.rs `reattach`).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while query(&h, &id, Some(EventType::Logpoint), Some(mark)).len() < 3 {
+        assert!(Instant::now() < deadline, "the logpoint was not set again on the new agent");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(h.engine.set_points(&id, &[], &[]).await.expect("points").logpoints.len(), 1);
     assert_eq!(h.engine.status(&id).expect("status").status, "running");
     h.engine.stop(&id, false).await.expect("stop");
 }

@@ -138,7 +138,7 @@ impl Engine {
             "vars": vars.iter().map(recipe).collect::<Vec<_>>(),
         });
         let method = if logpoint { "setLogpoint" } else { "setBreakpoint" };
-        let reply = self.debugger_frida()?.host().rpc(session.pid, method, json!([spec])).await.map_err(|e| {
+        let reply = self.debugger_frida()?.host().rpc(session.pid, method, json!([spec.clone()])).await.map_err(|e| {
             StrobeError::new(
                 ErrorCode::ValidationError,
                 format!("Could not set the {} at {}: {}. Try a nearby line or the function's entry (function: name).", if logpoint { "logpoint" } else { "breakpoint" }, hex(r.addresses[0]), e.message),
@@ -164,6 +164,7 @@ impl Engine {
             message: req.message.clone(),
             hook: if hardware.is_some() { "hardware" } else { "inline" }.into(),
             hook_reason: hardware,
+            agent_spec: spec,
         };
         session.debug.lock().points.insert(id, info);
         Ok(())
@@ -257,4 +258,25 @@ fn validate(req: &PointRequest) -> Result<()> {
         }
     }
     Ok(())
+}
+
+impl Engine {
+    /// A fresh agent in the root (lifecycle.rs `reattach`): set every breakpoint and logpoint
+    /// again. Threads paused in the old agent were released when it unloaded, and hit counts
+    /// start over. A point the new agent refuses is dropped, with a warning.
+    pub(super) async fn reinstall_points(&self, session: &Session) {
+        let points: Vec<PointInfo> = {
+            let mut st = session.debug.lock();
+            st.paused.clear();
+            st.points.values().cloned().collect()
+        };
+        let Ok(frida) = self.frida_running() else { return };
+        for p in points {
+            let method = if p.logpoint { "setLogpoint" } else { "setBreakpoint" };
+            if let Err(e) = frida.host().rpc(session.pid, method, json!([p.agent_spec])).await {
+                tracing::warn!("session {}: {} {} could not be set again after the re-attach: {}", session.id, method, p.id, e.message);
+                session.debug.lock().points.remove(&p.id);
+            }
+        }
+    }
 }

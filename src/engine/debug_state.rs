@@ -39,6 +39,9 @@ pub struct PointInfo {
     /// Why an inline hook could not be used, for hardware hooks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hook_reason: Option<String>,
+    /// What the agent was sent to set it (a re-attached agent gets it again).
+    #[serde(skip)]
+    pub agent_spec: serde_json::Value,
 }
 
 /// One frame of a paused thread's backtrace.

@@ -227,8 +227,9 @@ fn end_root(engine: &Engine, s: &Session, end: Option<ProcessEnd>, reason_text: 
 
 /// Instrument the root process again after Frida ended its session while it kept running.
 /// Events between the two sessions are lost; the fresh agent gets the session's hooks,
-/// recipes, watches, tracing options and sampling choices (children.rs), not its
-/// breakpoints (the warning says so).
+/// recipes, watches, tracing options and sampling choices (children.rs), and its
+/// breakpoints and logpoints (threads paused in the old agent were released, hit counts
+/// start over: the warning says so).
 fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
     let engine = engine.clone();
     engine.runtime.clone().spawn(async move {
@@ -236,11 +237,15 @@ fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
             Ok(frida) => instrument(&engine, &frida, &s, s.pid, &s.binary_path.clone()).await,
             Err(e) => Err(e),
         };
+        if result.is_ok() {
+            engine.reinstall_points(&s).await;
+        }
         match result {
             Ok(()) => tracing::warn!(
                 "session {}: Frida ended the session of pid {} ({reason}) while it kept running; \
-                 re-attached with the session's hooks, watches and tracing options (events in \
-                 between are lost; breakpoints and logpoints must be set again)",
+                 re-attached with the session's hooks, watches, tracing options, breakpoints and \
+                 logpoints (events in between are lost; paused threads were resumed, hit counts \
+                 start over)",
                 s.id,
                 s.pid
             ),
