@@ -59,14 +59,24 @@ fn same_image(s: &Session, pid: u32) -> bool {
 
 /// Add hooks for `ids` in `pid`'s agent, with the recipes and watch flags the root's hooks
 /// get and in the session's hook mode; returns the ids installed.
-async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session, pid: u32, symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> crate::error::Result<Vec<u32>> {
+pub(super) async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session, pid: u32, symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> crate::error::Result<Vec<u32>> {
     let mut specs = describe(symbols, ids);
-    let target = if same_image(s, pid) { SpecsFor::SameImageChild } else { SpecsFor::OtherImage };
+    let target = match (pid == s.pid, same_image(s, pid)) {
+        (true, _) => SpecsFor::Root,
+        (false, true) => SpecsFor::SameImageChild,
+        (false, false) => SpecsFor::OtherImage,
+    };
     let types = engine.enrich_hook_specs(s, symbols, &mut specs, target);
     let mode = s.state.lock().unwrap().tracing.hook_mode();
     let reply = frida.host().rpc(pid, "hooks", json!([{ "action": "add", "functions": specs, "types": types, "mode": mode }])).await?;
     let installed = reply.get("installed").and_then(Value::as_array).into_iter().flatten();
     Ok(installed.filter_map(Value::as_u64).map(|v| v as u32).collect())
+}
+
+/// Remove the hooks of `ids` from `pid`'s agent.
+pub(super) async fn remove_hooks(frida: &FridaRuntime, pid: u32, symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> crate::error::Result<()> {
+    frida.host().rpc(pid, "hooks", json!([{ "action": "remove", "functions": describe(symbols, ids) }])).await?;
+    Ok(())
 }
 
 /// A fresh agent in `pid`: the session's tracing options and serialization depth, and for
@@ -101,7 +111,7 @@ pub(super) async fn sync_child(engine: &Engine, frida: &FridaRuntime, s: &Sessio
     let remove: BTreeSet<u32> = have.difference(&want).copied().collect();
     let add: BTreeSet<u32> = want.difference(&have).copied().collect();
     if !remove.is_empty() {
-        frida.host().rpc(pid, "hooks", json!([{ "action": "remove", "functions": describe(symbols, &remove) }])).await?;
+        remove_hooks(frida, pid, symbols, &remove).await?;
     }
     let mut hooked: BTreeSet<u32> = have.difference(&remove).copied().collect();
     if !add.is_empty() {
@@ -148,21 +158,12 @@ impl Engine {
     pub(super) async fn watches_to_children(&self, s: &Session, symbols: &SymbolIndex, info: &crate::symbols::DebugInfo) {
         let live = s.state.lock().unwrap().life.live_children();
         let pids: Vec<u32> = live.into_iter().filter(|p| same_image(s, *p)).collect();
-        let Ok(frida) = self.frida_running() else { return };
         let list = s.state.lock().unwrap().watch.watches.clone();
         for pid in pids {
             let result: crate::error::Result<()> = async {
                 self.send_watches(s, pid, symbols, info, &list).await?;
                 let hooked = s.state.lock().unwrap().life.child_hooked.get(&pid).cloned().unwrap_or_default();
-                let redo: BTreeSet<u32> = hooked
-                    .into_iter()
-                    .filter(|i| self.watched(s, symbols, *i) && self.hook_extras(s, symbols, info, *i).0.is_none())
-                    .collect();
-                if !redo.is_empty() {
-                    frida.host().rpc(pid, "hooks", json!([{ "action": "remove", "functions": describe(symbols, &redo) }])).await?;
-                    add_hooks(self, &frida, s, pid, symbols, &redo).await?;
-                }
-                Ok(())
+                self.rehook_watched(s, pid, symbols, info, hooked).await
             }
             .await;
             if let Err(e) = result {

@@ -164,12 +164,13 @@ impl Engine {
         }
         let frida = self.frida_for_session()?;
         let reply = frida.host().rpc(session.pid, "tracingConfig", json!([options])).await?;
-        if let Some(obj) = options.as_object() {
+        // `{}` only reads the settings. Otherwise followed children trace the same way (an
+        // option a child's agent refuses, such as a ring size after its first hook, is
+        // logged; the root's reply is the answer), and so will agents that join later.
+        if let Some(obj) = options.as_object().filter(|o| !o.is_empty()) {
             session.state.lock().unwrap().tracing.agent_options.extend(obj.clone());
+            self.rpc_to_children(&session, "tracingConfig", json!([options]), false).await;
         }
-        // Followed children trace the same way (an option a child's agent refuses, such as
-        // a ring size after its first hook, is logged; the root's reply is the answer).
-        self.rpc_to_children(&session, "tracingConfig", json!([options]), false).await;
         Ok(reply)
     }
 

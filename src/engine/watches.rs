@@ -295,29 +295,29 @@ impl Engine {
     }
 
     /// Functions hooked on the native fast path before a watch covered them are hooked
-    /// again on the JS path, which records watch values.
+    /// again on the JS path, which records watch values (once: `js_for_watch`).
     async fn rehook_for_watches(&self, session: &Session, symbols: &SymbolIndex, info: &DebugInfo) -> Result<()> {
-        let hooked: Vec<u32> = session.state.lock().unwrap().hooked.iter().copied().collect();
-        let mut redo = Vec::new();
-        for i in hooked {
-            let done = session.state.lock().unwrap().watch.js_for_watch.contains(&i);
-            if !done && self.watched(session, symbols, i) && self.hook_extras(session, symbols, info, i).0.is_none() {
-                redo.push(i);
-            }
-        }
+        let candidates: BTreeSet<u32> = {
+            let st = session.state.lock().unwrap();
+            st.hooked.difference(&st.watch.js_for_watch).copied().collect()
+        };
+        self.rehook_watched(session, session.pid, symbols, info, candidates).await
+    }
+
+    /// Of `candidates`, hooked in `pid`, those a watch covers and that have no typed recipe
+    /// (so they may be on the fast path, which records no watch values) are hooked again,
+    /// with the watch flag that puts them on the JS path.
+    pub(crate) async fn rehook_watched(&self, session: &Session, pid: u32, symbols: &SymbolIndex, info: &DebugInfo, candidates: BTreeSet<u32>) -> Result<()> {
+        let redo: BTreeSet<u32> = candidates
+            .into_iter()
+            .filter(|i| self.watched(session, symbols, *i) && self.hook_extras(session, symbols, info, *i).0.is_none())
+            .collect();
         if redo.is_empty() {
             return Ok(());
         }
-        let describe = |ids: &[u32]| -> Value {
-            ids.iter().map(|&i| {
-                let f = &symbols.functions[i as usize];
-                json!({ "id": i, "address": format!("0x{:x}", f.address), "name": f.name, "watches": true })
-            }).collect()
-        };
-        let host = self.frida_running()?;
-        host.host().rpc(session.pid, "hooks", json!([{ "action": "remove", "functions": describe(&redo) }])).await?;
-        host.host().rpc(session.pid, "hooks", json!([{ "action": "add", "functions": describe(&redo) }])).await?;
-        session.state.lock().unwrap().watch.js_for_watch.extend(redo);
+        let frida = self.frida_running()?;
+        super::children::remove_hooks(&frida, pid, symbols, &redo).await?;
+        super::children::add_hooks(self, &frida, session, pid, symbols, &redo).await?;
         Ok(())
     }
 
