@@ -8,7 +8,8 @@
 //! `cargo bench --bench tracing` (env: `TRACING_BENCH_CALLS` fast-path calls, default 2 M;
 //! `TRACING_BENCH_JS_CALLS` JS-path calls, default 100 k; `TRACING_BENCH_DRAIN_BATCH` records
 //! per binary batch, default 16 384; `TRACING_BENCH_ONLY` runs only the rows whose name starts
-//! with it).
+//! with it; `TRACING_BENCH_REPEAT` runs every row that many times, interleaved, and reports
+//! medians with each run's numbers).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -134,7 +135,7 @@ fn main() {
     let native = ns_per_iter(&String::from_utf8_lossy(&out.stdout));
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let rows = rt.block_on(async {
+    let rows_of = rt.block_on(async {
         let home = tempfile::tempdir().unwrap();
         let cache_dir = repo().join("target").join("strobe-cache");
         let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
@@ -148,8 +149,9 @@ fn main() {
             v["wrappers"] = json!(false);
             v
         };
-        let mut rows = Vec::new();
+        let mut runs_of: Vec<(&'static str, Vec<Row>)> = Vec::new();
         let only = std::env::var("TRACING_BENCH_ONLY").unwrap_or_default();
+        let repeat = env_u64("TRACING_BENCH_REPEAT", 1).max(1);
         let runs: [(&'static str, u64, Value); 6] = [
             ("JS hooks", js_calls, json!({ "mode": "js", "hotCallsPerSec": 0 })),
             ("attach", fast_calls, attach(no_sampling.clone())),
@@ -158,14 +160,38 @@ fn main() {
             ("wrapper, drain later", fast_calls, deferred),
             ("wrapper, sampling", fast_calls, json!({ "drainBatch": batch })),
         ];
-        for (name, calls, options) in runs {
-            // `only` picks rows by name: "wrapper" alone runs every wrapper row.
-            if name.starts_with(only.as_str()) {
-                rows.push(traced_run(&engine, &hotloop, name, calls, options).await);
+        // `only` picks rows by name: "wrapper" alone runs every wrapper row. Repeats are
+        // interleaved (row A, row B, row A, ...) so that a slow spell of the machine does
+        // not land on one row's runs only.
+        let runs: Vec<_> = runs.into_iter().filter(|(name, _, _)| name.starts_with(only.as_str())).collect();
+        for _ in 0..repeat {
+            for (name, calls, options) in &runs {
+                let row = traced_run(&engine, &hotloop, name, *calls, options.clone()).await;
+                match runs_of.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, v)) => v.push(row),
+                    None => runs_of.push((name, vec![row])),
+                }
             }
         }
-        rows
+        runs_of
     });
+    // Each row: its median run by end-to-end rate (ns/call is the median of its own).
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let mut rows = Vec::new();
+    let mut every_run = Vec::new();
+    for (_, mut runs) in rows_of {
+        let mut ns: Vec<f64> = runs.iter().map(|r| r.ns_per_call).collect();
+        let ns = median(&mut ns);
+        every_run.push(runs.iter().map(|r| (r.name, r.events_per_sec, r.ns_per_call, r.stored, r.lost, r.calls)).collect::<Vec<_>>());
+        runs.sort_by(|a, b| a.events_per_sec.total_cmp(&b.events_per_sec));
+        let mid = runs.len() / 2;
+        let mut row = runs.swap_remove(mid);
+        row.ns_per_call = ns;
+        rows.push(row);
+    }
 
     println!("tracing benchmark: hot_leaf(a, b) in a loop, enter + exit hooked");
     println!("{:<22} {:>10} {:>12} {:>12} {:>14} {:>8}", "run", "calls", "ns/call", "rows stored", "rows/s e2e", "lost");
@@ -189,16 +215,31 @@ fn main() {
             per_row(c.target)
         );
     }
-    for fast in rows.iter().filter(|r| r.name == "attach" || r.name == "wrapper") {
-        let expected = 2 * fast.calls as i64;
-        println!(
-            "{}: {} of {} events stored, {} counted as lost (stored + lost = {}): {}",
-            fast.name,
-            fast.stored,
-            expected,
-            fast.lost,
-            fast.stored + fast.lost as i64,
-            if fast.stored + fast.lost as i64 == expected { "every event accounted for" } else { "MISMATCH" }
-        );
+    if repeat_runs(&every_run) > 1 {
+        println!("\nEach run (rows/s e2e, ns/call), in the order run:");
+        for runs in &every_run {
+            let list: Vec<String> = runs.iter().map(|r| format!("{:.0} k, {:.1}", r.1 / 1e3, r.2)).collect();
+            println!("{:<22} {}", runs[0].0, list.join(" | "));
+        }
     }
+    for runs in every_run.iter().filter(|runs| runs[0].0 == "attach" || runs[0].0 == "wrapper") {
+        for &(name, _, _, stored, lost, calls) in runs {
+            let expected = 2 * calls as i64;
+            println!(
+                "{}: {} of {} events stored, {} counted as lost (stored + lost = {}): {}",
+                name,
+                stored,
+                expected,
+                lost,
+                stored + lost as i64,
+                if stored + lost as i64 == expected { "every event accounted for" } else { "MISMATCH" }
+            );
+        }
+    }
+}
+
+type RunLine = (&'static str, f64, f64, i64, u64, u64);
+
+fn repeat_runs(every_run: &[Vec<RunLine>]) -> usize {
+    every_run.iter().map(Vec::len).max().unwrap_or(0)
 }
