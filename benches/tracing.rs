@@ -46,6 +46,7 @@ fn ns_per_iter(line: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+#[derive(Clone)]
 struct Row {
     name: &'static str,
     calls: u64,
@@ -175,23 +176,18 @@ fn main() {
         }
         runs_of
     });
-    // Each row: its median run by end-to-end rate (ns/call is the median of its own).
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    };
-    let mut rows = Vec::new();
-    let mut every_run = Vec::new();
-    for (_, mut runs) in rows_of {
-        let mut ns: Vec<f64> = runs.iter().map(|r| r.ns_per_call).collect();
-        let ns = median(&mut ns);
-        every_run.push(runs.iter().map(|r| (r.name, r.events_per_sec, r.ns_per_call, r.stored, r.lost, r.calls)).collect::<Vec<_>>());
-        runs.sort_by(|a, b| a.events_per_sec.total_cmp(&b.events_per_sec));
-        let mid = runs.len() / 2;
-        let mut row = runs.swap_remove(mid);
-        row.ns_per_call = ns;
-        rows.push(row);
-    }
+    // Each row is reported by its median run by end-to-end rate, with the median ns/call of
+    // its runs; every run is listed in the order run and checked for unaccounted events.
+    let rows: Vec<Row> = rows_of
+        .iter()
+        .map(|(_, runs)| {
+            let mut by_rate: Vec<&Row> = runs.iter().collect();
+            by_rate.sort_by(|a, b| a.events_per_sec.total_cmp(&b.events_per_sec));
+            let mut ns: Vec<f64> = runs.iter().map(|r| r.ns_per_call).collect();
+            ns.sort_by(f64::total_cmp);
+            Row { ns_per_call: ns[ns.len() / 2], ..by_rate[runs.len() / 2].clone() }
+        })
+        .collect();
 
     println!("tracing benchmark: hot_leaf(a, b) in a loop, enter + exit hooked");
     println!("{:<22} {:>10} {:>12} {:>12} {:>14} {:>8}", "run", "calls", "ns/call", "rows stored", "rows/s e2e", "lost");
@@ -215,31 +211,23 @@ fn main() {
             per_row(c.target)
         );
     }
-    if repeat_runs(&every_run) > 1 {
+    if rows_of.iter().any(|(_, runs)| runs.len() > 1) {
         println!("\nEach run (rows/s e2e, ns/call), in the order run:");
-        for runs in &every_run {
-            let list: Vec<String> = runs.iter().map(|r| format!("{:.0} k, {:.1}", r.1 / 1e3, r.2)).collect();
-            println!("{:<22} {}", runs[0].0, list.join(" | "));
+        for (name, runs) in &rows_of {
+            let list: Vec<String> = runs.iter().map(|r| format!("{:.0} k, {:.1}", r.events_per_sec / 1e3, r.ns_per_call)).collect();
+            println!("{:<22} {}", name, list.join(" | "));
         }
     }
-    for runs in every_run.iter().filter(|runs| runs[0].0 == "attach" || runs[0].0 == "wrapper") {
-        for &(name, _, _, stored, lost, calls) in runs {
-            let expected = 2 * calls as i64;
-            println!(
-                "{}: {} of {} events stored, {} counted as lost (stored + lost = {}): {}",
-                name,
-                stored,
-                expected,
-                lost,
-                stored + lost as i64,
-                if stored + lost as i64 == expected { "every event accounted for" } else { "MISMATCH" }
-            );
-        }
+    for r in rows_of.iter().filter(|(name, _)| *name == "attach" || *name == "wrapper").flat_map(|(_, runs)| runs) {
+        let expected = 2 * r.calls as i64;
+        println!(
+            "{}: {} of {} events stored, {} counted as lost (stored + lost = {}): {}",
+            r.name,
+            r.stored,
+            expected,
+            r.lost,
+            r.stored + r.lost as i64,
+            if r.stored + r.lost as i64 == expected { "every event accounted for" } else { "MISMATCH" }
+        );
     }
-}
-
-type RunLine = (&'static str, f64, f64, i64, u64, u64);
-
-fn repeat_runs(every_run: &[Vec<RunLine>]) -> usize {
-    every_run.iter().map(Vec::len).max().unwrap_or(0)
 }
