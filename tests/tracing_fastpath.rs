@@ -301,6 +301,60 @@ async fn a_reattached_agent_keeps_the_sessions_recipes_watches_and_depth() {
     h.engine.stop(&id, false).await.expect("stop");
 }
 
+/// A fast-path function that a watch moved to the JS path, then unhooked and hooked again
+/// while no watch covered it (so on the fast path again), must move to the JS path again
+/// when a watch covers it later: its events then carry watch values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_hooked_again_takes_a_later_watch() {
+    use strobe::engine::WatchTarget;
+    let h = harness();
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("c_types").display().to_string(),
+            args: vec!["3000".into(), "10".into()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch c_types");
+    let id = r.session_id;
+    wait_for_stdout(&h, &id, "types start", Duration::from_secs(30)).await;
+    let f = vec!["round_number".to_string()];
+    let watch = || WatchTarget { variable: Some("g_counter".into()), label: Some("c".into()), on: f.clone(), ..Default::default() };
+    h.engine.trace(Some(&id), &f, &[]).await.expect("trace");
+    h.engine.update_watches(&id, vec![watch()], &[]).await.expect("watch");
+    assert!(watched_round(&h, &id, None).await.is_some(), "the first watch reaches round_number's events");
+
+    h.engine.update_watches(&id, vec![], &["c".to_string()]).await.expect("unwatch");
+    h.engine.trace(Some(&id), &[], &f).await.expect("untrace");
+    h.engine.trace(Some(&id), &f, &[]).await.expect("trace again");
+    h.engine.update_watches(&id, vec![watch()], &[]).await.expect("watch again");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    h.engine.store().flush();
+    let mark = query(&h, &id, None, None).iter().map(|e| e.id).max().unwrap_or(0);
+    let values = watched_round(&h, &id, Some(mark)).await.expect("watch values after hooking again and watching again");
+    assert!(values["c"].is_i64(), "{values}");
+    h.engine.stop(&id, false).await.expect("stop");
+}
+
+/// The watch values of a `round_number` event after `after`, or `None` if 30 of its calls
+/// had none.
+async fn watched_round(h: &Harness, id: &str, after: Option<i64>) -> Option<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let events = query(h, id, None, after);
+        let rounds: Vec<&Event> = events.iter().filter(|e| e.function_name.as_deref() == Some("round_number")).collect();
+        if let Some(w) = rounds.iter().find_map(|e| e.watch_values.as_deref().and_then(|w| serde_json::from_str::<Value>(w).ok())) {
+            return Some(w);
+        }
+        if rounds.len() >= 60 || Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Wait for a `take_outer` enter (its typed arguments) and a `tick_clock` event with watch
 /// values, after event `after`; the watch values are `None` if 200 tick_clock calls had none.
 async fn wait_for_typed_calls(h: &Harness, id: &str, after: Option<i64>) -> (Value, Option<Value>) {

@@ -61,11 +61,7 @@ fn same_image(s: &Session, pid: u32) -> bool {
 /// get and in the session's hook mode; returns the ids installed.
 pub(super) async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session, pid: u32, symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> crate::error::Result<Vec<u32>> {
     let mut specs = describe(symbols, ids);
-    let target = match (pid == s.pid, same_image(s, pid)) {
-        (true, _) => SpecsFor::Root,
-        (false, true) => SpecsFor::SameImageChild,
-        (false, false) => SpecsFor::OtherImage,
-    };
+    let target = if same_image(s, pid) { SpecsFor::SameImage(pid) } else { SpecsFor::OtherImage };
     let types = engine.enrich_hook_specs(s, symbols, &mut specs, target);
     let mode = s.state.lock().unwrap().tracing.hook_mode();
     let reply = frida.host().rpc(pid, "hooks", json!([{ "action": "add", "functions": specs, "types": types, "mode": mode }])).await?;
@@ -74,8 +70,11 @@ pub(super) async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session
 }
 
 /// Remove the hooks of `ids` from `pid`'s agent.
-pub(super) async fn remove_hooks(frida: &FridaRuntime, pid: u32, symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> crate::error::Result<()> {
+pub(super) async fn remove_hooks(frida: &FridaRuntime, s: &Session, pid: u32, symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> crate::error::Result<()> {
     frida.host().rpc(pid, "hooks", json!([{ "action": "remove", "functions": describe(symbols, ids) }])).await?;
+    if let Some(js) = s.state.lock().unwrap().watch.js_for_watch.get_mut(&pid) {
+        js.retain(|i| !ids.contains(i));
+    }
     Ok(())
 }
 
@@ -111,7 +110,7 @@ pub(super) async fn sync_child(engine: &Engine, frida: &FridaRuntime, s: &Sessio
     let remove: BTreeSet<u32> = have.difference(&want).copied().collect();
     let add: BTreeSet<u32> = want.difference(&have).copied().collect();
     if !remove.is_empty() {
-        remove_hooks(frida, pid, symbols, &remove).await?;
+        remove_hooks(frida, s, pid, symbols, &remove).await?;
     }
     let mut hooked: BTreeSet<u32> = have.difference(&remove).copied().collect();
     if !add.is_empty() {

@@ -196,6 +196,7 @@ pub(super) fn on_detached(engine: &Arc<Engine>, pid: u32, reason: &str) {
             }
         }
         st.life.child_hooked.remove(&pid);
+        st.watch.js_for_watch.remove(&pid);
         drop(st);
         engine.by_pid.lock().unwrap().remove(&pid);
         return;
@@ -339,6 +340,7 @@ async fn instrument(
         // A fresh agent hooks nothing yet (after an exec, the pid's old hooks went with its image).
         let mut st = s.state.lock().unwrap();
         st.life.child_hooked.remove(&pid);
+        st.watch.js_for_watch.remove(&pid);
         if !same_image {
             st.life.pid_symbols.insert(pid, symbols.clone());
         }

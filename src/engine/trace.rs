@@ -140,7 +140,8 @@ impl Engine {
             };
             let frida = self.frida_running()?;
             if !to_remove.is_empty() {
-                frida.host().rpc(session.pid, "hooks", json!([{ "action": "remove", "functions": describe(&to_remove) }])).await?;
+                let ids: BTreeSet<u32> = to_remove.iter().copied().collect();
+                super::children::remove_hooks(&frida, session, session.pid, symbols, &ids).await?;
                 for i in &to_remove {
                     hooked.remove(i);
                 }
@@ -148,7 +149,7 @@ impl Engine {
             if !to_add.is_empty() {
                 // Typed-argument recipes and watch flags (watches.rs) ride along with each spec.
                 let mut specs = describe(&to_add).as_array().cloned().unwrap_or_default();
-                let types = self.enrich_hook_specs(session, symbols, &mut specs, super::watches::SpecsFor::Root);
+                let types = self.enrich_hook_specs(session, symbols, &mut specs, super::watches::SpecsFor::SameImage(session.pid));
                 // "auto": the agent puts hooks that need no JS on the CModule fast path (sampling.rs).
                 let mode = session.state.lock().unwrap().tracing.hook_mode();
                 let reply = frida.host().rpc(session.pid, "hooks", json!([{ "action": "add", "functions": specs, "types": types, "mode": mode }])).await?;

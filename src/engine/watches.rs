@@ -3,7 +3,7 @@
 //! of the traced functions in their scope (`on`). Also the name → address/type resolution
 //! that `memory.rs` shares.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -60,17 +60,17 @@ pub struct WatchState {
     pub watches: Vec<ActiveWatch>,
     /// `serializationDepth`; `None` = default (3).
     pub depth: Option<u32>,
-    /// Hooked functions that were installed on the JS path because of a watch.
-    pub js_for_watch: BTreeSet<u32>,
+    /// Per process of the session's image (the root, its forks): the hooked functions
+    /// installed on the JS path because of a watch.
+    pub js_for_watch: HashMap<u32, BTreeSet<u32>>,
 }
 
 /// Which agent hook specs are built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SpecsFor {
-    /// The session's process (its watch-path hooks are remembered in `js_for_watch`).
-    Root,
-    /// A fork: the same image, so the same watches.
-    SameImageChild,
+    /// Process `pid` runs the session's image (the root or a fork): the same watches, and
+    /// its watch-path hooks are remembered in `js_for_watch`.
+    SameImage(u32),
     /// A process running another program (after exec): no watches.
     OtherImage,
 }
@@ -295,28 +295,28 @@ impl Engine {
     }
 
     /// Functions hooked on the native fast path before a watch covered them are hooked
-    /// again on the JS path, which records watch values (once: `js_for_watch`).
+    /// again on the JS path, which records watch values.
     async fn rehook_for_watches(&self, session: &Session, symbols: &SymbolIndex, info: &DebugInfo) -> Result<()> {
-        let candidates: BTreeSet<u32> = {
-            let st = session.state.lock().unwrap();
-            st.hooked.difference(&st.watch.js_for_watch).copied().collect()
-        };
-        self.rehook_watched(session, session.pid, symbols, info, candidates).await
+        let hooked = session.state.lock().unwrap().hooked.clone();
+        self.rehook_watched(session, session.pid, symbols, info, hooked).await
     }
 
-    /// Of `candidates`, hooked in `pid`, those a watch covers and that have no typed recipe
-    /// (so they may be on the fast path, which records no watch values) are hooked again,
-    /// with the watch flag that puts them on the JS path.
+    /// Of `candidates`, hooked in `pid`, those a watch covers that are not on the JS path for
+    /// a watch already (`js_for_watch`) and have no typed recipe (so they may be on the fast
+    /// path, which records no watch values) are hooked again, with the watch flag that puts
+    /// them on the JS path.
     pub(crate) async fn rehook_watched(&self, session: &Session, pid: u32, symbols: &SymbolIndex, info: &DebugInfo, candidates: BTreeSet<u32>) -> Result<()> {
+        let done = session.state.lock().unwrap().watch.js_for_watch.get(&pid).cloned().unwrap_or_default();
         let redo: BTreeSet<u32> = candidates
             .into_iter()
+            .filter(|i| !done.contains(i))
             .filter(|i| self.watched(session, symbols, *i) && self.hook_extras(session, symbols, info, *i).0.is_none())
             .collect();
         if redo.is_empty() {
             return Ok(());
         }
         let frida = self.frida_running()?;
-        super::children::remove_hooks(&frida, pid, symbols, &redo).await?;
+        super::children::remove_hooks(&frida, session, pid, symbols, &redo).await?;
         super::children::add_hooks(self, &frida, session, pid, symbols, &redo).await?;
         Ok(())
     }
@@ -341,6 +341,7 @@ impl Engine {
         let Ok(info) = DebugInfo::of(symbols) else { return json!({}) };
         let mut roots = Vec::new();
         let mut for_watch = Vec::new();
+        let mut not_for_watch = Vec::new();
         for spec in specs.iter_mut() {
             let Some(i) = spec.get("id").and_then(Value::as_u64).map(|i| i as u32) else { continue };
             let (recipe, r) = self.hook_extras(session, symbols, &info, i);
@@ -355,10 +356,17 @@ impl Engine {
             } else if target != SpecsFor::OtherImage && self.watched(session, symbols, i) {
                 spec["watches"] = json!(true);
                 for_watch.push(i);
+                continue;
             }
+            not_for_watch.push(i);
         }
-        if target == SpecsFor::Root {
-            session.state.lock().unwrap().watch.js_for_watch.extend(for_watch);
+        if let SpecsFor::SameImage(pid) = target {
+            let mut st = session.state.lock().unwrap();
+            let js = st.watch.js_for_watch.entry(pid).or_default();
+            js.extend(for_watch);
+            for i in not_for_watch {
+                js.remove(&i);
+            }
         }
         info.agent_types(&roots)
     }
