@@ -301,3 +301,46 @@ async fn a_crash_backtrace_goes_through_wrapped_frames() {
     assert_eq!(pos("w_crash"), 0, "{fns:?}");
     assert!(pos("w_crash_caller") < pos("main"), "{fns:?}");
 }
+
+/// A program that forks only through a library it loads later (dlopen; fixture
+/// plugin_host.c): when the library arrives, its fork() import is routed through the fork
+/// gate and the wrappers are demoted (a forked child must not return into wrapper code the
+/// stale agent copy takes with it), and the child it forks is followed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_loaded_later_that_forks_gets_the_fork_gate() {
+    let h = harness();
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("plugin_host").display().to_string(),
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch plugin_host");
+    let id = r.session_id;
+    wait_for_stdout(&h, &id, "ready").await;
+    trace(&h, &id, &["host_tick", "host_child_work"], &[]).await;
+    let gate = |r: &Value| r["forkGate"]["slots"].as_u64().expect("forkGate.slots");
+    let before = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+    assert_eq!(gate(&before), 0, "the program itself does not fork: {before}");
+    let (wrapped, _, off) = hook_paths(&h, &id).await;
+    assert_eq!(wrapped, names(&["host_child_work", "host_tick"]), "wrapped while nothing forks ({off:?})");
+
+    h.engine.send_stdin(&id, b"go\n").await.expect("stdin");
+    wait_for_stdout(&h, &id, "child status 4").await;
+    let after = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+    assert!(gate(&after) >= 1, "the plugin's fork() goes through the gate: {after}");
+    let (wrapped, attached, off) = hook_paths(&h, &id).await;
+    assert!(wrapped.is_empty() && attached == 2, "wrappers demoted once a loaded library forks: {wrapped:?} {attached}");
+    assert!(off.as_deref().is_some_and(|o| o.contains("library loaded at run time")), "{off:?}");
+
+    let child = trace_events(&h, &id)
+        .into_iter()
+        .find(|e| e.function_name.as_deref() == Some("host_child_work") && e.event_type == EventType::FunctionEnter)
+        .expect("the forked child's call is traced");
+    assert!(child.pid.is_some_and(|p| p != r.pid as i64), "the child's own pid: {:?} (root {})", child.pid, r.pid);
+    h.engine.send_stdin(&id, b"end\n").await.expect("stdin");
+    wait_for_exit(&h, &id).await;
+    assert_eq!(h.engine.status(&id).expect("status").exit_code, Some(0));
+}

@@ -26,7 +26,7 @@
 import { flush } from "./events.js";
 import { FASTPATH_C, MAX_FAST_ARGS, NEW_TID_SLOT, NEW_TIDS, RECORD_SIZE } from "./fastpath_c.js";
 import { announceThread } from "./threads.js";
-import { isForkedCopy, sendThroughGate } from "./forksafe.js";
+import { forkGateStats, isForkedCopy, sendThroughGate } from "./forksafe.js";
 import { installFastHook, wrapperStats } from "./wrappers.js";
 
 /** Tuning knobs, settable by the daemon before (or between) hook changes. */
@@ -140,7 +140,7 @@ export function configure(opts: TracingOptions): object {
     if (opts.hotCallsPerSec !== undefined) options.hotCallsPerSec = Math.max(0, opts.hotCallsPerSec);
     if (opts.wrappers !== undefined) options.wrappers = opts.wrappers === true;
     if (native !== null) writeRateWindow(native.shared);
-    return { ...options, available: unavailable === null, unavailable, hookPaths: wrapperStats() };
+    return { ...options, available: unavailable === null, unavailable, hookPaths: wrapperStats(), forkGate: forkGateStats() };
 }
 
 function writeRateWindow(shared: NativePointer): void {

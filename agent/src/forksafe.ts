@@ -98,6 +98,8 @@ void strobe_send_end (void) {
 
 interface Gate {
     cm: CModule;
+    /** The gate's machine code (import slots point here). */
+    code: NativePointer;
     /** Import slots of fork/vfork routed through the gate. */
     slots: number;
     begin: NativeFunction<number, []>;
@@ -114,46 +116,80 @@ export interface ForkGateResult {
     error: string | null;
 }
 
-/** Route the program's fork() calls through the gate (children are followed). */
-export function installForkGate(): ForkGateResult {
-    if (gate !== null) return { slots: gate.slots, error: null };
-    if (Process.arch !== "x64" || Process.platform !== "linux") return { slots: 0, error: `no fork gate on ${Process.platform}/${Process.arch}` };
-    const fork = Module.findGlobalExportByName("fork");
-    const mmapAddr = Module.findGlobalExportByName("mmap");
-    if (fork === null || mmapAddr === null) return { slots: 0, error: "fork() or mmap() not found" };
-    const slots = forkImportSlots();
-    if (slots.length === 0) return { slots: 0, error: null }; // nothing here forks
-    const mmap = new NativeFunction(mmapAddr, "pointer", ["pointer", "size_t", "int", "int", "int", "size_t"]);
-    const PROT_RW = 3, MAP_PRIVATE_ANON = 0x22;
-    const pages = mmap(NULL, 2 * Process.pageSize, PROT_RW, MAP_PRIVATE_ANON, -1, 0);
-    if (pages.equals(ptr(-1))) return { slots: 0, error: "mmap failed" };
-    const code = pages;
-    const data = pages.add(Process.pageSize);
-    code.writeByteArray(gateCode(data, fork));
-    Memory.protect(code, Process.pageSize, "r-x");
-    const cm = new CModule(GATE_C, { gate: data });
-    const opts = { scheduling: "exclusive", exceptions: "propagate", traps: "none" } as const;
-    gate = {
-        cm,
-        slots: slots.length,
-        begin: new NativeFunction(cm.strobe_send_begin, "int", [], opts),
-        end: new NativeFunction(cm.strobe_send_end, "void", [], opts),
-    };
+/** Route the program's fork() calls through the gate (children are followed), now and in
+ * libraries it loads later: `onLateForker` runs (on the loading thread, before dlopen
+ * returns) when a library loaded later brings fork() calls of its own. */
+export function installForkGate(onLateForker: () => void): ForkGateResult {
+    if (gateError !== null || loadsWatched) return forkGateStats();
+    if (Process.arch !== "x64" || Process.platform !== "linux") {
+        gateError = `no fork gate on ${Process.platform}/${Process.arch}`;
+        return forkGateStats();
+    }
+    const slots = newForkImportSlots();
+    if (slots.length > 0) routeThroughGate(slots);
+    if (gateError === null) watchLibraryLoads(onLateForker);
+    return forkGateStats();
+}
+
+/** The gate's state: slots routed through it so far, or why fork() calls are not gated. */
+export function forkGateStats(): ForkGateResult {
+    return { slots: gate?.slots ?? 0, error: gateError };
+}
+
+let gateError: string | null = null;
+let loadsWatched = false;
+/** Modules whose imports were looked at (path@base: a library loaded again elsewhere is new). */
+const scanned = new Set<string>();
+
+/** The gate itself (once), then each slot pointed at it. Sets `gateError` if it cannot be built. */
+function routeThroughGate(slots: NativePointer[]): void {
+    if (gate === null) {
+        const fork = Module.findGlobalExportByName("fork");
+        const mmapAddr = Module.findGlobalExportByName("mmap");
+        if (fork === null || mmapAddr === null) {
+            gateError = "fork() or mmap() not found";
+            return;
+        }
+        const mmap = new NativeFunction(mmapAddr, "pointer", ["pointer", "size_t", "int", "int", "int", "size_t"]);
+        const PROT_RW = 3, MAP_PRIVATE_ANON = 0x22;
+        const pages = mmap(NULL, 2 * Process.pageSize, PROT_RW, MAP_PRIVATE_ANON, -1, 0);
+        if (pages.equals(ptr(-1))) {
+            gateError = "mmap failed";
+            return;
+        }
+        const code = pages;
+        const data = pages.add(Process.pageSize);
+        code.writeByteArray(gateCode(data, fork));
+        Memory.protect(code, Process.pageSize, "r-x");
+        const cm = new CModule(GATE_C, { gate: data });
+        const opts = { scheduling: "exclusive", exceptions: "propagate", traps: "none" } as const;
+        gate = {
+            cm,
+            code,
+            slots: 0,
+            begin: new NativeFunction(cm.strobe_send_begin, "int", [], opts),
+            end: new NativeFunction(cm.strobe_send_end, "void", [], opts),
+        };
+    }
     for (const slot of slots) {
         // Import tables are read-only after relocation (RELRO): open the page for the write.
         const page = slot.and(ptr(Process.pageSize - 1).not());
         const before = Process.findRangeByAddress(slot)?.protection ?? "r--";
         Memory.protect(page, Process.pageSize, "rw-");
-        slot.writePointer(code);
+        slot.writePointer(gate.code);
         Memory.protect(page, Process.pageSize, before);
     }
-    return { slots: slots.length, error: null };
+    gate.slots += slots.length;
 }
 
-/** Import slots of fork/vfork in the program and its libraries (not libc's own, nor Frida's). */
-function forkImportSlots(): NativePointer[] {
+/** Import slots of fork/vfork in modules not looked at before: the program and its
+ * libraries (not libc's own, nor Frida's). */
+function newForkImportSlots(): NativePointer[] {
     const slots: NativePointer[] = [];
     for (const m of Process.enumerateModules()) {
+        const key = `${m.path}@${m.base}`;
+        if (scanned.has(key)) continue;
+        scanned.add(key);
         if (/^(libc|ld-linux|libpthread)[.-]/.test(m.name) || m.name.startsWith("frida-")) continue;
         if (!m.path.startsWith("/") || m.path.startsWith("/memfd:")) continue;
         for (const i of m.enumerateImports()) {
@@ -162,6 +198,54 @@ function forkImportSlots(): NativePointer[] {
     }
     return slots;
 }
+
+/** Libraries loaded later: their fork() imports are routed when dlopen returns. (Frida's
+ * module observer reports a library before the dynamic linker has relocated it, so a slot
+ * written then would be overwritten; a constructor that forks while dlopen runs is not
+ * covered.) The listener is native first, like the exit hook (index.ts): a forked child's
+ * stale agent copy keeps it until Frida unloads that copy, and Frida's injection of the
+ * child's fresh agent calls dlopen there; entering the stale JS runtime would hang the child.
+ */
+function watchLibraryLoads(onLateForker: () => void): void {
+    loadsWatched = true;
+    const getpid = Module.findGlobalExportByName("getpid");
+    if (getpid === null) return;
+    const pidCell = Memory.alloc(4);
+    pidCell.writeS32(loadPid);
+    const onLoad = new NativeCallback(() => {
+        if (gateError !== null) return;
+        const slots = newForkImportSlots();
+        if (slots.length === 0) return;
+        routeThroughGate(slots);
+        if (gateError !== null) send({ type: "log", level: "warning", message: `forked children may crash while followed: ${gateError}` });
+        onLateForker();
+    }, "void", []);
+    const cm = new CModule(LOADS_C, { getpid, load_pid: pidCell, strobe_on_load: onLoad });
+    loadWatchParts.push(cm, onLoad, pidCell);
+    const seen = new Set<string>();
+    for (const m of Process.enumerateModules()) {
+        for (const name of ["dlopen", "dlmopen"]) {
+            const at = m.findExportByName(name);
+            if (at === null || seen.has(at.toString())) continue;
+            seen.add(at.toString());
+            Interceptor.attach(at, { onLeave: cm.on_leave });
+        }
+    }
+}
+
+const LOADS_C = `
+#include <gum/guminterceptor.h>
+extern int getpid (void);
+extern int load_pid;
+extern void strobe_on_load (void);
+void on_leave (GumInvocationContext * ic) {
+  if (getpid () != load_pid)
+    return;
+  strobe_on_load ();
+}
+`;
+/** The dlopen listener's CModule, callback and pid cell live as long as the agent. */
+const loadWatchParts: object[] = [];
 
 /**
  * Run `send` unless a fork is in progress; true if it ran. Callers keep what they would have

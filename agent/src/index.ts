@@ -43,10 +43,11 @@ function init(params: InitParams): object {
     // code included: a child returning through a wrapper frame would jump into freed code.
     let forkGate: ForkGateResult | null = null;
     if (params.followChildren === true) {
-        forkGate = installForkGate();
+        const why = "the program forks and children are followed (a forked child must not return into unloaded wrapper code)";
+        forkGate = installForkGate(() => demoteWrappers(`${why}: a library loaded at run time calls fork()`));
         if (forkGate.error !== null) send({ type: "log", level: "warning", message: `forked children may crash while followed: ${forkGate.error}` });
         // Only a program that forks can leave a child returning through a wrapper frame.
-        if (forkGate.slots > 0 || forkGate.error !== null) demoteWrappers("the program forks and children are followed (a forked child must not return into unloaded wrapper code)");
+        if (forkGate.slots > 0 || forkGate.error !== null) demoteWrappers(why);
     }
     send({ type: "initialized", sessionId });
     return {
