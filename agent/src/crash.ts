@@ -19,6 +19,7 @@
 // Other features (hardware breakpoints, single-stepping) need the same, single, exception
 // handler: they register with addExceptionHook() and see every exception first.
 
+import { enlargeSignalStacks } from "./altstack.js";
 import { nowNs } from "./clock.js";
 import { threadName } from "./threads.js";
 
@@ -51,6 +52,9 @@ export interface CrashFrame {
 export function installCrashHandler(isOwnProcess: () => boolean, flushAll: () => void): void {
     if (installed) return;
     installed = true;
+    // The handler may run on the program's alternate signal stack (altstack.ts).
+    const noRoom = enlargeSignalStacks();
+    if (noRoom !== null) send({ type: "log", level: "warning", message: `crashes on threads with a small alternate signal stack may go unreported: ${noRoom}` });
     Process.setExceptionHandler(details => {
         for (const hook of exceptionHooks) {
             try {

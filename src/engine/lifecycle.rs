@@ -16,8 +16,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{now_unix, Engine, Session};
-use crate::store::event::{Event, EventType};
-use crate::symbols::{LineTable, SymbolIndex};
+use crate::symbols::SymbolIndex;
 
 /// How a process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +138,7 @@ pub(super) fn on_agent_message(engine: &Engine, s: &Arc<Session>, pid: u32, mess
             true
         }
         Some("crash") => {
-            let event = crash_event(engine, s, pid, message);
+            let event = super::crash_report::crash_event(engine, s, pid, message);
             if let Some(sig) = &event.signal {
                 s.state.lock().unwrap().life.ends.insert(pid, ProcessEnd::Signal(sig.clone()));
             }
@@ -347,82 +346,6 @@ async fn instrument(
     }
     // The session's patterns, matched against this image (a fork: the hooks the parent has).
     super::children::sync_child(engine, frida, s, pid, &symbols, true).await
-}
-
-fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> Event {
-    let ts = m.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or(0);
-    let mut e = Event::new(&s.id, EventType::Crash, ts);
-    e.id = engine.store.next_event_id();
-    e.pid = Some(pid as i64);
-    e.thread_id = m.get("tid").and_then(Value::as_i64);
-    e.thread_name = m.get("threadName").and_then(Value::as_str).map(str::to_string);
-    let signal = m.get("signal").and_then(Value::as_str).unwrap_or("UNKNOWN").to_string();
-    let memory = m.get("memory").filter(|v| v.is_object());
-    let fault = memory.and_then(|mm| mm.get("address")).or_else(|| m.get("address")).and_then(Value::as_str);
-    e.fault_address = fault.map(str::to_string);
-    e.registers = m.get("registers").map(Value::to_string);
-    let frames = symbolize(engine, m.get("frames").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]));
-    // The crash site: the innermost frame with a DWARF function (frame 0 may be in libc).
-    if let Some(top) = frames.iter().find(|f| f.get("file").is_some()) {
-        e.function_name = top.get("function").and_then(Value::as_str).map(str::to_string);
-        e.source_file = top.get("file").and_then(Value::as_str).map(str::to_string);
-        e.line_number = top.get("line").and_then(Value::as_i64);
-    }
-    let access = memory.and_then(|mm| mm.get("operation")).and_then(Value::as_str);
-    let mut text = match (access, fault) {
-        (Some(op), Some(addr)) => format!("{signal}: invalid {op} at {addr}"),
-        _ => signal.clone(),
-    };
-    if let (Some(f), Some(file), Some(line)) = (&e.function_name, &e.source_file, e.line_number) {
-        let short = file.rsplit('/').next().unwrap_or(file);
-        text.push_str(&format!(" in {f} ({short}:{line})"));
-    }
-    e.text = Some(text);
-    e.signal = Some(signal);
-    e.backtrace = Some(Value::Array(frames).to_string());
-    e.locals = super::crash_locals::crash_locals(engine, m);
-    e
-}
-
-/// Agent frames `{address, module, modulePath, offset, symbol}` → `{address, module,
-/// function, file, line}`, from the DWARF of each frame's module when it has some.
-fn symbolize(engine: &Engine, frames: &[Value]) -> Vec<Value> {
-    type ModuleDebugInfo = (Option<Arc<SymbolIndex>>, Option<Arc<LineTable>>);
-    let mut modules: HashMap<String, ModuleDebugInfo> = HashMap::new();
-    frames
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let address = f.get("address").and_then(Value::as_str).unwrap_or("0x0");
-            let mut out = json!({ "address": address });
-            if let Some(m) = f.get("module").and_then(Value::as_str) {
-                out["module"] = json!(m);
-            }
-            let offset = f.get("offset").and_then(Value::as_str).and_then(|o| u64::from_str_radix(o.trim_start_matches("0x"), 16).ok());
-            if let (Some(path), Some(offset)) = (f.get("modulePath").and_then(Value::as_str), offset) {
-                let (syms, lines) = modules
-                    .entry(path.to_string())
-                    .or_insert_with(|| (engine.symbols.get(path.as_ref()).ok(), LineTable::cached(path.as_ref()).ok()))
-                    .clone();
-                let base = syms.as_ref().map(|x| x.image_base).unwrap_or(0);
-                // Outer frames hold return addresses: the call is the instruction before.
-                let at = base + offset - u64::from(i > 0 && offset > 0);
-                if let Some(func) = syms.as_ref().and_then(|x| x.function_at(at)) {
-                    out["function"] = json!(func.name);
-                }
-                if let Some((file, line)) = lines.as_ref().and_then(|t| t.address_to_line(at)) {
-                    out["file"] = json!(file);
-                    out["line"] = json!(line);
-                }
-            }
-            if out.get("function").is_none() {
-                if let Some(sym) = f.get("symbol").and_then(Value::as_str) {
-                    out["function"] = json!(sym);
-                }
-            }
-            out
-        })
-        .collect()
 }
 
 const SIGNALS: &[(i32, &str)] = &[

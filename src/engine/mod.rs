@@ -4,6 +4,7 @@
 mod breakpoints;
 mod children; // hooks of followed forks and execs
 mod crash_locals; // locals of a crash's frame, from the agent's stack snapshot
+mod crash_report; // the crash event: symbolized backtrace (inlined calls too), locals
 mod debug_state;
 mod decode;
 mod descendants; // stop kills what the target started, reported or not

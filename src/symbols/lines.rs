@@ -196,7 +196,7 @@ fn read_unit(
     Ok(())
 }
 
-fn resolve_file(
+pub(super) fn resolve_file(
     dwarf: &gimli::Dwarf<R<'_>>,
     unit: &gimli::Unit<R<'_>>,
     header: &gimli::LineProgramHeader<R<'_>>,

@@ -75,8 +75,14 @@ impl LocalsInfo {
 
     /// The variables in scope at static `pc`. `None` if no function with DWARF holds it.
     pub fn locals_at(&self, pc: u64) -> Result<Option<FrameLocals>> {
+        self.with_dwarf(|dwarf, frames| find_locals(dwarf, frames, pc))
+            .map_err(|e| StrobeError::internal(format!("reading locals at 0x{pc:x}: {e}")))
+    }
+
+    /// Run `f` over this binary's DWARF and call frame information.
+    pub(super) fn with_dwarf<T>(&self, f: impl FnOnce(&gimli::Dwarf<R<'_>>, &CallFrames<'_>) -> gimli::Result<T>) -> Result<T> {
         let obj = object::File::parse(&*self.data)
-            .map_err(|e| StrobeError::internal(format!("cannot parse the binary for locals: {e}")))?;
+            .map_err(|e| StrobeError::internal(format!("cannot parse the binary for its DWARF: {e}")))?;
         let endian = if obj.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
         let sections = gimli::DwarfSections::load(|id| -> gimli::Result<Cow<[u8]>> {
             Ok(obj.section_by_name(id.name()).and_then(|s| s.uncompressed_data().ok()).unwrap_or(Cow::Borrowed(&[])))
@@ -84,7 +90,7 @@ impl LocalsInfo {
         .map_err(|e| StrobeError::internal(format!("DWARF: {e}")))?;
         let dwarf = sections.borrow(|s| EndianSlice::new(s, endian));
         let frames = call_frames(&obj, endian);
-        find_locals(&dwarf, &frames, pc).map_err(|e| StrobeError::internal(format!("reading locals at 0x{pc:x}: {e}")))
+        f(&dwarf, &frames).map_err(|e| StrobeError::internal(format!("DWARF: {e}")))
     }
 }
 

@@ -322,3 +322,47 @@ async def test_thread_names_and_pids_on_events(strobe_home, fixtures_dir):
         assert {int(e["arguments"][0], 16) for e in hits if e["eventType"] == "function_enter"} == {10, 11, 12, 20, 21, 22}
         out = await query_all(c, sid, eventType="stdout")
         assert all(e["pid"] == pid for e in out)
+
+
+# fixture -> (source, crash site function, caller, marker of the crash line, of the call line)
+NATIVE_CRASHES = {
+    "cpp_sample": ("cpp/sample.cpp", "geometry::Canvas<int>::plot", "geometry::paint", "CANVAS_PLOT", "PAINT_CALL"),
+    "rust_sample": ("rust/sample.rs", "sample::canvas::Canvas::plot", "sample::canvas::paint", "RUST_PLOT", "RUST_PAINT_CALL"),
+}
+
+
+@pytest.mark.parametrize("fixture", list(NATIVE_CRASHES))
+async def test_crash_backtraces_are_demangled(strobe_home, fixtures_dir, fixture):
+    """C++ and Rust crashes arrive (Rust's runtime gives each thread an 8 KiB alternate
+    signal stack, too small for the crash report: agent/src/altstack.ts) with the crash site
+    and its callers by their demangled, qualified names (no mangling, no Rust hash) at
+    file:line, code the compiler inlined there as frames of their own, and the locals of
+    the crashing frame."""
+    rel, func, caller, site_marker, call_marker = NATIVE_CRASHES[fixture]
+    src = REPO / "tests" / "fixtures" / rel
+    lines = src.read_text().splitlines()
+    line = lambda marker: next(i + 1 for i, l in enumerate(lines) if marker in l)
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / fixture), args=["1", "0", "crash"],
+                         projectRoot=str(src.parent))
+        sid = r["sessionId"]
+        await c.wait_for(sid, "", eventType="crash", timeout=30)
+        st = await c.wait_status(sid)
+        [crash] = await query_all(c, sid, eventType="crash")
+        assert crash["signal"] == "SIGSEGV" and st["signal"] == "SIGSEGV", (crash, st)
+        frames = crash["backtrace"]
+        # The crash site is the innermost frame, inlined or not.
+        assert (crash["function"], crash["line"]) == (frames[0]["function"], frames[0]["line"]), crash
+        site = next(f for f in frames if not f.get("inlined"))
+        inlined = frames[:frames.index(site)]
+        assert all(f["address"] == site["address"] for f in inlined), inlined
+        assert site["function"] == func and site["file"].endswith(rel) and site["line"] == line(site_marker), site
+        if inlined:  # Rust's write_volatile: code of std, inlined into the fixture's method
+            assert f"inlined into {func} " in crash["text"], crash["text"]
+        else:
+            assert crash["sourceFile"].endswith(rel), crash
+        outer = [f for f in frames[frames.index(site) + 1:] if f.get("file", "").endswith(rel)]
+        assert outer[0]["function"] == caller and outer[0]["line"] == line(call_marker), outer[0]
+        names = [f["function"] for f in frames if "function" in f]
+        assert not any(n.startswith(("_Z", "_R")) or re.search(r"::h[0-9a-f]{16}$", n) for n in names), names
+        assert "value" in {v["name"] for v in crash["locals"]}, crash["locals"]

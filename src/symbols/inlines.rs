@@ -1,0 +1,151 @@
+//! Inlined calls at a PC, for backtraces: a crash inside code the compiler inlined (Rust's
+//! `ptr::write`, `Vec` indexing, C++ accessors) has the line of the inlined function at its
+//! PC, and the function it was inlined into only through `DW_TAG_inlined_subroutine`'s
+//! `DW_AT_call_file` / `DW_AT_call_line`. Like a debugger, a backtrace then shows one frame
+//! per inlined call, each at the line that called the next.
+
+use gimli::AttributeValue;
+
+use super::demangle::{demangle, Lang};
+use super::dwarf::R;
+use super::lines::resolve_file;
+use super::locals::LocalsInfo;
+use crate::error::Result;
+
+/// One inlined call holding a PC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlinedCall {
+    /// The inlined function (qualified and demangled when it has a linkage name).
+    pub function: String,
+    /// Where it was called from, in the function (or outer inlined call) it was inlined into.
+    pub call_file: Option<String>,
+    pub call_line: Option<u32>,
+}
+
+impl LocalsInfo {
+    /// The inlined calls holding static `pc`, outermost first; empty when the PC is in no
+    /// inlined code (or the binary has no DWARF for it).
+    pub fn inlined_calls(&self, pc: u64) -> Result<Vec<InlinedCall>> {
+        self.with_dwarf(|dwarf, _| chain_at(dwarf, pc))
+    }
+}
+
+fn chain_at(dwarf: &gimli::Dwarf<R<'_>>, pc: u64) -> gimli::Result<Vec<InlinedCall>> {
+    let mut units = dwarf.units();
+    while let Some(header) = units.next()? {
+        let unit = dwarf.unit(header)?;
+        let mut ranges = dwarf.unit_ranges(&unit)?;
+        let mut inside = false;
+        while let Some(r) = ranges.next()? {
+            inside |= r.begin <= pc && pc < r.end;
+        }
+        if !inside {
+            continue;
+        }
+        let mut tree = unit.entries_tree(None)?;
+        let root = tree.root()?;
+        let lang = match root.entry().attr_value(gimli::DW_AT_language)? {
+            Some(AttributeValue::Language(l)) => Lang::from_dw(l),
+            _ => Lang::Other,
+        };
+        let scan = Scan { dwarf, unit: &unit, pc, lang };
+        if let Some(chain) = scan.subprogram(root)? {
+            return Ok(chain);
+        }
+    }
+    Ok(Vec::new())
+}
+
+struct Scan<'d, 'a> {
+    dwarf: &'d gimli::Dwarf<R<'a>>,
+    unit: &'d gimli::Unit<R<'a>>,
+    pc: u64,
+    lang: Lang,
+}
+
+impl<'a> Scan<'_, 'a> {
+    fn holds_pc(&self, entry: &gimli::DebuggingInformationEntry<R<'a>>) -> gimli::Result<bool> {
+        let mut ranges = self.dwarf.die_ranges(self.unit, entry)?;
+        while let Some(r) = ranges.next()? {
+            if r.begin <= self.pc && self.pc < r.end {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The subprogram holding the PC below `node` (through namespaces and types), and the
+    /// inlined calls inside it that hold the PC.
+    fn subprogram(&self, node: gimli::EntriesTreeNode<'_, '_, '_, R<'a>>) -> gimli::Result<Option<Vec<InlinedCall>>> {
+        let mut children = node.children();
+        while let Some(child) = children.next()? {
+            match child.entry().tag() {
+                gimli::DW_TAG_subprogram if self.holds_pc(child.entry())? => {
+                    let mut chain = Vec::new();
+                    self.inlined(child, &mut chain)?;
+                    return Ok(Some(chain));
+                }
+                gimli::DW_TAG_namespace | gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type | gimli::DW_TAG_module => {
+                    if let Some(found) = self.subprogram(child)? {
+                        return Ok(Some(found));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    fn inlined(&self, node: gimli::EntriesTreeNode<'_, '_, '_, R<'a>>, chain: &mut Vec<InlinedCall>) -> gimli::Result<()> {
+        let mut children = node.children();
+        while let Some(child) = children.next()? {
+            let entry = child.entry();
+            match entry.tag() {
+                gimli::DW_TAG_inlined_subroutine if self.holds_pc(entry)? => {
+                    chain.push(self.describe(entry)?);
+                    return self.inlined(child, chain);
+                }
+                gimli::DW_TAG_lexical_block => {
+                    let ranged = entry.attr(gimli::DW_AT_low_pc)?.is_some() || entry.attr(gimli::DW_AT_ranges)?.is_some();
+                    if !ranged || self.holds_pc(entry)? {
+                        self.inlined(child, chain)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn describe(&self, entry: &gimli::DebuggingInformationEntry<R<'a>>) -> gimli::Result<InlinedCall> {
+        let call_file = match entry.attr_value(gimli::DW_AT_call_file)? {
+            Some(AttributeValue::FileIndex(i)) | Some(AttributeValue::Udata(i)) => {
+                self.unit.line_program.as_ref().and_then(|p| resolve_file(self.dwarf, self.unit, p.header(), i))
+            }
+            _ => None,
+        };
+        let call_line = entry.attr_value(gimli::DW_AT_call_line)?.and_then(|v| v.udata_value()).map(|l| l as u32);
+        Ok(InlinedCall { function: self.origin_name(entry, 0)?.unwrap_or_else(|| "<inlined>".into()), call_file, call_line })
+    }
+
+    /// The name of an inlined call's function: through `DW_AT_abstract_origin` (and a C++
+    /// definition's `DW_AT_specification`), the demangled linkage name, else the plain name.
+    fn origin_name(&self, entry: &gimli::DebuggingInformationEntry<R<'a>>, depth: u8) -> gimli::Result<Option<String>> {
+        let string = |v| self.dwarf.attr_string(self.unit, v).ok().map(|s| s.to_string_lossy().into_owned());
+        for attr in [gimli::DW_AT_linkage_name, gimli::DW_AT_MIPS_linkage_name] {
+            if let Some(linkage) = entry.attr_value(attr)?.and_then(string) {
+                return Ok(Some(demangle(&linkage, self.lang).unwrap_or(linkage)));
+            }
+        }
+        if depth < 4 {
+            for attr in [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification] {
+                if let Some(AttributeValue::UnitRef(o)) = entry.attr_value(attr)? {
+                    if let Some(name) = self.origin_name(&self.unit.entry(o)?, depth + 1)? {
+                        return Ok(Some(name));
+                    }
+                }
+            }
+        }
+        Ok(entry.attr_value(gimli::DW_AT_name)?.and_then(string))
+    }
+}
