@@ -40,7 +40,7 @@ return {
       out = s:wait_pause({ timeoutMs = args.timeoutMs })
       for _, p in ipairs(s:paused()) do
         if p.threadId == (args.threadId or out.threadId) then
-          out.threadId, out.breakpointId, out.file, out.line = p.threadId, p.breakpointId, p.file, p.line
+          out.threadId, out.pid, out.breakpointId, out.file, out.line = p.threadId, p.pid, p.breakpointId, p.file, p.line
           out["function"], out.backtrace, out.arguments = p["function"], p.backtrace, p.arguments
         end
       end

@@ -85,25 +85,32 @@ impl Engine {
             )));
         };
         let frida = self.debugger_frida()?;
-        // The agent stops the point first (no new pause can start), then every thread paused on
-        // it is resumed: the ones the agent names and the ones we know. Frida detaches a hook
-        // only once no thread is inside it.
+        // Each agent (the root's, the forks') stops the point first (no new pause can start),
+        // then every thread paused on it is resumed: the ones the agents name and the ones we
+        // know. Frida detaches a hook only once no thread is inside it.
         let method = if point.logpoint { "removeLogpoint" } else { "removeBreakpoint" };
-        let reply = frida.host().rpc(session.pid, method, json!([rid])).await?;
-        let waiting: Vec<u64> = {
+        let paused_in = |reply: &Value, pid: u32| -> Vec<(u64, u32)> {
+            reply.get("pausedThreads").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64).map(|t| (t, pid)).collect()
+        };
+        let mut waiting = paused_in(&frida.host().rpc(session.pid, method, json!([rid])).await?, session.pid);
+        for pid in super::children::live_forks(session) {
+            match frida.host().rpc(pid, method, json!([rid])).await {
+                Ok(reply) => waiting.extend(paused_in(&reply, pid)),
+                Err(e) => tracing::warn!("session {}: child {pid} keeps {rid}: {}", session.id, e.message),
+            }
+        }
+        {
             let mut st = session.debug.lock();
             st.points.remove(rid);
-            let mut tids: Vec<u64> = st.paused.values().filter(|p| p.breakpoint_id.as_deref() == Some(rid)).map(|p| p.thread_id).collect();
-            tids.extend(reply.get("pausedThreads").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64));
-            tids.sort_unstable();
-            tids.dedup();
-            for t in &tids {
-                st.paused.remove(t);
+            waiting.extend(st.paused.values().filter(|p| p.breakpoint_id.as_deref() == Some(rid)).map(|p| (p.thread_id, p.pid)));
+            waiting.sort_unstable();
+            waiting.dedup_by_key(|(tid, _)| *tid);
+            for (tid, _) in &waiting {
+                st.paused.remove(tid);
             }
-            tids
-        };
-        for tid in waiting {
-            frida.host().post(session.pid, json!({ "type": format!("resume-{tid}") })).await?;
+        }
+        for (tid, pid) in waiting {
+            frida.host().post(pid, json!({ "type": format!("resume-{tid}") })).await?;
         }
         Ok(())
     }
@@ -164,9 +171,16 @@ impl Engine {
             message: req.message.clone(),
             hook: if hardware.is_some() { "hardware" } else { "inline" }.into(),
             hook_reason: hardware,
-            agent_spec: spec,
+            agent_spec: spec.clone(),
         };
-        session.debug.lock().points.insert(id, info);
+        session.debug.lock().points.insert(id.clone(), info);
+        // Forks run the same code: the point is theirs too (children.rs).
+        let frida = self.debugger_frida()?;
+        for pid in super::children::live_forks(session) {
+            if let Err(e) = frida.host().rpc(pid, method, json!([spec])).await {
+                tracing::warn!("session {}: {id} not set in child {pid}: {}", session.id, e.message);
+            }
+        }
         Ok(())
     }
 
@@ -261,21 +275,24 @@ fn validate(req: &PointRequest) -> Result<()> {
 }
 
 impl Engine {
-    /// A fresh agent in the root (lifecycle.rs `reattach`): set every breakpoint and logpoint
-    /// again. Threads paused in the old agent were released when it unloaded, and hit counts
-    /// start over. A point the new agent refuses is dropped, with a warning.
-    pub(super) async fn reinstall_points(&self, session: &Session) {
+    /// A fresh agent in `pid` — the root after a re-attach (lifecycle.rs `reattach`), or a
+    /// fork (children.rs) — gets every breakpoint and logpoint. Threads paused in an old
+    /// agent of the pid were released when it unloaded; hit counts are per agent, so they
+    /// start over. A point the root's new agent refuses is dropped, with a warning.
+    pub(super) async fn install_points(&self, session: &Session, pid: u32) {
         let points: Vec<PointInfo> = {
             let mut st = session.debug.lock();
-            st.paused.clear();
+            st.paused.retain(|_, p| p.pid != pid);
             st.points.values().cloned().collect()
         };
         let Ok(frida) = self.frida_running() else { return };
         for p in points {
             let method = if p.logpoint { "setLogpoint" } else { "setBreakpoint" };
-            if let Err(e) = frida.host().rpc(session.pid, method, json!([p.agent_spec])).await {
-                tracing::warn!("session {}: {} {} could not be set again after the re-attach: {}", session.id, method, p.id, e.message);
-                session.debug.lock().points.remove(&p.id);
+            if let Err(e) = frida.host().rpc(pid, method, json!([p.agent_spec])).await {
+                tracing::warn!("session {}: {} {} could not be set in pid {pid}: {}", session.id, method, p.id, e.message);
+                if pid == session.pid {
+                    session.debug.lock().points.remove(&p.id);
+                }
             }
         }
     }

@@ -6,7 +6,8 @@
 //! A fresh agent (a child's, or the root's after a re-attach) also gets what the session set
 //! up besides patterns: tracing options, `serializationDepth`, typed-argument recipes, and —
 //! for the session's own image only, since they name its addresses and functions — watches
-//! and the functions taken out of sampling. Later changes of each reach live children too.
+//! and the functions taken out of sampling, breakpoints and logpoints. Later changes of each
+//! reach live children too.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
@@ -52,6 +53,12 @@ fn describe(symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> Vec<Value> {
         .collect()
 }
 
+/// The live followed processes that run the session's image (forks; not execs).
+pub(super) fn live_forks(s: &Session) -> Vec<u32> {
+    let live = s.state.lock().unwrap().life.live_children();
+    live.into_iter().filter(|p| same_image(s, *p)).collect()
+}
+
 /// Whether `pid` runs the session's image (the root, or a fork of it).
 fn same_image(s: &Session, pid: u32) -> bool {
     !s.state.lock().unwrap().life.has_own_image(pid)
@@ -95,6 +102,10 @@ async fn carry_agent_state(engine: &Engine, frida: &FridaRuntime, s: &Session, p
         let (symbols, info) = engine.debug_info(s)?;
         let list = s.state.lock().unwrap().watch.watches.clone();
         engine.send_watches(s, pid, &symbols, &info, &list).await?;
+    }
+    // Breakpoints and logpoints name addresses of the session's image: a fork's too.
+    if same_image(s, pid) {
+        engine.install_points(s, pid).await;
     }
     Ok(())
 }
@@ -155,8 +166,7 @@ impl Engine {
     /// After the watch list changed: the same list in every live fork, and its hooks that a
     /// watch now covers moved to the JS path (which reads watches), as for the root.
     pub(super) async fn watches_to_children(&self, s: &Session, symbols: &SymbolIndex, info: &crate::symbols::DebugInfo) {
-        let live = s.state.lock().unwrap().life.live_children();
-        let pids: Vec<u32> = live.into_iter().filter(|p| same_image(s, *p)).collect();
+        let pids = live_forks(s);
         let list = s.state.lock().unwrap().watch.watches.clone();
         for pid in pids {
             let result: crate::error::Result<()> = async {

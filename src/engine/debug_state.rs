@@ -62,6 +62,8 @@ pub struct FrameInfo {
 #[serde(rename_all = "camelCase")]
 pub struct PausedThread {
     pub thread_id: u64,
+    /// The process it belongs to: the session's root or a followed fork.
+    pub pid: u32,
     pub breakpoint_id: Option<String>,
     /// "breakpoint" or "step".
     pub reason: String,
@@ -187,6 +189,7 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
                     tid,
                     PausedThread {
                         thread_id: tid,
+                        pid,
                         breakpoint_id: bp,
                         reason: if step { "step" } else { "breakpoint" }.into(),
                         function: here.function,

@@ -67,7 +67,7 @@ impl Engine {
         let paused = self.paused_thread(&session, thread_id)?;
         let vars = self.frame_vars(&session, &paused)?;
         let recipes: Vec<Value> = vars.iter().map(recipe).collect();
-        let reply = self.debugger_frida()?.host().rpc(session.pid, "readLocals", json!([paused.thread_id, recipes])).await?;
+        let reply = self.debugger_frida()?.host().rpc(paused.pid, "readLocals", json!([paused.thread_id, recipes])).await?;
         let values = reply.as_array().cloned().unwrap_or_default();
         let out = vars
             .iter()
@@ -115,7 +115,7 @@ impl Engine {
         let reply = self
             .debugger_frida()?
             .host()
-            .rpc(session.pid, "writeLocal", json!([paused.thread_id, recipe(var), value]))
+            .rpc(paused.pid, "writeLocal", json!([paused.thread_id, recipe(var), value]))
             .await
             .map_err(|e| StrobeError::validation(format!("Cannot write '{name}': {}", e.message)))?;
         Ok(json!({

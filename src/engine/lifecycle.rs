@@ -197,6 +197,8 @@ pub(super) fn on_detached(engine: &Arc<Engine>, pid: u32, reason: &str) {
         st.life.child_hooked.remove(&pid);
         st.watch.js_for_watch.remove(&pid);
         drop(st);
+        // Its threads paused at breakpoints went with it.
+        s.debug.lock().paused.retain(|_, p| p.pid != pid);
         engine.by_pid.lock().unwrap().remove(&pid);
         return;
     }
@@ -238,7 +240,7 @@ fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
             Err(e) => Err(e),
         };
         if result.is_ok() {
-            engine.reinstall_points(&s).await;
+            engine.install_points(&s, s.pid).await;
         }
         match result {
             Ok(()) => tracing::warn!(

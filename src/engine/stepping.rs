@@ -52,6 +52,9 @@ pub struct ContinueResult {
     pub breakpoint_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<u64>,
+    /// The paused thread's process (the root, or a followed fork).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,6 +77,7 @@ impl ContinueResult {
             status: "paused".into(),
             breakpoint_id: p.breakpoint_id,
             thread_id: Some(p.thread_id),
+            pid: Some(p.pid),
             reason: Some(p.reason),
             file: p.file,
             line: p.line,
@@ -105,7 +109,7 @@ impl Engine {
             let t = &targets[0];
             let (hooks, w) = self.step_hooks(&session, t, action).await?;
             warnings.extend(w);
-            let reply = frida.host().rpc(session.pid, "installStepHooks", json!([{ "threadId": t.thread_id, "oneShot": hooks }])).await?;
+            let reply = frida.host().rpc(t.pid, "installStepHooks", json!([{ "threadId": t.thread_id, "oneShot": hooks }])).await?;
             let installed = reply.get("installed").and_then(Value::as_array).map_or(0, Vec::len);
             for s in reply.get("skipped").and_then(Value::as_array).into_iter().flatten() {
                 tracing::debug!("step hook skipped: {s}");
@@ -122,7 +126,7 @@ impl Engine {
             st.pause_seq
         };
         for t in &targets {
-            frida.host().post(session.pid, json!({ "type": format!("resume-{}", t.thread_id) })).await?;
+            frida.host().post(t.pid, json!({ "type": format!("resume-{}", t.thread_id) })).await?;
         }
         let deadline = Instant::now() + timeout;
         loop {
@@ -199,7 +203,7 @@ impl Engine {
         if action == StepAction::StepInto {
             if let (Some((lo, hi)), Some(line)) = (func, current_line) {
                 let ranges: Vec<(String, String)> = lines.line_ranges(lo, hi, line).into_iter().map(|(a, b)| (hex(a), hex(b))).collect();
-                let reply = self.debugger_frida()?.host().rpc(session.pid, "callTargets", json!([ranges])).await?;
+                let reply = self.debugger_frida()?.host().rpc(t.pid, "callTargets", json!([ranges])).await?;
                 for target in reply.as_array().into_iter().flatten().filter_map(|v| parse_hex(Some(v))) {
                     if let Some(f) = symbols.functions.iter().find(|f| f.address == target) {
                         hooks.push(json!({ "address": hex(f.address) }));
@@ -219,7 +223,7 @@ impl Engine {
                     .debugger_frida()?
                     .host()
                     .rpc(
-                        session.pid,
+                        t.pid,
                         "readLocals",
                         json!([t.thread_id, [{ "name": "return address", "kind": "static", "address": hex(cfa.wrapping_sub(8).wrapping_sub(t.slide)), "size": 8, "encoding": "pointer" }]]),
                     )

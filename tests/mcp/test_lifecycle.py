@@ -221,6 +221,41 @@ async def test_forks_trace_like_the_session(strobe_home, fixtures_dir, follow_ch
         await c.call("debug_session", action="stop", sessionId=sid)
 
 
+async def test_breakpoints_pause_a_forked_child(strobe_home, fixtures_dir, follow_children):
+    """A breakpoint set while a fork runs pauses the fork's thread (with its pid); locals,
+    stepping and continuing act on that process; removing the breakpoint lets it run on."""
+    def local(r, name):
+        return next(v["value"] for v in r["locals"] if v["name"] == name)
+
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["tick"], projectRoot=str(SRC))
+        sid, pid = r["sessionId"], r["pid"]
+        out = await c.wait_for(sid, "work 3", eventType="stdout")
+        child = int(re.search(r"child pid (\d+) work 3", "".join(e["text"] for e in out["events"])).group(1))
+
+        bp = await c.call("debug_breakpoint", sessionId=sid, add=[{"function": "child_work"}])
+        bp_id = bp["breakpoints"][0]["id"]
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused" and p["function"] == "child_work", p
+        assert p["pid"] == child and p["threadId"] == child, p
+        i = local(p, "i")
+        st = await c.call("debug_session", action="status", sessionId=sid)
+        assert [(t["pid"], t["threadId"]) for t in st["pausedThreads"]] == [(child, child)], st
+
+        s = await c.call("debug_continue", sessionId=sid, action="step-over", timeoutMs=30000)
+        assert s["status"] == "paused" and s["reason"] == "step" and s["pid"] == child, s
+        assert s["function"] == "child_work" and s["line"] > p["line"], (p, s)
+        n = await c.call("debug_continue", sessionId=sid, action="continue", timeoutMs=30000)
+        assert n["status"] == "paused" and n["pid"] == child and local(n, "i") == i + 1, n
+
+        await c.call("debug_breakpoint", sessionId=sid, remove=[bp_id])
+        await c.wait_for(sid, f"child pid {child} work {i + 4}", eventType="stdout")
+        st = await c.call("debug_session", action="status", sessionId=sid)
+        assert st["pausedThreads"] == [] and st["status"] == "running", st
+        await c.call("debug_session", action="stop", sessionId=sid)
+        assert not pid_alive(child) and not pid_alive(pid)
+
+
 async def test_fork_children_are_followed(strobe_home, fixtures_dir, follow_children):
     async with mcp_client(strobe_home) as c:
         await c.call("debug_trace", add=["child_work", "parent_work"])
