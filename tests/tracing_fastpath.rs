@@ -52,6 +52,22 @@ async fn start(h: &Harness, mode: &str, n: u64, options: Value, patterns: &[&str
     id
 }
 
+/// Launch `c_types ROUNDS INTERVAL_MS` and wait for its first line. Returns the session id.
+async fn start_types(h: &Harness, rounds: u32, interval_ms: u32) -> String {
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("c_types").display().to_string(),
+            args: vec![rounds.to_string(), interval_ms.to_string()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch c_types");
+    wait_for_stdout(h, &r.session_id, "types start", Duration::from_secs(30)).await;
+    r.session_id
+}
+
 fn query(h: &Harness, id: &str, event_type: Option<EventType>, after: Option<i64>) -> Vec<Event> {
     common::events::query_all(&h.engine, id, event_type, after)
 }
@@ -256,18 +272,7 @@ async fn bad_tracing_options_are_errors_not_crashes() {
 async fn a_reattached_agent_keeps_the_sessions_recipes_watches_and_depth() {
     use strobe::engine::WatchTarget;
     let h = harness();
-    let r = h
-        .engine
-        .launch(LaunchRequest {
-            command: common::fixture("c_types").display().to_string(),
-            args: vec!["600".into(), "20".into()],
-            project_root: common::fixtures_src_dir().display().to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("launch c_types");
-    let id = r.session_id;
-    wait_for_stdout(&h, &id, "types start", Duration::from_secs(30)).await;
+    let id = start_types(&h, 600, 20).await;
     h.engine.trace(Some(&id), &["take_outer".to_string(), "tick_clock".to_string()], &[]).await.expect("trace");
     h.engine.set_serialization_depth(&id, 1).await.expect("depth");
     let watch = WatchTarget { variable: Some("g_clock->counter".into()), on: vec!["tick_clock".into()], ..Default::default() };
@@ -308,18 +313,7 @@ async fn a_reattached_agent_keeps_the_sessions_recipes_watches_and_depth() {
 async fn a_function_hooked_again_takes_a_later_watch() {
     use strobe::engine::WatchTarget;
     let h = harness();
-    let r = h
-        .engine
-        .launch(LaunchRequest {
-            command: common::fixture("c_types").display().to_string(),
-            args: vec!["3000".into(), "10".into()],
-            project_root: common::fixtures_src_dir().display().to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("launch c_types");
-    let id = r.session_id;
-    wait_for_stdout(&h, &id, "types start", Duration::from_secs(30)).await;
+    let id = start_types(&h, 3000, 10).await;
     let f = vec!["round_number".to_string()];
     let watch = || WatchTarget { variable: Some("g_counter".into()), label: Some("c".into()), on: f.clone(), ..Default::default() };
     h.engine.trace(Some(&id), &f, &[]).await.expect("trace");

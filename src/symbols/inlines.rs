@@ -9,7 +9,7 @@ use gimli::AttributeValue;
 use super::demangle::{demangle, Lang};
 use super::dwarf::R;
 use super::lines::resolve_file;
-use super::locals::LocalsInfo;
+use super::locals::{unit_holds, LocalsInfo};
 use crate::error::Result;
 
 /// One inlined call holding a PC.
@@ -34,12 +34,7 @@ fn chain_at(dwarf: &gimli::Dwarf<R<'_>>, pc: u64) -> gimli::Result<Vec<InlinedCa
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
         let unit = dwarf.unit(header)?;
-        let mut ranges = dwarf.unit_ranges(&unit)?;
-        let mut inside = false;
-        while let Some(r) = ranges.next()? {
-            inside |= r.begin <= pc && pc < r.end;
-        }
-        if !inside {
+        if !unit_holds(dwarf, &unit, pc)? {
             continue;
         }
         let mut tree = unit.entries_tree(None)?;

@@ -121,16 +121,22 @@ fn call_frames<'a>(obj: &'a object::File<'a>, endian: RunTimeEndian) -> CallFram
     CallFrames { eh_frame, bases }
 }
 
+/// Whether compile unit `unit`'s address ranges hold `pc`.
+pub(super) fn unit_holds(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>, pc: u64) -> gimli::Result<bool> {
+    let mut ranges = dwarf.unit_ranges(unit)?;
+    while let Some(r) = ranges.next()? {
+        if r.begin <= pc && pc < r.end {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 fn find_locals(dwarf: &gimli::Dwarf<R<'_>>, frames: &CallFrames<'_>, pc: u64) -> gimli::Result<Option<FrameLocals>> {
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
         let unit = dwarf.unit(header)?;
-        let mut ranges = dwarf.unit_ranges(&unit)?;
-        let mut inside = false;
-        while let Some(r) = ranges.next()? {
-            inside |= r.begin <= pc && pc < r.end;
-        }
-        if !inside {
+        if !unit_holds(dwarf, &unit, pc)? {
             continue;
         }
         let mut walker = Walker { dwarf, unit: &unit, frames, pc, vars: Vec::new() };
