@@ -89,8 +89,8 @@ export function enlargeSignalStacks(): string | null {
     pageSize.writeU64(Process.pageSize);
     const minBytes = Memory.alloc(8);
     minBytes.writeU64(MIN_BYTES);
-    // The listener calls sigaltstack itself (to see what is installed): through the original,
-    // which Interceptor leaves reachable at the same address for calls from inside a listener.
+    // The listener calls sigaltstack itself to see what is installed; that nested call asks
+    // for no new stack, so the listener lets it through unchanged.
     const cm = new CModule(ALTSTACK_C, { mmap, munmap, sigaltstack_original: sigaltstack, page_size: pageSize, min_bytes: minBytes });
     parts.push(cm, pageSize, minBytes);
     Interceptor.attach(sigaltstack, { onEnter: cm.on_enter, onLeave: cm.on_leave });
