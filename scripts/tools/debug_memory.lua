@@ -32,6 +32,7 @@ action 'write': targets with 'value' (scalars only: integers, floats, bools, enu
         },
       },
       depth = { type = "integer", minimum = 1, maximum = 5, description = "Struct expansion depth (default 1)" },
+      pid = { type = "integer", minimum = 1, description = "Which process: the session's root (default) or a followed fork, e.g. the pid of a thread paused there" },
       poll = {
         type = "object",
         additionalProperties = false,
@@ -49,7 +50,7 @@ action 'write': targets with 'value' (scalars only: integers, floats, bools, enu
       if args.poll then
         strobe.error("VALIDATION_ERROR", "poll is only for action 'read'. Write once, then poll with a read.")
       end
-      local r = session:write({ targets = args.targets })
+      local r = session:write({ targets = args.targets, pid = args.pid })
       local results = strobe.json.array()
       for i, x in ipairs(r.results) do
         results[i] = { label = x.label, address = x.address, previousValue = x.previousValue,
@@ -57,7 +58,7 @@ action 'write': targets with 'value' (scalars only: integers, floats, bools, enu
       end
       return { results = results }
     end
-    local r = session:read({ targets = args.targets, depth = args.depth, poll = args.poll })
+    local r = session:read({ targets = args.targets, depth = args.depth, poll = args.poll, pid = args.pid })
     if r.polling then
       return r
     end

@@ -41,6 +41,8 @@ pub struct MemoryRequest {
     pub targets: Vec<MemoryTarget>,
     pub depth: Option<i64>,
     pub poll: Option<PollSpec>,
+    /// Which process: the session's root (default) or a followed fork.
+    pub pid: Option<u32>,
 }
 
 /// One target as the agent reads it, plus what the response reports about it.
@@ -95,6 +97,21 @@ impl Engine {
         }
     }
 
+    /// The process a memory request goes to: the root, or a live fork (it runs the same
+    /// program, so the same globals; an exec'd child runs another one).
+    fn memory_process(&self, session: &Session, pid: Option<u32>) -> Result<u32> {
+        let Some(pid) = pid.filter(|p| *p != session.pid) else { return Ok(session.pid) };
+        let forks = super::children::live_forks(session);
+        if forks.contains(&pid) {
+            return Ok(pid);
+        }
+        Err(validation(format!(
+            "pid {pid} is not a running process of this session that runs its program. Use the root ({}){}; an exec'd child runs another program, whose globals are not this session's.",
+            session.pid,
+            if forks.is_empty() { String::new() } else { format!(" or a fork ({})", forks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")) }
+        )))
+    }
+
     fn memory_session(&self, id: &str, n: usize) -> Result<std::sync::Arc<Session>> {
         if n == 0 || n > MAX_TARGETS {
             return Err(validation(format!("debug_memory takes 1-{MAX_TARGETS} targets ({n} given).")));
@@ -119,6 +136,7 @@ impl Engine {
             }
         }
         let session = self.memory_session(id, req.targets.len())?;
+        let pid = self.memory_process(&session, req.pid)?;
         let (_, info) = self.debug_info(&session)?;
         let mut types = serde_json::Map::new();
         let mut recipes = Vec::new();
@@ -133,7 +151,7 @@ impl Engine {
         if let Some(p) = &req.poll {
             msg["poll"] = json!({ "intervalMs": p.interval_ms, "durationMs": p.duration_ms });
         }
-        let reply = self.frida_running()?.host().rpc(session.pid, "readMemory", json!([msg])).await?;
+        let reply = self.frida_running()?.host().rpc(pid, "readMemory", json!([msg])).await?;
         if let Some(p) = &req.poll {
             return Ok(json!({
                 "polling": true,
@@ -165,9 +183,11 @@ impl Engine {
         Ok(json!({ "results": results }))
     }
 
-    /// Write scalar globals (by name or raw address + type); reports previous and new values.
-    pub async fn write_memory(&self, id: &str, targets: Vec<MemoryTarget>) -> Result<Value> {
+    /// Write scalar globals (by name or raw address + type) of the root or of fork `pid`;
+    /// reports previous and new values.
+    pub async fn write_memory(&self, id: &str, targets: Vec<MemoryTarget>, pid: Option<u32>) -> Result<Value> {
         let session = self.memory_session(id, targets.len())?;
+        let pid = self.memory_process(&session, pid)?;
         let (_, info) = self.debug_info(&session)?;
         let mut types = serde_json::Map::new();
         let mut specs = Vec::new();
@@ -190,7 +210,7 @@ impl Engine {
             spec["value"] = value.clone();
             specs.push(spec);
         }
-        let reply = self.frida_running()?.host().rpc(session.pid, "writeMemory", json!([{ "recipes": specs, "types": Value::Object(types) }])).await?;
+        let reply = self.frida_running()?.host().rpc(pid, "writeMemory", json!([{ "recipes": specs, "types": Value::Object(types) }])).await?;
         // A target the agent could not write carries its own `error` (e.g. read-only memory).
         let results = reply.get("results").cloned().unwrap_or_else(|| json!([]));
         Ok(json!({ "results": results }))

@@ -19,6 +19,7 @@ use crate::engine::{MemoryRequest, MemoryTarget, WatchTarget};
 struct WriteArgs {
     #[serde(default)]
     targets: Vec<MemoryTarget>,
+    pid: Option<u32>,
 }
 
 #[derive(Deserialize, Default)]
@@ -32,7 +33,8 @@ struct WatchArgs {
 
 pub(super) fn add_methods<M: UserDataMethods<LuaSession>>(methods: &mut M) {
     // session:read{targets={{variable="g_clock->counter"}, {address="0x…", size=4, type="u32"}}, depth=1,
-    //              poll={intervalMs=100, durationMs=1000}} -> {results=[...]} or {polling=true, ...}
+    //              poll={intervalMs=100, durationMs=1000}, pid=N} -> {results=[...]} or {polling=true, ...}
+    // pid: a followed fork instead of the session's root.
     methods.add_async_method("read", |lua, this: UserDataRef<LuaSession>, v: Value| {
         let engine = this.engine.clone();
         let id = this.id.clone();
@@ -43,13 +45,13 @@ pub(super) fn add_methods<M: UserDataMethods<LuaSession>>(methods: &mut M) {
         }
     });
 
-    // session:write{targets={{variable="g_counter", value=100}}} -> {results=[{label, address, previousValue, newValue}]}
+    // session:write{targets={{variable="g_counter", value=100}}, pid=N} -> {results=[{label, address, previousValue, newValue}]}
     methods.add_async_method("write", |lua, this: UserDataRef<LuaSession>, v: Value| {
         let engine = this.engine.clone();
         let id = this.id.clone();
         async move {
             let a: WriteArgs = args(&lua, v, "session:write")?;
-            let r = engine.write_memory(&id, a.targets).await.map_err(lua_err)?;
+            let r = engine.write_memory(&id, a.targets, a.pid).await.map_err(lua_err)?;
             to_lua(&lua, &r)
         }
     });

@@ -223,7 +223,8 @@ async def test_forks_trace_like_the_session(strobe_home, fixtures_dir, follow_ch
 
 async def test_breakpoints_pause_a_forked_child(strobe_home, fixtures_dir, follow_children):
     """A breakpoint set while a fork runs pauses the fork's thread (with its pid); locals,
-    stepping and continuing act on that process; removing the breakpoint lets it run on."""
+    debug_memory with that pid, stepping and continuing act on that process; removing the
+    breakpoint lets it run on."""
     def local(r, name):
         return next(v["value"] for v in r["locals"] if v["name"] == name)
 
@@ -241,6 +242,12 @@ async def test_breakpoints_pause_a_forked_child(strobe_home, fixtures_dir, follo
         i = local(p, "i")
         st = await c.call("debug_session", action="status", sessionId=sid)
         assert [(t["pid"], t["threadId"]) for t in st["pausedThreads"]] == [(child, child)], st
+        # Globals of that process: the fork's sink holds 1 + ... + (i - 1), the root's 0.
+        mem = lambda **k: c.call("debug_memory", sessionId=sid, targets=[{"variable": "sink"}], **k)
+        assert (await mem(pid=child))["results"][0]["value"] == i * (i - 1) // 2
+        assert (await mem())["results"][0]["value"] == 0
+        e = await c.error("debug_memory", sessionId=sid, targets=[{"variable": "sink"}], pid=1)
+        assert e.code == "VALIDATION_ERROR" and str(child) in e.message, e.message
 
         s = await c.call("debug_continue", sessionId=sid, action="step-over", timeoutMs=30000)
         assert s["status"] == "paused" and s["reason"] == "step" and s["pid"] == child, s
