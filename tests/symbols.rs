@@ -483,3 +483,27 @@ fn cache_reuses_and_invalidates() {
         ErrorCode::ValidationError
     );
 }
+
+/// Inlined calls at a PC (symbols/inlines.rs), in a real Rust binary: `Canvas::plot`
+/// (tests/fixtures/rust/sample.rs) writes through `<*mut T>::write_volatile`, which rustc
+/// inlines with `core::ptr::write_volatile` inside it, even unoptimized. Some PC of `plot`
+/// is in both, outermost first, each called from the line of the frame around it; PCs
+/// outside any inlined code have none.
+#[test]
+fn inlined_calls_name_the_functions_and_their_call_lines() {
+    let index = load("rust_sample");
+    let plot = find(&index, "sample::canvas::Canvas::plot");
+    let info = strobe::symbols::LocalsInfo::cached(&fixture("rust_sample")).expect("binary");
+    let chains: Vec<_> = (plot.address..plot.address + plot.size).map(|pc| info.inlined_calls(pc).expect("DWARF")).collect();
+    assert!(chains.iter().any(Vec::is_empty), "plot's own code (prologue) is in no inlined call");
+    let deepest = chains.iter().max_by_key(|c| c.len()).expect("plot has code");
+    let names: Vec<&str> = deepest.iter().map(|c| c.function.as_str()).collect();
+    assert_eq!(names.last(), Some(&"core::ptr::write_volatile"), "{deepest:?}");
+    let hashed = |n: &str| n.rsplit("::").next().is_some_and(|l| l.len() == 17 && l.starts_with('h') && l[1..].chars().all(|c| c.is_ascii_hexdigit()));
+    assert!(names.iter().all(|n| !n.starts_with("_Z") && !hashed(n)), "demangled, no hash: {names:?}");
+    let outer = &deepest[0];
+    assert!(outer.call_file.as_deref().is_some_and(|f| f.ends_with("tests/fixtures/rust/sample.rs")), "{outer:?}");
+    assert_eq!(outer.call_line, Some(line_of("rust/sample.rs", "RUST_PLOT")), "{outer:?}");
+    let inner = deepest.last().unwrap();
+    assert!(inner.call_file.as_deref().is_some_and(|f| f.ends_with("ptr/mut_ptr.rs")), "{inner:?}");
+}

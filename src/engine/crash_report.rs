@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::{Engine, Session};
 use crate::store::event::{Event, EventType};
-use crate::symbols::{LineTable, LocalsInfo, SymbolIndex};
+use crate::symbols::{expand_inlined, LineTable, LocalsInfo, SymbolIndex};
 
 pub(super) fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> Event {
     let ts = m.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or(0);
@@ -95,33 +95,27 @@ fn symbolize(engine: &Engine, frames: &[Value]) -> Vec<Value> {
                 frame["function"] = json!(sym);
             }
         }
-        // Innermost inlined call first, at the PC's own line; each outer one (and finally the
-        // real function) at the line of the call inlined into it.
-        let mut here = (frame.get("file").cloned(), frame.get("line").cloned());
-        for call in inlined.iter().rev() {
-            let mut f = json!({ "address": address, "function": call.function, "inlined": true });
+        if inlined.is_empty() {
+            out.push(frame);
+            continue;
+        }
+        let function = frame["function"].as_str().map(str::to_string);
+        let here = frame["file"].as_str().map(str::to_string).zip(frame["line"].as_u64().map(|l| l as u32));
+        for sf in expand_inlined(function, here, &inlined) {
+            let mut f = json!({ "address": address });
             if let Some(m) = frame.get("module") {
                 f["module"] = m.clone();
             }
-            if let (Some(file), Some(line)) = here {
-                f["file"] = file;
-                f["line"] = line;
+            for (key, v) in [("function", sf.function.map(Value::from)), ("file", sf.file.map(Value::from)), ("line", sf.line.map(Value::from))] {
+                if let Some(v) = v {
+                    f[key] = v;
+                }
+            }
+            if sf.inlined {
+                f["inlined"] = json!(true);
             }
             out.push(f);
-            here = (call.call_file.as_ref().map(|s| json!(s)), call.call_line.map(|l| json!(l)));
         }
-        if !inlined.is_empty() {
-            match here {
-                (Some(file), Some(line)) => {
-                    frame["file"] = file;
-                    frame["line"] = line;
-                }
-                _ => {
-                    frame.as_object_mut().map(|o| (o.remove("file"), o.remove("line")));
-                }
-            }
-        }
-        out.push(frame);
     }
     out
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{monotonic_ns, Engine, Session};
 use crate::store::event::{Event, EventType};
-use crate::symbols::{LineTable, SymbolIndex};
+use crate::symbols::{expand_inlined, LineTable, LocalsInfo, SymbolIndex};
 
 /// A breakpoint or logpoint as reported by `debug_breakpoint` and `debug_session status`.
 #[derive(Debug, Clone, Serialize)]
@@ -55,6 +55,9 @@ pub struct FrameInfo {
     pub file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    /// Code inlined into the next frame (same address; symbols/inlines.rs).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub inlined: bool,
 }
 
 /// A thread blocked at a breakpoint or step.
@@ -138,13 +141,32 @@ pub(crate) fn describe(symbols: Option<&SymbolIndex>, lines: Option<&LineTable>,
         Some((f, l)) => (Some(f.to_string()), Some(l)),
         None => (None, None),
     };
-    FrameInfo { address: hex(pc), function, file, line }
+    FrameInfo { address: hex(pc), function, file, line, inlined: false }
+}
+
+/// The frames static address `pc` stands for: one per call inlined there (innermost first,
+/// each at the line that called the next), then its function (see `describe`).
+pub(crate) fn describe_inlined(symbols: Option<&SymbolIndex>, lines: Option<&LineTable>, dwarf: Option<&LocalsInfo>, pc: u64) -> Vec<FrameInfo> {
+    let frame = describe(symbols, lines, pc);
+    let calls = match (frame.function.is_some(), dwarf) {
+        (true, Some(d)) => d.inlined_calls(pc).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    if calls.is_empty() {
+        return vec![frame];
+    }
+    let here = frame.file.clone().zip(frame.line);
+    expand_inlined(frame.function, here, &calls)
+        .into_iter()
+        .map(|f| FrameInfo { address: frame.address.clone(), function: f.function, file: f.file, line: f.line, inlined: f.inlined })
+        .collect()
 }
 
 /// Handle `paused`, `logpoint` and `conditionError` from the agent.
 pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
     let symbols = engine.session_symbols(s).ok();
     let lines = LineTable::cached(&s.binary_path).ok();
+    let dwarf = LocalsInfo::cached(&s.binary_path).ok();
     let ts = msg.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or_else(|| monotonic_ns() - s.start_mono_ns);
     let tid = msg.get("threadId").and_then(Value::as_u64);
     let mut e = match msg.get("type").and_then(Value::as_str) {
@@ -158,11 +180,12 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
     match e.event_type {
         EventType::Pause => {
             let pc = parse_hex(msg.get("address")).unwrap_or(0);
-            let here = describe(symbols.as_deref(), lines.as_deref(), pc);
+            // The innermost frame, inlined code included (as for crashes).
+            let here = describe_inlined(symbols.as_deref(), lines.as_deref(), dwarf.as_deref(), pc).remove(0);
             let backtrace: Vec<FrameInfo> = msg
                 .get("backtrace")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|v| parse_hex(Some(v))).map(|a| describe(symbols.as_deref(), lines.as_deref(), a)).collect())
+                .map(|a| a.iter().filter_map(|v| parse_hex(Some(v))).flat_map(|a| describe_inlined(symbols.as_deref(), lines.as_deref(), dwarf.as_deref(), a)).collect())
                 .unwrap_or_default();
             let registers: BTreeMap<String, u64> = msg
                 .get("registers")

@@ -22,6 +22,33 @@ pub struct InlinedCall {
     pub call_line: Option<u32>,
 }
 
+/// One frame of a backtrace as source: a function and where in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFrame {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// Code inlined into the next frame (the same address).
+    pub inlined: bool,
+}
+
+/// The frames one PC stands for: one per inlined call, innermost first, then the function
+/// itself. The innermost frame is at the PC's own line (`here`); each outer one is at the
+/// line that called the inlined code below it. `calls` is outermost first, as
+/// [`LocalsInfo::inlined_calls`] returns it.
+pub fn expand_inlined(function: Option<String>, here: Option<(String, u32)>, calls: &[InlinedCall]) -> Vec<SourceFrame> {
+    let mut frames = Vec::with_capacity(calls.len() + 1);
+    let mut at = here;
+    for call in calls.iter().rev() {
+        let (file, line) = at.map_or((None, None), |(f, l)| (Some(f), Some(l)));
+        frames.push(SourceFrame { function: Some(call.function.clone()), file, line, inlined: true });
+        at = call.call_file.clone().zip(call.call_line);
+    }
+    let (file, line) = at.map_or((None, None), |(f, l)| (Some(f), Some(l)));
+    frames.push(SourceFrame { function, file, line, inlined: false });
+    frames
+}
+
 impl LocalsInfo {
     /// The inlined calls holding static `pc`, outermost first; empty when the PC is in no
     /// inlined code (or the binary has no DWARF for it).
@@ -142,5 +169,37 @@ impl<'a> Scan<'_, 'a> {
             }
         }
         Ok(entry.attr_value(gimli::DW_AT_name)?.and_then(string))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(function: &str, file: &str, line: u32) -> InlinedCall {
+        InlinedCall { function: function.into(), call_file: Some(file.into()), call_line: Some(line) }
+    }
+
+    #[test]
+    fn each_frame_is_at_the_line_that_called_the_next() {
+        // plot() inlines <*mut T>::write_volatile (called at main.rs:62), which inlines
+        // ptr::write_volatile (called at mut_ptr.rs:1458); the PC is at ptr.rs:2178.
+        let calls = [call("<*mut T>::write_volatile", "main.rs", 62), call("ptr::write_volatile", "mut_ptr.rs", 1458)];
+        let frames = expand_inlined(Some("plot".into()), Some(("ptr.rs".into(), 2178)), &calls);
+        let got: Vec<(&str, &str, u32, bool)> =
+            frames.iter().map(|f| (f.function.as_deref().unwrap(), f.file.as_deref().unwrap(), f.line.unwrap(), f.inlined)).collect();
+        assert_eq!(
+            got,
+            [("ptr::write_volatile", "ptr.rs", 2178, true), ("<*mut T>::write_volatile", "mut_ptr.rs", 1458, true), ("plot", "main.rs", 62, false)]
+        );
+    }
+
+    #[test]
+    fn without_inlined_calls_the_frame_is_the_function_at_the_pc() {
+        let frames = expand_inlined(Some("f".into()), Some(("a.c".into(), 3)), &[]);
+        assert_eq!(frames, [SourceFrame { function: Some("f".into()), file: Some("a.c".into()), line: Some(3), inlined: false }]);
+        // A call site DWARF does not give leaves the outer frame without a line, not a wrong one.
+        let frames = expand_inlined(Some("f".into()), Some(("a.c".into(), 3)), &[InlinedCall { function: "g".into(), call_file: None, call_line: None }]);
+        assert_eq!((frames[1].file.as_deref(), frames[1].line), (None, None));
     }
 }

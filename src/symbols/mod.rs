@@ -31,7 +31,7 @@ pub use abi::{wrapper_abi, SYSV_INT_ABI};
 pub use cache::SymbolCache;
 pub use dwarf::{FunctionInfo, SymbolIndex};
 pub use frame::VarLocation;
-pub use inlines::InlinedCall;
+pub use inlines::{expand_inlined, InlinedCall, SourceFrame};
 pub use lines::{LineTable, ResolvedLine};
 pub use locals::{FrameLocals, LocalVar, LocalsInfo};
 pub use pattern::Pattern;
