@@ -166,7 +166,6 @@ pub(crate) fn describe_inlined(symbols: Option<&SymbolIndex>, lines: Option<&Lin
 pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
     let symbols = engine.session_symbols(s).ok();
     let lines = LineTable::cached(&s.binary_path).ok();
-    let dwarf = LocalsInfo::cached(&s.binary_path).ok();
     let ts = msg.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or_else(|| monotonic_ns() - s.start_mono_ns);
     let tid = msg.get("threadId").and_then(Value::as_u64);
     let mut e = match msg.get("type").and_then(Value::as_str) {
@@ -180,6 +179,7 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
     match e.event_type {
         EventType::Pause => {
             let pc = parse_hex(msg.get("address")).unwrap_or(0);
+            let dwarf = LocalsInfo::cached(&s.binary_path).ok();
             // The innermost frame, inlined code included (as for crashes).
             let here = describe_inlined(symbols.as_deref(), lines.as_deref(), dwarf.as_deref(), pc).remove(0);
             let backtrace: Vec<FrameInfo> = msg
