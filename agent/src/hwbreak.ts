@@ -21,8 +21,15 @@ export interface HwPoint {
 const points: HwPoint[] = [];
 let installed = false;
 
-function thread(tid: number): ThreadDetails | undefined {
-    return Process.enumerateThreads().find((t) => t.id === tid);
+// The program's threads, as the thread observer reports them (existing ones when it is
+// attached, then each new one). Not Process.enumerateThreads(): that reads every thread's
+// registers, Frida's own threads included, through a ptrace helper per thread, and each such
+// attach can leave a SIGSTOP behind that later stops the whole process (measured: 9 ptrace
+// stops per call in a one-thread program; sessions stalled ≈ 15 s, docs/performance.md).
+const threads = new Map<number, StableThreadDetails>();
+
+function thread(tid: number): StableThreadDetails | undefined {
+    return threads.get(tid);
 }
 
 function install(): void {
@@ -31,8 +38,12 @@ function install(): void {
     addExceptionHook(onException);
     Process.attachThreadObserver({
         onAdded(t) {
-            // Not from inside the callback: enumerating threads there deadlocks (measured).
+            threads.set(t.id, t);
+            // Not from inside the callback: changing a thread's registers there deadlocks (measured).
             setTimeout(() => armNewThread(t.id), 0);
+        },
+        onRemoved(t) {
+            threads.delete(t.id);
         },
     });
 }
@@ -69,7 +80,7 @@ export function hwAttach(addr: NativePointer, onHit: (cpu: CpuContext) => void, 
     if (slot === undefined) throw new Error(`all ${SLOTS} hardware breakpoint slots are in use`);
     displacedCopy(addr); // prepared now: no allocation inside the exception handler
     const p: HwPoint = { addr, slot, threadId, onHit, active: true };
-    const targets = threadId === null ? Process.enumerateThreads() : [thread(threadId)].filter((t) => t !== undefined);
+    const targets = threadId === null ? [...threads.values()] : [thread(threadId)].filter((t) => t !== undefined);
     if (targets.length === 0) throw new Error(`thread ${threadId} not found`);
     for (const t of targets) t!.setHardwareBreakpoint(slot, addr);
     points.push(p);
@@ -80,7 +91,7 @@ export function hwDetach(p: HwPoint): void {
     if (!p.active) return;
     p.active = false;
     points.splice(points.indexOf(p), 1);
-    const targets = p.threadId === null ? Process.enumerateThreads() : [thread(p.threadId)].filter((t) => t !== undefined);
+    const targets = p.threadId === null ? [...threads.values()] : [thread(p.threadId)].filter((t) => t !== undefined);
     for (const t of targets) {
         try {
             t!.unsetHardwareBreakpoint(p.slot);

@@ -1,5 +1,5 @@
 // Thread names for events. Names come from Frida's thread observer (added, renamed, removed)
-// and, for a thread the observer has not reported, from Process.enumerateThreads().
+// and, for a thread the observer has not reported, from the kernel (/proc/self/task/TID/comm).
 //
 // Names travel in the event stream itself, as records [THREAD, tid, name]: for every thread
 // the observer reports (added or renamed), and just before a thread's first JS-path event.
