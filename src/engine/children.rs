@@ -64,16 +64,33 @@ fn same_image(s: &Session, pid: u32) -> bool {
     !s.state.lock().unwrap().life.has_own_image(pid)
 }
 
-/// Add hooks for `ids` in `pid`'s agent, with the recipes and watch flags the root's hooks
-/// get and in the session's hook mode; returns the ids installed.
-pub(super) async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session, pid: u32, symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> crate::error::Result<Vec<u32>> {
+/// What an agent did with `hooks add`.
+pub(super) struct Added {
+    pub installed: Vec<u32>,
+    /// "Could not hook NAME: why", per function the agent refused.
+    pub failed: Vec<String>,
+}
+
+/// Add hooks for `ids` in `pid`'s agent (the root's or a child's), with typed-argument
+/// recipes and watch flags (watches.rs) and in the session's hook mode ("auto": the agent
+/// puts hooks that need no JS on the CModule fast path, sampling.rs).
+pub(super) async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session, pid: u32, symbols: &SymbolIndex, ids: &BTreeSet<u32>) -> crate::error::Result<Added> {
     let mut specs = describe(symbols, ids);
     let target = if same_image(s, pid) { SpecsFor::SameImage(pid) } else { SpecsFor::OtherImage };
     let types = engine.enrich_hook_specs(s, symbols, &mut specs, target);
     let mode = s.state.lock().unwrap().tracing.hook_mode();
     let reply = frida.host().rpc(pid, "hooks", json!([{ "action": "add", "functions": specs, "types": types, "mode": mode }])).await?;
-    let installed = reply.get("installed").and_then(Value::as_array).into_iter().flatten();
-    Ok(installed.filter_map(Value::as_u64).map(|v| v as u32).collect())
+    let list = |key: &str| reply.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+    Ok(Added {
+        installed: list("installed").iter().filter_map(Value::as_u64).map(|v| v as u32).collect(),
+        failed: list("failed")
+            .iter()
+            .map(|f| {
+                let text = |k: &str, default: &'static str| f.get(k).and_then(Value::as_str).unwrap_or(default).to_string();
+                format!("Could not hook {}: {}", text("name", "?"), text("error", "unknown error"))
+            })
+            .collect(),
+    })
 }
 
 /// Remove the hooks of `ids` from `pid`'s agent.
@@ -125,7 +142,7 @@ pub(super) async fn sync_child(engine: &Engine, frida: &FridaRuntime, s: &Sessio
     }
     let mut hooked: BTreeSet<u32> = have.difference(&remove).copied().collect();
     if !add.is_empty() {
-        hooked.extend(add_hooks(engine, frida, s, pid, symbols, &add).await?);
+        hooked.extend(add_hooks(engine, frida, s, pid, symbols, &add).await?.installed);
         // The user's "no sampling" choices, for the functions just hooked (the agent keeps
         // them per hooked function).
         let never: Vec<u32> = {

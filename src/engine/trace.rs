@@ -5,7 +5,6 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::{Engine, Session};
 use crate::error::{ErrorCode, Result, StrobeError};
@@ -130,14 +129,6 @@ impl Engine {
         let mut hooked = current.clone();
         if !to_remove.is_empty() || !to_add.is_empty() {
             let symbols = symbols.as_ref().expect("symbols are loaded whenever hooks change");
-            let describe = |ids: &[u32]| -> serde_json::Value {
-                ids.iter()
-                    .map(|&i| {
-                        let f = &symbols.functions[i as usize];
-                        json!({ "id": i, "address": format!("0x{:x}", f.address), "name": f.name })
-                    })
-                    .collect()
-            };
             let frida = self.frida_running()?;
             if !to_remove.is_empty() {
                 let ids: BTreeSet<u32> = to_remove.iter().copied().collect();
@@ -147,24 +138,10 @@ impl Engine {
                 }
             }
             if !to_add.is_empty() {
-                // Typed-argument recipes and watch flags (watches.rs) ride along with each spec.
-                let mut specs = describe(&to_add).as_array().cloned().unwrap_or_default();
-                let types = self.enrich_hook_specs(session, symbols, &mut specs, super::watches::SpecsFor::SameImage(session.pid));
-                // "auto": the agent puts hooks that need no JS on the CModule fast path (sampling.rs).
-                let mode = session.state.lock().unwrap().tracing.hook_mode();
-                let reply = frida.host().rpc(session.pid, "hooks", json!([{ "action": "add", "functions": specs, "types": types, "mode": mode }])).await?;
-                if let Some(ids) = reply.get("installed").and_then(|v| v.as_array()) {
-                    hooked.extend(ids.iter().filter_map(|v| v.as_u64()).map(|v| v as u32));
-                }
-                if let Some(failed) = reply.get("failed").and_then(|v| v.as_array()) {
-                    for f in failed {
-                        warnings.push(format!(
-                            "Could not hook {}: {}",
-                            f.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
-                            f.get("error").and_then(|v| v.as_str()).unwrap_or("unknown error")
-                        ));
-                    }
-                }
+                let ids: BTreeSet<u32> = to_add.iter().copied().collect();
+                let added = super::children::add_hooks(self, &frida, session, session.pid, symbols, &ids).await?;
+                hooked.extend(added.installed);
+                warnings.extend(added.failed);
             }
         }
         let hooked_count = hooked.len();
