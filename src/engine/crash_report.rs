@@ -64,11 +64,7 @@ fn symbolize(engine: &Engine, frames: &[Value]) -> Vec<Value> {
     let mut out = Vec::with_capacity(frames.len());
     for (i, f) in frames.iter().enumerate() {
         let address = f.get("address").and_then(Value::as_str).unwrap_or("0x0");
-        let mut frame = json!({ "address": address });
-        if let Some(m) = f.get("module").and_then(Value::as_str) {
-            frame["module"] = json!(m);
-        }
-        let mut inlined = Vec::new();
+        let (mut function, mut here, mut inlined) = (None, None, Vec::new());
         let offset = f.get("offset").and_then(Value::as_str).and_then(|o| u64::from_str_radix(o.trim_start_matches("0x"), 16).ok());
         if let (Some(path), Some(offset)) = (f.get("modulePath").and_then(Value::as_str), offset) {
             let (syms, lines, dwarf) = modules
@@ -82,39 +78,27 @@ fn symbolize(engine: &Engine, frames: &[Value]) -> Vec<Value> {
             // Outer frames hold return addresses: the call is the instruction before.
             let at = base + offset - u64::from(i > 0 && offset > 0);
             if let Some(func) = syms.as_ref().and_then(|x| x.function_at(at)) {
-                frame["function"] = json!(func.name);
+                function = Some(func.name.clone());
                 inlined = dwarf.and_then(|d| d.inlined_calls(at).ok()).unwrap_or_default();
             }
-            if let Some((file, line)) = lines.as_ref().and_then(|t| t.address_to_line(at)) {
-                frame["file"] = json!(file);
-                frame["line"] = json!(line);
-            }
+            here = lines.as_ref().and_then(|t| t.address_to_line(at)).map(|(file, line)| (file.to_string(), line));
         }
-        if frame.get("function").is_none() {
-            if let Some(sym) = f.get("symbol").and_then(Value::as_str) {
-                frame["function"] = json!(sym);
-            }
-        }
-        if inlined.is_empty() {
-            out.push(frame);
-            continue;
-        }
-        let function = frame["function"].as_str().map(str::to_string);
-        let here = frame["file"].as_str().map(str::to_string).zip(frame["line"].as_u64().map(|l| l as u32));
+        // Without DWARF, the agent's nearest ELF symbol.
+        let function = function.or_else(|| f.get("symbol").and_then(Value::as_str).map(str::to_string));
         for sf in expand_inlined(function, here, &inlined) {
-            let mut f = json!({ "address": address });
-            if let Some(m) = frame.get("module") {
-                f["module"] = m.clone();
+            let mut frame = json!({ "address": address });
+            if let Some(m) = f.get("module").and_then(Value::as_str) {
+                frame["module"] = json!(m);
             }
             for (key, v) in [("function", sf.function.map(Value::from)), ("file", sf.file.map(Value::from)), ("line", sf.line.map(Value::from))] {
                 if let Some(v) = v {
-                    f[key] = v;
+                    frame[key] = v;
                 }
             }
             if sf.inlined {
-                f["inlined"] = json!(true);
+                frame["inlined"] = json!(true);
             }
-            out.push(f);
+            out.push(frame);
         }
     }
     out

@@ -152,11 +152,7 @@ pub(crate) fn describe_inlined(symbols: Option<&SymbolIndex>, lines: Option<&Lin
         (true, Some(d)) => d.inlined_calls(pc).unwrap_or_default(),
         _ => Vec::new(),
     };
-    if calls.is_empty() {
-        return vec![frame];
-    }
-    let here = frame.file.clone().zip(frame.line);
-    expand_inlined(frame.function, here, &calls)
+    expand_inlined(frame.function, frame.file.zip(frame.line), &calls)
         .into_iter()
         .map(|f| FrameInfo { address: frame.address.clone(), function: f.function, file: f.file, line: f.line, inlined: f.inlined })
         .collect()
