@@ -145,7 +145,7 @@ impl Engine {
             "vars": vars.iter().map(recipe).collect::<Vec<_>>(),
         });
         let method = if logpoint { "setLogpoint" } else { "setBreakpoint" };
-        let reply = self.debugger_frida()?.host().rpc(session.pid, method, json!([spec.clone()])).await.map_err(|e| {
+        let reply = self.debugger_frida()?.host().rpc(session.pid, method, json!([&spec])).await.map_err(|e| {
             StrobeError::new(
                 ErrorCode::ValidationError,
                 format!("Could not set the {} at {}: {}. Try a nearby line or the function's entry (function: name).", if logpoint { "logpoint" } else { "breakpoint" }, hex(r.addresses[0]), e.message),
@@ -171,13 +171,14 @@ impl Engine {
             message: req.message.clone(),
             hook: if hardware.is_some() { "hardware" } else { "inline" }.into(),
             hook_reason: hardware,
-            agent_spec: spec.clone(),
+            agent_spec: spec,
         };
-        session.debug.lock().points.insert(id.clone(), info);
+        // Known before any fork can pause on it (a pause on an unknown point counts as removed).
+        session.debug.lock().points.insert(id.clone(), info.clone());
         // Forks run the same code: the point is theirs too (children.rs).
         let frida = self.debugger_frida()?;
         for pid in super::children::live_forks(session) {
-            if let Err(e) = frida.host().rpc(pid, method, json!([spec])).await {
+            if let Err(e) = set_point_in(&frida, pid, &info).await {
                 tracing::warn!("session {}: {id} not set in child {pid}: {}", session.id, e.message);
             }
         }
@@ -287,13 +288,18 @@ impl Engine {
         };
         let Ok(frida) = self.frida_running() else { return };
         for p in points {
-            let method = if p.logpoint { "setLogpoint" } else { "setBreakpoint" };
-            if let Err(e) = frida.host().rpc(pid, method, json!([p.agent_spec])).await {
-                tracing::warn!("session {}: {} {} could not be set in pid {pid}: {}", session.id, method, p.id, e.message);
+            if let Err(e) = set_point_in(&frida, pid, &p).await {
+                tracing::warn!("session {}: {} could not be set in pid {pid}: {}", session.id, p.id, e.message);
                 if pid == session.pid {
                     session.debug.lock().points.remove(&p.id);
                 }
             }
         }
     }
+}
+
+/// Set point `p` in `pid`'s agent, with the spec the root's agent was sent.
+async fn set_point_in(frida: &crate::frida::FridaRuntime, pid: u32, p: &PointInfo) -> Result<Value> {
+    let method = if p.logpoint { "setLogpoint" } else { "setBreakpoint" };
+    frida.host().rpc(pid, method, json!([p.agent_spec])).await
 }
