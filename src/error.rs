@@ -21,6 +21,11 @@ pub enum ErrorCode {
     SessionLimit,
     NoCodeAtLine,
     OptimizedOut,
+    /// An expression (debug_eval, a condition, a logpoint template) cannot be evaluated; the
+    /// message names the offending token and its position.
+    EvalError,
+    /// The call needs a paused thread and none is (or not the one named).
+    NotPaused,
     /// Something inside Strobe failed; the message says what.
     InternalError,
 }
@@ -42,6 +47,8 @@ impl ErrorCode {
         ErrorCode::SessionLimit,
         ErrorCode::NoCodeAtLine,
         ErrorCode::OptimizedOut,
+        ErrorCode::EvalError,
+        ErrorCode::NotPaused,
         ErrorCode::InternalError,
     ];
 
@@ -62,6 +69,8 @@ impl ErrorCode {
             ErrorCode::SessionLimit => "SESSION_LIMIT",
             ErrorCode::NoCodeAtLine => "NO_CODE_AT_LINE",
             ErrorCode::OptimizedOut => "OPTIMIZED_OUT",
+            ErrorCode::EvalError => "EVAL_ERROR",
+            ErrorCode::NotPaused => "NOT_PAUSED",
             ErrorCode::InternalError => "INTERNAL_ERROR",
         }
     }

@@ -7,6 +7,8 @@ pub mod paths;
 pub mod store;
 /// DWARF function index and trace patterns.
 pub mod symbols;
+/// debug_eval: expressions over a paused frame, target memory, the JSON value model.
+pub mod eval;
 /// The Frida host child process and the agent it injects.
 pub mod frida;
 /// JSON-schema subset checks for tool arguments.
