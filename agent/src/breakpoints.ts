@@ -119,7 +119,7 @@ function onHit(p: Point, cpu: CpuContext): void {
 }
 
 /** Install a breakpoint or logpoint on all its addresses (all or nothing). */
-export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; installed: string[]; probes: { kind: string; why: string | null }[] } {
+export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; installed: string[]; runtimeAddresses: string[]; probes: { kind: string; why: string | null }[] } {
     if (points.has(spec.id)) removePoint(spec.id);
     const p: Point = {
         spec,
@@ -132,19 +132,21 @@ export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; inst
         active: true,
     };
     const slide = currentSlide() ?? ptr(0);
+    const runtime: string[] = [];
     try {
         for (const [i, a] of spec.addresses.entries()) {
             const addr = ptr(a).add(slide);
             const range = Process.findRangeByAddress(addr);
             if (range === null || range.protection.indexOf("x") < 0) throw new Error(`address ${a} is not executable code in this process`);
             p.probes.push(attachProbe(addr, spec.scans?.[i] ?? null, null, (cpu) => onHit(p, cpu)));
+            runtime.push(addr.toString());
         }
     } catch (e) {
         detachAll(p);
         throw e;
     }
     points.set(spec.id, p);
-    return { id: spec.id, installed: spec.addresses, probes: p.probes.map((x) => ({ kind: x.kind, why: x.why })) };
+    return { id: spec.id, installed: spec.addresses, runtimeAddresses: runtime, probes: p.probes.map((x) => ({ kind: x.kind, why: x.why })) };
 }
 
 function detachAll(p: Point): void {

@@ -21,6 +21,7 @@
 
 import { enlargeSignalStacks } from "./altstack.js";
 import { nowNs } from "./clock.js";
+import { isCode, rawFrame } from "./frames.js";
 import { threadName } from "./threads.js";
 
 /** Returns true if it handled the exception (the thread then resumes). */
@@ -32,16 +33,6 @@ let reported = false;
 
 export function addExceptionHook(hook: ExceptionHook): void {
     exceptionHooks.push(hook);
-}
-
-export interface CrashFrame {
-    address: string;
-    module: string | null;
-    modulePath: string | null;
-    /** address - module base, hex. */
-    offset: string | null;
-    /** Nearest ELF symbol, when the daemon has no DWARF for the module. */
-    symbol: string | null;
 }
 
 /**
@@ -94,7 +85,7 @@ function report(details: ExceptionDetails, flushAll: () => void): void {
             ? { operation: details.memory.operation, address: details.memory.address.toString() }
             : null,
         registers: registers(details.context),
-        frames: backtrace(details.context).map(frame),
+        frames: backtrace(details.context).map((p) => (guessed.has(p.toString()) ? { ...rawFrame(p), guessed: true } : rawFrame(p))),
         stackDump: stackDump(details.context),
     };
     send(message);
@@ -174,11 +165,16 @@ function isBusError(d: ExceptionDetails): boolean {
     }
 }
 
+/** Registers as hex strings; vector registers (xmm0-15, ArrayBuffers) as their bytes in
+ *  memory order, "0x"-less (the daemon shows them as bytes and doubles, crash_report.rs). */
 function registers(context: CpuContext): Record<string, string> {
     const out: Record<string, string> = {};
     try {
         const plain = JSON.parse(JSON.stringify(context)) as Record<string, unknown>;
-        for (const [k, v] of Object.entries(plain)) out[k] = String(v);
+        for (const k of Object.keys(plain)) {
+            const v = (context as unknown as Record<string, unknown>)[k];
+            out[k] = v instanceof ArrayBuffer ? Array.from(new Uint8Array(v), (b) => b.toString(16).padStart(2, "0")).join("") : String(v);
+        }
     } catch (_) {
         out.pc = context.pc.toString();
         out.sp = context.sp.toString();
@@ -186,14 +182,8 @@ function registers(context: CpuContext): Record<string, string> {
     return out;
 }
 
-function isCode(p: NativePointer): boolean {
-    try {
-        const r = Process.findRangeByAddress(p);
-        return r !== null && r.protection.indexOf("x") >= 0;
-    } catch (_) {
-        return false;
-    }
-}
+/** Frames of the last backtrace() found by scanning the stack, not by unwinding. */
+const guessed = new Set<string>();
 
 function backtrace(context: CpuContext): NativePointer[] {
     let frames: NativePointer[] = [];
@@ -210,8 +200,14 @@ function backtrace(context: CpuContext): NativePointer[] {
     // code addresses, after the faulting pc.
     const rest = frames.filter(isCode);
     if (rest.length > 0 && rest[0].equals(context.pc)) rest.shift();
+    // The program's code: the main module and libraries outside the system's directories
+    // (code of a -g shared library is the program's too; engine/modules.rs).
     const main = Process.mainModule;
-    const inMain = (p: NativePointer) => p.compare(main.base) >= 0 && p.compare(main.base.add(main.size)) < 0;
+    const inMain = (p: NativePointer) => {
+        if (p.compare(main.base) >= 0 && p.compare(main.base.add(main.size)) < 0) return true;
+        const m = Process.findModuleByAddress(p);
+        return m !== null && !/^\/(usr\/)?lib(64|32)?\//.test(m.path) && !m.name.startsWith("frida-") && m.path.startsWith("/");
+    };
     // It also stops at code without unwind info, such as a replaceFast wrapper's frame
     // (wrappers.ts): its last frame is then in the program or in no module, where a complete
     // unwind ends in libc's start code.
@@ -220,10 +216,26 @@ function backtrace(context: CpuContext): NativePointer[] {
     if ((!rest.some(inMain) && !inMain(context.pc)) || stoppedEarly) {
         // Accurate unwinding stops inside libc after a noreturn call (__assert_fail, measured):
         // continue with the program's return addresses found on the stack.
+        // Between the last frame found and the program's next one, library frames count when
+        // they are return addresses (the instruction before is a call): free() under an
+        // abort. They are marked `guessed`: the daemon drops stale ones (backtrace.rs).
         try {
             const seen = new Set([context.pc, ...rest].map(p => p.toString()));
+            const lastFound = rest.length > 0 ? rest[rest.length - 1].toString() : null;
+            let between = lastFound === null;
+            let pending: NativePointer[] = [];
             for (const p of Thread.backtrace(context, Backtracer.FUZZY)) {
-                if (inMain(p) && !seen.has(p.toString())) rest.push(p);
+                if (p.toString() === lastFound) between = true;
+                if (seen.has(p.toString())) continue;
+                seen.add(p.toString());
+                if (inMain(p)) {
+                    for (const q of pending) guessed.add(q.toString());
+                    rest.push(...pending, p);
+                    pending = [];
+                    between = false;
+                } else if (between && followsCall(p)) {
+                    pending.push(p);
+                }
             }
         } catch (_) {
             // keep what we have
@@ -232,23 +244,15 @@ function backtrace(context: CpuContext): NativePointer[] {
     return [context.pc, ...rest].slice(0, 64);
 }
 
-function frame(address: NativePointer): CrashFrame {
-    const f: CrashFrame = { address: address.toString(), module: null, modulePath: null, offset: null, symbol: null };
+/** Whether the instruction before `p` is a call (`call rel32`, or `call r/m64` in its 2, 3,
+ *  6 or 7 byte forms): `p` is then a return address, not a stale code pointer. */
+function followsCall(p: NativePointer): boolean {
     try {
-        const m = Process.findModuleByAddress(address);
-        if (m !== null) {
-            f.module = m.name;
-            f.modulePath = m.path;
-            f.offset = "0x" + address.sub(m.base).toString(16);
-        }
+        const b = new Uint8Array(p.sub(7).readByteArray(7)!);
+        if (b[2] === 0xe8) return true;
+        const indirect = (at: number, mod: (m: number) => boolean) => b[at] === 0xff && ((b[at + 1] >> 3) & 7) === 2 && mod(b[at + 1] >> 6);
+        return indirect(5, (m) => m === 3) || indirect(4, (m) => m === 0 || m === 1) || indirect(1, (m) => m === 2 || m === 0) || indirect(0, (m) => m === 2);
     } catch (_) {
-        // unmapped: the address alone
+        return false;
     }
-    try {
-        const s = DebugSymbol.fromAddress(address);
-        if (s.name !== null && !s.name.startsWith("0x")) f.symbol = s.name;
-    } catch (_) {
-        // no symbol
-    }
-    return f;
 }

@@ -5,6 +5,7 @@
 
 import { nowNs } from "./clock.js";
 import { flush } from "./events.js";
+import { stackFrames } from "./frames.js";
 import { currentSlide } from "./hooks.js";
 import { Frame, readAll, readVar, REGISTERS, VarRecipe, writeVar, Value } from "./values.js";
 
@@ -34,15 +35,6 @@ export function pause(cpu: CpuContext, reason: PauseReason): void {
         const v = (cpu as unknown as Record<string, NativePointer | undefined>)[r];
         if (v !== undefined) registers[r] = v.toString();
     }
-    let backtrace: string[] = [];
-    try {
-        // Accurate backtraces from a mid-function context can start with a stack address:
-        // keep only code addresses.
-        const code = (p: NativePointer): boolean => Process.findRangeByAddress(p)?.protection.includes("x") ?? false;
-        backtrace = [cpu.pc, ...Thread.backtrace(cpu, Backtracer.ACCURATE).filter(code)].slice(0, 32).map(toStatic);
-    } catch (_) {
-        backtrace = [toStatic(cpu.pc)];
-    }
     const args = (reason.params ?? []).map((r): Value => {
         try {
             return readVar(frame, r);
@@ -62,7 +54,7 @@ export function pause(cpu: CpuContext, reason: PauseReason): void {
         address: toStatic(cpu.pc),
         slide: (currentSlide() ?? ptr(0)).toString(),
         registers,
-        backtrace,
+        frames: stackFrames(cpu, 32),
         arguments: args,
         locals: reason.recipes ? readAll(frame, reason.recipes) : null,
         ts: nowNs(),

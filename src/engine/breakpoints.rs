@@ -166,6 +166,7 @@ impl Engine {
             line: r.line,
             address: hex(r.addresses[0]),
             addresses: r.addresses.iter().map(|a| hex(*a)).collect(),
+            runtime_address: reply.get("runtimeAddresses").and_then(|a| a.get(0)).and_then(Value::as_str).map(str::to_string),
             condition: req.condition.clone(),
             hit_count: req.hit_count.filter(|&n| n > 0),
             message: req.message.clone(),

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{monotonic_ns, Engine, Session};
 use crate::store::event::{Event, EventType};
-use crate::symbols::{expand_inlined, LineTable, LocalsInfo, SymbolIndex};
+use crate::symbols::SymbolIndex;
 
 /// A breakpoint or logpoint as reported by `debug_breakpoint` and `debug_session status`.
 #[derive(Debug, Clone, Serialize)]
@@ -24,10 +24,14 @@ pub struct PointInfo {
     pub file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
-    /// The primary static address (hex).
+    /// The primary static address (hex), as in the module's file.
     pub address: String,
-    /// Every hooked address (a `for` line has several blocks).
+    /// Every hooked address (a `for` line has several blocks), static.
     pub addresses: Vec<String>,
+    /// `address` in the running process (what `debug_memory` and `$pc` use); absent
+    /// until the code is loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_address: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub condition: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -48,7 +52,13 @@ pub struct PointInfo {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FrameInfo {
+    /// Static address: as in the module's file (what `debug_breakpoint` reports).
     pub address: String,
+    /// Where the code is in the running process (what `debug_memory` takes).
+    pub runtime_address: String,
+    /// The module's file name (the program, a shared library, libc).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -73,7 +83,10 @@ pub struct PausedThread {
     pub function: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
+    /// Static address of the pc (module-relative, as breakpoints report).
     pub address: String,
+    /// The pc in the running process.
+    pub runtime_address: String,
     pub backtrace: Vec<FrameInfo>,
     pub arguments: Value,
     /// ns since session start.
@@ -134,34 +147,8 @@ pub(crate) fn function_at(symbols: &SymbolIndex, pc: u64) -> Option<&crate::symb
     symbols.functions[..end].iter().rev().take(8).find(|f| pc < f.address + f.size.max(1))
 }
 
-/// Describe a static address: function, file, line.
-pub(crate) fn describe(symbols: Option<&SymbolIndex>, lines: Option<&LineTable>, pc: u64) -> FrameInfo {
-    let function = symbols.and_then(|s| function_at(s, pc)).map(|f| f.name.clone());
-    let (file, line) = match lines.and_then(|l| l.address_to_line(pc)) {
-        Some((f, l)) => (Some(f.to_string()), Some(l)),
-        None => (None, None),
-    };
-    FrameInfo { address: hex(pc), function, file, line, inlined: false }
-}
-
-/// The frames static address `pc` stands for: one per call inlined there (innermost first,
-/// each at the line that called the next), then its function (see `describe`).
-pub(crate) fn describe_inlined(symbols: Option<&SymbolIndex>, lines: Option<&LineTable>, dwarf: Option<&LocalsInfo>, pc: u64) -> Vec<FrameInfo> {
-    let frame = describe(symbols, lines, pc);
-    let calls = match (frame.function.is_some(), dwarf) {
-        (true, Some(d)) => d.inlined_calls(pc).unwrap_or_default(),
-        _ => Vec::new(),
-    };
-    expand_inlined(frame.function, frame.file.zip(frame.line), &calls)
-        .into_iter()
-        .map(|f| FrameInfo { address: frame.address.clone(), function: f.function, file: f.file, line: f.line, inlined: f.inlined })
-        .collect()
-}
-
 /// Handle `paused`, `logpoint` and `conditionError` from the agent.
 pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
-    let symbols = engine.session_symbols(s).ok();
-    let lines = LineTable::cached(&s.binary_path).ok();
     let ts = msg.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or_else(|| monotonic_ns() - s.start_mono_ns);
     let tid = msg.get("threadId").and_then(Value::as_u64);
     let mut e = match msg.get("type").and_then(Value::as_str) {
@@ -175,14 +162,17 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
     match e.event_type {
         EventType::Pause => {
             let pc = parse_hex(msg.get("address")).unwrap_or(0);
-            let dwarf = LocalsInfo::cached(&s.binary_path).ok();
-            // The innermost frame, inlined code included (as for crashes).
-            let here = describe_inlined(symbols.as_deref(), lines.as_deref(), dwarf.as_deref(), pc).remove(0);
-            let backtrace: Vec<FrameInfo> = msg
-                .get("backtrace")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|v| parse_hex(Some(v))).flat_map(|a| describe_inlined(symbols.as_deref(), lines.as_deref(), dwarf.as_deref(), a)).collect())
-                .unwrap_or_default();
+            // Every module's frames, inlined code included (as for crashes).
+            let backtrace = super::backtrace::symbolize(engine, msg.get("frames").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]));
+            let here = backtrace.first().cloned().unwrap_or_else(|| FrameInfo {
+                address: hex(pc),
+                runtime_address: hex(pc),
+                module: None,
+                function: None,
+                file: None,
+                line: None,
+                inlined: false,
+            });
             let registers: BTreeMap<String, u64> = msg
                 .get("registers")
                 .and_then(Value::as_object)
@@ -215,6 +205,7 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
                         file: here.file,
                         line: here.line,
                         address: here.address,
+                        runtime_address: here.runtime_address,
                         backtrace,
                         arguments: msg.get("arguments").cloned().unwrap_or(Value::Null),
                         paused_at_ns: ts,

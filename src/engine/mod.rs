@@ -1,6 +1,7 @@
 //! The engine: sessions over processes, symbols and the event store. Front ends
 //! (the MCP daemon, `strobe run`, the REPL) reach it only through the Lua runtime.
 
+mod backtrace; // pause and crash backtraces, symbolized per module (DWARF, ELF symbols)
 mod breakpoints;
 mod children; // hooks of followed forks and execs
 mod crash_locals; // locals of a crash's frame, from the agent's stack snapshot
@@ -14,6 +15,7 @@ mod ingest;
 mod launch;
 mod memory;
 mod recipes;
+mod registers; // crash registers: xmm as bytes and doubles
 mod retention; // purge old retained sessions, cap the database size
 mod lifecycle;
 pub mod sampling;

@@ -21,6 +21,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/fastpath_c.ts", include_str!("../../agent/src/fastpath_c.ts")),
     ("src/wrappers.ts", include_str!("../../agent/src/wrappers.ts")),
     ("src/crash.ts", include_str!("../../agent/src/crash.ts")),
+    ("src/frames.ts", include_str!("../../agent/src/frames.ts")),
     ("src/altstack.ts", include_str!("../../agent/src/altstack.ts")),
     ("src/threads.ts", include_str!("../../agent/src/threads.ts")),
     ("src/debugger_rpc.ts", include_str!("../../agent/src/debugger_rpc.ts")),

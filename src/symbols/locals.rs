@@ -324,6 +324,10 @@ impl<'a> Walker<'_, 'a> {
                 let (n, s, enc) = inner(self)?;
                 let shown = match (e.tag(), name) {
                     (gimli::DW_TAG_typedef, Some(t)) => t,
+                    // A const pointer is `T * const` (C's order); `const` of anything else goes
+                    // first, once.
+                    (gimli::DW_TAG_const_type, _) if enc == "pointer" && n.ends_with('*') => format!("{n} const"),
+                    (gimli::DW_TAG_const_type, _) if n.starts_with("const ") => n,
                     (gimli::DW_TAG_const_type, _) => format!("const {n}"),
                     _ => n,
                 };
