@@ -97,3 +97,8 @@ fn mcp_query_filters_settings_limits() {
 fn mcp_float_arguments() {
     pytest("test_floats.py");
 }
+
+#[test]
+fn mcp_frames() {
+    pytest("test_frames.py");
+}

@@ -1,0 +1,140 @@
+"""Values you can trust in frames (issue 14 items 7-10, 12): backtraces as gdb shows them
+(caller frames at the line of the call, libc frames named, no frame lost or doubled), crash
+summaries at the user's frame, registers and addresses that say what they are, and code
+that lives in shared libraries built with -g. Fixture: tests/fixtures/c/frames_app.c."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, mcp_client
+
+pytestmark = pytest.mark.anyio
+
+SRC = REPO / "tests" / "fixtures" / "c"
+APP = SRC / "frames_app.c"
+LIB = SRC / "frames_lib.c"
+PLUGIN = SRC / "frames_plugin.c"
+LIBC_DEBUG = any(Path("/usr/lib/debug/.build-id").glob("*/*.debug"))
+
+
+def line_of(marker: str, src: Path = APP) -> int:
+    for i, text in enumerate(src.read_text().splitlines(), start=1):
+        if marker in text:
+            return i
+    raise AssertionError(marker)
+
+
+async def launch(c, fixtures_dir, mode, go):
+    r = await c.call("debug_launch", command=str(fixtures_dir / "frames_app"), args=[mode, str(go)], projectRoot=str(SRC))
+    sid = r["sessionId"]
+    await c.wait_for(sid, f"ready {mode}", eventType="stdout")
+    return sid
+
+
+async def crash_of(c, fixtures_dir, mode, go):
+    r = await c.call("debug_launch", command=str(fixtures_dir / "frames_app"), args=[mode, str(go)], projectRoot=str(SRC))
+    sid = r["sessionId"]
+    go.write_text("go")
+    await c.wait_for(sid, "", eventType="crash", timeout=30)
+    crashes = (await c.call("debug_query", sessionId=sid, eventType="crash", verbose=True))["events"]
+    assert len(crashes) == 1, crashes
+    return crashes[0]
+
+
+def names(frames):
+    return [f.get("function") for f in frames]
+
+
+async def test_caller_frames_show_the_call_line_once(strobe_home, fixtures_dir, tmp_path):
+    """Item 7: frame 1+ at the call's line (gdb `bt`), not the line after it; trace hooks
+    and a logpoint on the stack add no frame. Item 10: addresses say static or runtime."""
+    go = tmp_path / "go"
+    async with mcp_client(strobe_home) as c:
+        sid = await launch(c, fixtures_dir, "lib", go)
+        await c.call("debug_trace", sessionId=sid, add=["inner", "outer", "main"])
+        await c.call("debug_breakpoint", sessionId=sid, add=[{"file": "frames_app.c", "line": line_of("OUTER_CALL"), "message": "outer {n}"}])
+        bp = (await c.call("debug_breakpoint", sessionId=sid, add=[{"function": "inner"}]))["breakpoints"][0]
+        slide = int(bp["runtimeAddress"], 16) - int(bp["address"], 16)
+        assert slide > 0 and slide % 4096 == 0, bp
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused", p
+        bt = p["backtrace"]
+        assert names(bt)[:3] == ["inner", "outer", "main"], bt
+        assert [f["line"] for f in bt[1:3]] == [line_of("OUTER_CALL"), line_of("MAIN_OUTER_CALL")], bt
+        for f in bt[:3]:
+            assert int(f["runtimeAddress"], 16) - int(f["address"], 16) == slide, f
+            assert f["module"] == "frames_app", f
+        # A runtime address is what debug_memory reads: the breakpoint's code bytes.
+        code = await c.call("debug_memory", sessionId=sid, targets=[{"address": bp["runtimeAddress"], "size": 4, "type": "u8"}])
+        assert "error" not in code["results"][0], code
+        await c.call("debug_session", action="stop", sessionId=sid)
+
+
+async def test_thread_start_function_at_its_call_line(strobe_home, fixtures_dir, tmp_path):
+    go = tmp_path / "go"
+    async with mcp_client(strobe_home) as c:
+        sid = await launch(c, fixtures_dir, "thread", go)
+        await c.call("debug_breakpoint", sessionId=sid, add=[{"function": "inner"}])
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused", p
+        bt = p["backtrace"]
+        assert names(bt)[:2] == ["inner", "worker_main"], bt
+        assert bt[1]["line"] == line_of("WORKER_CALL"), bt
+        await c.call("debug_session", action="stop", sessionId=sid)
+
+
+async def test_const_pointer_type_prints_once(strobe_home, fixtures_dir, tmp_path):
+    """Item 9: `const struct lib_point * const`, as gdb prints it (not `const const ...`)."""
+    go = tmp_path / "go"
+    async with mcp_client(strobe_home) as c:
+        sid = await launch(c, fixtures_dir, "lib", go)
+        await c.call("debug_breakpoint", sessionId=sid, add=[{"file": "frames_app.c", "line": line_of("APP_NORM_BODY")}])
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused", p
+        types = {v["name"]: v["type"] for v in p["locals"]}
+        assert types["p"] == "const struct lib_point * const", types
+        await c.call("debug_session", action="stop", sessionId=sid)
+
+
+async def test_abort_inside_free_names_libc_frames_and_the_user_frame(strobe_home, fixtures_dir, tmp_path):
+    """Items 7-9: a double free aborts inside free(): libc frames are named from their ELF
+    symbols, the summary is the user's frame that called free, xmm registers are readable."""
+    async with mcp_client(strobe_home) as c:
+        await c.call("debug_trace", add=["release_twice"])
+        crash = await crash_of(c, fixtures_dir, "doublefree", tmp_path / "go")
+        assert crash["signal"] == "SIGABRT", crash
+        assert crash["function"] == "release_twice" and crash["line"] == line_of("DOUBLE_FREE"), crash
+        assert "in its call to free" in crash["text"], crash["text"]
+        fns = names(crash["backtrace"])
+        for libc in ["abort", "free"]:
+            assert libc in fns, fns
+        if LIBC_DEBUG:
+            assert fns[0] == "__pthread_kill_implementation", fns
+        assert fns.index("free") == fns.index("release_twice") - 1, fns
+        assert fns[fns.index("release_twice") + 1] == "main", fns
+        user = [f for f in crash["backtrace"] if f.get("file")]
+        assert [f["line"] for f in user] == [line_of("DOUBLE_FREE"), line_of("MAIN_RELEASE_CALL")], user
+        xmm0 = crash["registers"]["xmm0"]
+        assert len(xmm0["bytes"]) == 32 and len(xmm0["doubles"]) == 2, xmm0
+
+
+async def test_crash_through_libc_keeps_every_frame(strobe_home, fixtures_dir, tmp_path):
+    """Item 7: a comparator called by qsort crashes: the libc frames between it and the
+    caller are named, and every user frame is at its call line."""
+    async with mcp_client(strobe_home) as c:
+        crash = await crash_of(c, fixtures_dir, "libccrash", tmp_path / "go")
+        assert crash["function"] == "crash_compare" and crash["line"] == line_of("COMPARE_CRASH"), crash
+        fns = names(crash["backtrace"])
+        assert fns[0] == "crash_compare", fns
+        assert any(f in ("qsort", "qsort_r", "__qsort_r") for f in fns), fns
+        assert None not in fns[: fns.index("main") + 1], fns
+        user = [f for f in crash["backtrace"] if f.get("file")]
+        assert [(f["function"], f["line"]) for f in user] == [
+            ("crash_compare", line_of("COMPARE_CRASH")),
+            ("sort_values", line_of("QSORT_CALL")),
+            ("main", line_of("MAIN_SORT_CALL")),
+        ], user
