@@ -102,3 +102,8 @@ fn mcp_float_arguments() {
 fn mcp_frames() {
     pytest("test_frames.py");
 }
+
+#[test]
+fn mcp_staged_stops_and_launch_breakpoints() {
+    pytest("test_staged.py");
+}

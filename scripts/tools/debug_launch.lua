@@ -1,10 +1,31 @@
--- MCP tool: debug_launch — spawn a program under Frida with its output captured.
+-- MCP tool: debug_launch — spawn a program under Frida with its output captured, with the
+-- caller's staged patterns and breakpoints (and its own stops) in place before it runs.
 local guidance = require("guidance")
+
+local point = {
+  type = "object",
+  additionalProperties = false,
+  properties = {
+    ["function"] = { type = "string", description = "Function name or pattern matching exactly one function" },
+    file = { type = "string", description = "Source file (with line)" },
+    line = { type = "integer", minimum = 1 },
+    condition = { type = "string", maxLength = 1024, description = "Pause/log only when true (as in debug_breakpoint)" },
+    hitCount = { type = "integer", minimum = 0 },
+    message = { type = "string", maxLength = 2048, description = "Makes a logpoint: template with {expr}" },
+  },
+}
+
+local function locals_of(s, thread_id)
+  local ok, r = pcall(function() return s:locals({ threadId = thread_id }) end)
+  if ok then return strobe.json.array(r.locals) end
+  return nil
+end
 
 return {
   name = "debug_launch",
-  description = [[Spawn a process with Frida attached. Its stdout/stderr are ALWAYS captured (no tracing needed). Staged patterns (debug_trace without sessionId) are installed before the process runs.
-Recommended workflow: launch with no patterns, read stderr/stdout with debug_query, then add targeted traces with debug_trace on the running session.]],
+  description = [[Spawn a process with Frida attached. Its stdout/stderr are ALWAYS captured (no tracing needed). Before the first instruction runs it installs what this connection staged (debug_trace / debug_breakpoint without sessionId) and the launch's own 'breakpoints'; 'stopOnEntry' pauses at main (a Rust program's <crate>::main). The response lists every stop with its id, static 'address' and 'runtimeAddress', and the first pause if it came within ~2 s (status 'paused', function, file:line, arguments, locals).
+Programs that finish in milliseconds: stop them first, e.g. {command: './app', projectRoot: '/src/app', stopOnEntry: true, breakpoints: [{file: 'parse.c', line: 42}]}, then debug_continue.
+Otherwise: launch with no patterns, read stderr/stdout with debug_query, then add targeted traces with debug_trace on the running session.]],
   inputSchema = {
     type = "object",
     required = { "command", "projectRoot" },
@@ -15,6 +36,9 @@ Recommended workflow: launch with no patterns, read stderr/stdout with debug_que
       cwd = { type = "string", description = "Working directory (default: the daemon's)" },
       projectRoot = { type = "string", minLength = 1, description = "Root of the user's code (for @usercode)" },
       env = { type = "object", additionalProperties = { type = "string" }, description = "Extra environment variables" },
+      breakpoints = { type = "array", items = point, maxItems = 150,
+        description = "Breakpoints/logpoints set before the program runs (same items as debug_breakpoint's add). All or nothing: one that does not resolve fails the launch, nothing is left running." },
+      stopOnEntry = { type = "boolean", description = "Pause at the program's main before it runs (the user's <crate>::main for Rust)" },
     },
   },
   handler = function(args)
@@ -26,7 +50,32 @@ Recommended workflow: launch with no patterns, read stderr/stdout with debug_que
     }
     if info.pendingPatternsApplied > 0 then
       out.pendingPatternsApplied = info.pendingPatternsApplied
+      out.stagedPatterns = info.stagedPatterns
       out.hookedFunctions = info.hookedFunctions
+    end
+    if #info.breakpoints > 0 then
+      local bps, lps = strobe.json.array(), strobe.json.array()
+      for _, p in ipairs(info.breakpoints) do
+        table.insert(p.message and lps or bps, p)
+      end
+      out.breakpoints, out.logpoints = bps, lps
+    end
+    local pause = info.pause
+    if pause then
+      out.status = pause.status
+      if pause.status == "paused" then
+        out.pausedThread = {
+          threadId = pause.threadId, pid = pause.pid, breakpointId = pause.breakpointId,
+          ["function"] = pause["function"], file = pause.file, line = pause.line,
+          arguments = pause.arguments, locals = locals_of(session, pause.threadId),
+        }
+        out.nextSteps = "Paused before the program went on. Inspect pausedThread (locals, arguments), then debug_continue (action 'continue', 'step-over', 'step-into', 'step-out'); more breakpoints with debug_breakpoint."
+      elseif pause.status == "exited" then
+        out.exitCode = pause.exitCode
+        out.nextSteps = "The program exited without hitting a breakpoint. Check the breakpoints' locations, and read its output with debug_query({eventType: 'stdout'})."
+      else
+        out.nextSteps = "No breakpoint hit yet; the program runs. Wait for one with debug_continue({action: 'inspect'})."
+      end
     end
     if #info.warnings > 0 then
       out.warnings = info.warnings

@@ -5,7 +5,7 @@ local guidance = require("guidance")
 
 return {
   name = "debug_trace",
-  description = [[Add or remove function trace patterns. With sessionId: changes hooks on the running process, no restart (recommended, after reading its output). Without sessionId: stages patterns for the next debug_launch.
+  description = [[Add or remove function trace patterns. With sessionId: changes hooks on the running process, no restart (recommended, after reading its output). Without sessionId: stages patterns for this connection's next debug_launch (listed in its response as stagedPatterns; clear them with {clear: true}); e.g. debug_trace({add: ['parse_*']}) then debug_launch.
 Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct children ('*' stops at '::'), 'foo::**' all descendants, '*::validate', '@usercode' (functions under projectRoot), '@file:parser.c' (declared in files whose path contains the text).]],
   inputSchema = {
     type = "object",
@@ -15,6 +15,7 @@ Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct childre
       projectRoot = { type = "string", description = "Root whose .strobe/settings.json applies (default: the session's)" },
       add = { type = "array", items = { type = "string" }, description = "Patterns to add" },
       remove = { type = "array", items = { type = "string" }, description = "Patterns to remove" },
+      clear = { type = "boolean", description = "Remove every pattern first (the session's, or the staged ones without sessionId)" },
       serializationDepth = { type = "integer", minimum = 1, maximum = 10,
         description = "How deep typed arguments, return values and watches expand structs (default 3). Needs sessionId." },
       watches = {
@@ -61,9 +62,13 @@ Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct childre
       session:set_depth(args.serializationDepth)
     end
     if args.sessionId then
-      r = session:trace({ add = args.add, remove = args.remove, sampling = args.sampling })
+      local remove = args.remove
+      if args.clear then
+        remove = session:trace({}).activePatterns
+      end
+      r = session:trace({ add = args.add, remove = remove, sampling = args.sampling })
     else
-      r = strobe.trace_pending({ add = args.add, remove = args.remove })
+      r = strobe.trace_pending({ add = args.add, remove = args.remove, clear = args.clear })
     end
     -- Settings are read on every call; bad values come back as warnings.
     local settings = strobe.settings({ projectRoot = args.projectRoot, sessionId = args.sessionId })

@@ -1,34 +1,23 @@
-//! `debug_breakpoint`: resolve a function pattern or `file:line` to static addresses (DWARF
-//! function index and line table), describe the frame's variables for conditions, and have
-//! the agent hook them. Removing a breakpoint a thread is paused on resumes that thread first.
+//! `debug_breakpoint` on a live session: have the agents (the root's and its forks') hook
+//! the addresses `point_resolve.rs` found. One call is all or nothing: every item is checked
+//! before anything changes, and an item an agent refuses takes the call's other additions
+//! back out. Removals all happen before any thread they held is resumed.
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::debug_state::{function_at, hex, PointInfo};
+use super::debug_state::{hex, PointInfo};
+use super::point_resolve::{prepare, PointTarget, Prepared};
 use super::{Engine, Session};
 use crate::error::{ErrorCode, Result, StrobeError};
-use crate::symbols::{LineTable, LocalVar, LocalsInfo, Pattern};
+
+pub use super::point_resolve::PointRequest;
+pub(crate) use super::point_resolve::{recipe, validate};
 
 pub const MAX_BREAKPOINTS: usize = 50;
 pub const MAX_LOGPOINTS: usize = 100;
-pub const MAX_CONDITION_BYTES: usize = 1024;
-pub const MAX_MESSAGE_BYTES: usize = 2048;
-
-/// One entry of `debug_breakpoint`'s `add`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PointRequest {
-    pub function: Option<String>,
-    pub file: Option<String>,
-    pub line: Option<u32>,
-    pub condition: Option<String>,
-    pub hit_count: Option<u32>,
-    /// Present: a logpoint with this `{expr}` template.
-    pub message: Option<String>,
-}
 
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -37,27 +26,19 @@ pub struct PointsResult {
     pub logpoints: Vec<PointInfo>,
 }
 
-/// Where a request resolved to.
-struct Resolved {
-    function: Option<String>,
-    file: Option<String>,
-    line: Option<u32>,
-    addresses: Vec<u64>,
-    /// Per address: the enclosing function [start, end), None at a function entry.
-    scans: Vec<Option<(u64, u64)>>,
+/// A thread to resume once every removal is done: (thread id, its process).
+pub(crate) type Waiting = Vec<(u64, u32)>;
+
+/// An error about item `i` of the caller's list, in the caller's terms.
+fn item_error(i: usize, req: &PointRequest, e: StrobeError) -> StrobeError {
+    StrobeError::new(e.code, format!("add[{i}] ({}): {} Nothing was changed.", req.describe(), e.message))
 }
 
-/// The agent's description of a variable: its symbolic location plus how to decode it.
-pub(crate) fn recipe(v: &LocalVar) -> Value {
-    let mut r = serde_json::to_value(&v.location).unwrap_or_else(|_| json!({ "kind": "unsupported" }));
-    if let Some(a) = r.get("address").and_then(Value::as_u64) {
-        r["address"] = json!(hex(a));
-    }
-    r["name"] = json!(v.name);
-    r["size"] = json!(v.size);
-    r["encoding"] = json!(v.encoding);
-    r["typeName"] = json!(v.type_name);
-    r
+/// What an agent's refusal says, without the RPC wrapping or its JavaScript stack trace.
+fn agent_reason(e: &StrobeError) -> String {
+    let text = e.message.split_once(" failed: ").map_or(e.message.as_str(), |(_, why)| why);
+    let first = text.lines().next().unwrap_or(text).trim();
+    first.strip_prefix("Error: ").unwrap_or(first).to_string()
 }
 
 impl Engine {
@@ -65,90 +46,83 @@ impl Engine {
     pub async fn set_points(self: &Arc<Engine>, id: &str, add: &[PointRequest], remove: &[String]) -> Result<PointsResult> {
         let session = self.session(id)?;
         session.ensure_running()?;
+        {
+            let st = session.debug.lock();
+            if let Some(unknown) = remove.iter().find(|r| !st.points.contains_key(*r)) {
+                let known: Vec<String> = st.points.keys().cloned().collect();
+                return Err(StrobeError::validation(format!(
+                    "No breakpoint or logpoint '{unknown}' in this session. Active: {}. Nothing was changed.",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                )));
+            }
+        }
+        let target = self.point_target(&session)?;
+        let prepared = add
+            .iter()
+            .enumerate()
+            .map(|(i, req)| prepare(&target, req).map_err(|e| item_error(i, req, e)))
+            .collect::<Result<Vec<Prepared>>>()?;
+        check_limits(&session, &prepared, remove)?;
+        self.install_all(&session, prepared).await?;
+        let mut waiting = Waiting::new();
         for rid in remove {
-            self.remove_point(&session, rid).await?;
+            waiting.extend(self.unset_point(&session, rid).await?);
         }
-        for req in add {
-            self.add_point(&session, req).await?;
-        }
+        self.resume_waiting(waiting).await?;
         let (breakpoints, logpoints) = session.debug.points();
         Ok(PointsResult { breakpoints, logpoints })
     }
 
-    async fn remove_point(&self, session: &Session, rid: &str) -> Result<()> {
-        let point = session.debug.lock().points.get(rid).cloned();
-        let Some(point) = point else {
-            let known: Vec<String> = session.debug.lock().points.keys().cloned().collect();
-            return Err(StrobeError::validation(format!(
-                "No breakpoint or logpoint '{rid}' in this session. Active: {}.",
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
-            )));
-        };
-        let frida = self.debugger_frida()?;
-        // Each agent (the root's, the forks') stops the point first (no new pause can start),
-        // then every thread paused on it is resumed: the ones the agents name and the ones we
-        // know. Frida detaches a hook only once no thread is inside it.
-        let method = if point.logpoint { "removeLogpoint" } else { "removeBreakpoint" };
-        let paused_in = |reply: &Value, pid: u32| -> Vec<(u64, u32)> {
-            reply.get("pausedThreads").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64).map(|t| (t, pid)).collect()
-        };
-        let mut waiting = paused_in(&frida.host().rpc(session.pid, method, json!([rid])).await?, session.pid);
-        for pid in super::children::live_forks(session) {
-            match frida.host().rpc(pid, method, json!([rid])).await {
-                Ok(reply) => waiting.extend(paused_in(&reply, pid)),
-                Err(e) => tracing::warn!("session {}: child {pid} keeps {rid}: {}", session.id, e.message),
-            }
-        }
-        {
-            let mut st = session.debug.lock();
-            st.points.remove(rid);
-            waiting.extend(st.paused.values().filter(|p| p.breakpoint_id.as_deref() == Some(rid)).map(|p| (p.thread_id, p.pid)));
-            waiting.sort_unstable();
-            waiting.dedup_by_key(|(tid, _)| *tid);
-            for (tid, _) in &waiting {
-                st.paused.remove(tid);
-            }
-        }
-        for (tid, pid) in waiting {
-            frida.host().post(pid, json!({ "type": format!("resume-{tid}") })).await?;
-        }
-        Ok(())
+    /// What points of `session` resolve against: its binary and project root.
+    pub(crate) fn point_target(&self, session: &Session) -> Result<PointTarget> {
+        Ok(PointTarget {
+            binary: session.binary_path.clone(),
+            project_root: session.project_root.clone(),
+            symbols: self.session_symbols(session)?,
+        })
     }
 
-    async fn add_point(&self, session: &Session, req: &PointRequest) -> Result<()> {
-        let logpoint = req.message.is_some();
-        validate(req)?;
-        {
-            let st = session.debug.lock();
-            let n = st.points.values().filter(|p| p.logpoint == logpoint).count();
-            let (max, what) = if logpoint { (MAX_LOGPOINTS, "logpoints") } else { (MAX_BREAKPOINTS, "breakpoints") };
-            if n >= max {
-                return Err(StrobeError::validation(format!("At most {max} {what} per session; remove some first (debug_breakpoint remove: [ids]).")));
+    /// Set every prepared point in the root's agent (and its forks'), or none: an item the
+    /// root's agent refuses removes the ones set before it. Returns them in order.
+    pub(crate) async fn install_all(&self, session: &Session, prepared: Vec<Prepared>) -> Result<Vec<PointInfo>> {
+        let mut done: Vec<PointInfo> = Vec::new();
+        for (i, p) in prepared.into_iter().enumerate() {
+            match self.install_one(session, &p, None).await {
+                Ok(info) => done.push(info),
+                Err(e) => {
+                    let mut waiting = Waiting::new();
+                    for info in &done {
+                        waiting.extend(self.unset_point(session, &info.id).await.unwrap_or_default());
+                    }
+                    let _ = self.resume_waiting(waiting).await;
+                    return Err(item_error(i, &p.request, e));
+                }
             }
         }
-        let r = self.resolve_point(session, req)?;
-        let vars = LocalsInfo::cached(&session.binary_path)?.locals_at(r.addresses[0])?.map(|f| f.vars).unwrap_or_default();
-        let params: Vec<Value> = vars.iter().filter(|v| v.is_parameter).map(recipe).collect();
+        Ok(done)
+    }
+
+    /// Set one point (id `bp-N`/`lp-N`, or `id` when given) in the root and its forks.
+    pub(crate) async fn install_one(&self, session: &Session, p: &Prepared, id: Option<&str>) -> Result<PointInfo> {
+        let logpoint = p.request.message.is_some();
         let id = {
             let mut st = session.debug.lock();
             st.next_id += 1;
-            format!("{}-{}", if logpoint { "lp" } else { "bp" }, st.next_id)
+            id.map(str::to_string).unwrap_or_else(|| format!("{}-{}", if logpoint { "lp" } else { "bp" }, st.next_id))
         };
-        let spec = json!({
-            "id": id,
-            "addresses": r.addresses.iter().map(|a| hex(*a)).collect::<Vec<_>>(),
-            "condition": req.condition,
-            "hitCount": req.hit_count,
-            "message": req.message,
-            "scans": r.scans.iter().map(|s| s.map(|(lo, hi)| json!({ "start": hex(lo), "end": hex(hi) }))).collect::<Vec<_>>(),
-            "params": params,
-            "vars": vars.iter().map(recipe).collect::<Vec<_>>(),
-        });
+        let mut spec = p.spec.clone();
+        spec["id"] = json!(id);
         let method = if logpoint { "setLogpoint" } else { "setBreakpoint" };
-        let reply = self.debugger_frida()?.host().rpc(session.pid, method, json!([&spec])).await.map_err(|e| {
+        let frida = self.debugger_frida()?;
+        let reply = frida.host().rpc(session.pid, method, json!([&spec])).await.map_err(|e| {
             StrobeError::new(
                 ErrorCode::ValidationError,
-                format!("Could not set the {} at {}: {}. Try a nearby line or the function's entry (function: name).", if logpoint { "logpoint" } else { "breakpoint" }, hex(r.addresses[0]), e.message),
+                format!(
+                    "could not set the {} at {}: {}. Try a nearby line or the function's entry (function: name).",
+                    if logpoint { "logpoint" } else { "breakpoint" },
+                    hex(p.addresses[0]),
+                    agent_reason(&e)
+                ),
             )
         })?;
         let hardware = reply
@@ -161,15 +135,15 @@ impl Engine {
         let info = PointInfo {
             id: id.clone(),
             logpoint,
-            function: r.function,
-            file: r.file,
-            line: r.line,
-            address: hex(r.addresses[0]),
-            addresses: r.addresses.iter().map(|a| hex(*a)).collect(),
+            function: p.function.clone(),
+            file: p.file.clone(),
+            line: p.line,
+            address: hex(p.addresses[0]),
+            addresses: p.addresses.iter().map(|a| hex(*a)).collect(),
             runtime_address: reply.get("runtimeAddresses").and_then(|a| a.get(0)).and_then(Value::as_str).map(str::to_string),
-            condition: req.condition.clone(),
-            hit_count: req.hit_count.filter(|&n| n > 0),
-            message: req.message.clone(),
+            condition: p.request.condition.clone(),
+            hit_count: p.request.hit_count.filter(|&n| n > 0),
+            message: p.request.message.clone(),
             hook: if hardware.is_some() { "hardware" } else { "inline" }.into(),
             hook_reason: hardware,
             agent_spec: spec,
@@ -177,62 +151,54 @@ impl Engine {
         // Known before any fork can pause on it (a pause on an unknown point counts as removed).
         session.debug.lock().points.insert(id.clone(), info.clone());
         // Forks run the same code: the point is theirs too (children.rs).
-        let frida = self.debugger_frida()?;
         for pid in super::children::live_forks(session) {
             if let Err(e) = set_point_in(&frida, pid, &info).await {
                 tracing::warn!("session {}: {id} not set in child {pid}: {}", session.id, e.message);
             }
         }
-        Ok(())
+        Ok(info)
     }
 
-    fn resolve_point(&self, session: &Session, req: &PointRequest) -> Result<Resolved> {
-        let symbols = self.session_symbols(session)?;
-        let lines = LineTable::cached(&session.binary_path)?;
-        if let Some(pattern) = &req.function {
-            let p = Pattern::parse(pattern)?;
-            let mut matches: Vec<&crate::symbols::FunctionInfo> =
-                symbols.functions.iter().filter(|f| f.address != 0 && p.matches(f, &session.project_root)).collect();
-            matches.dedup_by_key(|f| f.address);
-            let f = match matches.as_slice() {
-                [one] => *one,
-                [] => {
-                    return Err(StrobeError::validation(format!(
-                        "No function matches '{pattern}'. Closest names: {}.",
-                        symbols.closest_names(pattern, 5).join(", ")
-                    )))
-                }
-                many => {
-                    let names: Vec<&str> = many.iter().take(10).map(|f| f.name.as_str()).collect();
-                    return Err(StrobeError::validation(format!(
-                        "'{pattern}' matches {} functions ({}); a breakpoint needs exactly one. Use its full name.",
-                        many.len(),
-                        names.join(", ")
-                    )));
-                }
-            };
-            let (file, line) = match lines.address_to_line(f.address) {
-                Some((file, line)) => (Some(file.to_string()), Some(line)),
-                None => (f.file.clone(), f.line),
-            };
-            return Ok(Resolved { function: Some(f.name.clone()), file, line, addresses: vec![f.address], scans: vec![None] });
+    /// Take point `rid` out of every agent and the session; returns the threads it held,
+    /// still paused (the caller resumes them once all its removals are done).
+    pub(crate) async fn unset_point(&self, session: &Session, rid: &str) -> Result<Waiting> {
+        let Some(point) = session.debug.lock().points.get(rid).cloned() else { return Ok(Waiting::new()) };
+        let frida = self.debugger_frida()?;
+        // Each agent (the root's, the forks') stops the point first (no new pause can start);
+        // the threads paused on it are the ones the agents name and the ones we know.
+        let method = if point.logpoint { "removeLogpoint" } else { "removeBreakpoint" };
+        let paused_in = |reply: &Value, pid: u32| -> Waiting {
+            reply.get("pausedThreads").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64).map(|t| (t, pid)).collect()
+        };
+        let mut waiting = paused_in(&frida.host().rpc(session.pid, method, json!([rid])).await?, session.pid);
+        for pid in super::children::live_forks(session) {
+            match frida.host().rpc(pid, method, json!([rid])).await {
+                Ok(reply) => waiting.extend(paused_in(&reply, pid)),
+                Err(e) => tracing::warn!("session {}: child {pid} keeps {rid}: {}", session.id, e.message),
+            }
         }
-        let (Some(file), Some(line)) = (&req.file, req.line) else { unreachable!("validated") };
-        let resolved = lines.resolve_line(file, line)?;
-        let f = function_at(&symbols, resolved.addresses[0]);
-        // A function's very entry needs no jump-target or red-zone check.
-        let scans = resolved
-            .addresses
-            .iter()
-            .map(|&a| function_at(&symbols, a).filter(|f| f.address != a).map(|f| (f.address, f.address + f.size)))
-            .collect();
-        Ok(Resolved {
-            function: f.map(|f| f.name.clone()),
-            file: Some(resolved.file),
-            line: Some(resolved.line),
-            addresses: resolved.addresses,
-            scans,
-        })
+        let mut st = session.debug.lock();
+        st.points.remove(rid);
+        waiting.extend(st.paused.values().filter(|p| p.breakpoint_id.as_deref() == Some(rid)).map(|p| (p.thread_id, p.pid)));
+        waiting.sort_unstable();
+        waiting.dedup_by_key(|(tid, _)| *tid);
+        for (tid, _) in &waiting {
+            st.paused.remove(tid);
+        }
+        Ok(waiting)
+    }
+
+    /// Resume threads that removed breakpoints held. Frida detaches a hook only once no
+    /// thread is inside it, so this comes after the removals.
+    pub(crate) async fn resume_waiting(&self, waiting: Waiting) -> Result<()> {
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let frida = self.debugger_frida()?;
+        for (tid, pid) in waiting {
+            frida.host().post(pid, json!({ "type": format!("resume-{tid}") })).await?;
+        }
+        Ok(())
     }
 
     /// The Frida runtime of live sessions.
@@ -246,31 +212,16 @@ impl Engine {
     }
 }
 
-fn validate(req: &PointRequest) -> Result<()> {
-    match (&req.function, &req.file, req.line) {
-        (Some(_), None, None) | (None, Some(_), Some(_)) => {}
-        (Some(_), _, _) => return Err(StrobeError::validation("Give either 'function' or 'file'+'line', not both.")),
-        (None, Some(_), None) => return Err(StrobeError::validation("'file' needs a 'line' (1-based).")),
-        (None, None, Some(_)) => return Err(StrobeError::validation("'line' needs a 'file' (e.g. 'src/main.c' or 'main.c').")),
-        (None, None, None) => return Err(StrobeError::validation("Each breakpoint needs 'function' (a name or pattern) or 'file'+'line'.")),
-    }
-    if req.line == Some(0) {
-        return Err(StrobeError::validation("'line' is 1-based; 0 is not a line."));
-    }
-    if let Some(c) = &req.condition {
-        if c.len() > MAX_CONDITION_BYTES {
-            return Err(StrobeError::validation(format!("'condition' is {} bytes; at most {MAX_CONDITION_BYTES}.", c.len())));
-        }
-        if c.trim().is_empty() {
-            return Err(StrobeError::validation("'condition' is empty; omit it to break on every hit."));
-        }
-    }
-    if let Some(m) = &req.message {
-        if m.len() > MAX_MESSAGE_BYTES {
-            return Err(StrobeError::validation(format!("'message' is {} bytes; at most {MAX_MESSAGE_BYTES}.", m.len())));
-        }
-        if req.hit_count.is_some_and(|n| n > 0) {
-            return Err(StrobeError::validation("'hitCount' applies to breakpoints only; a logpoint (with 'message') logs every hit."));
+/// The per-session limits, counting what this call adds and removes.
+pub(crate) fn check_limits(session: &Session, prepared: &[Prepared], remove: &[String]) -> Result<()> {
+    let st = session.debug.lock();
+    for (logpoint, max, what) in [(false, MAX_BREAKPOINTS, "breakpoints"), (true, MAX_LOGPOINTS, "logpoints")] {
+        let kept = st.points.values().filter(|p| p.logpoint == logpoint && !remove.contains(&p.id)).count();
+        let added = prepared.iter().filter(|p| p.request.message.is_some() == logpoint).count();
+        if kept + added > max {
+            return Err(StrobeError::validation(format!(
+                "At most {max} {what} per session ({kept} set, {added} more asked); remove some first (debug_breakpoint remove: [ids]). Nothing was changed."
+            )));
         }
     }
     Ok(())

@@ -237,5 +237,9 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
             e.breakpoint_id = Some(id);
         }
     }
+    // A launch's internal gate (launch_points.rs) is not the user's pause.
+    if e.breakpoint_id.as_deref().is_some_and(|b| b.starts_with(super::launch_points::GATE_PREFIX)) {
+        return;
+    }
     engine.store.insert(vec![e]);
 }

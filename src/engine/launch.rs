@@ -1,5 +1,6 @@
-//! `launch`: spawn a target suspended under Frida, load the agent, apply staged
-//! patterns, then let it run. Output is captured from the first byte.
+//! `launch`: spawn a target suspended under Frida, load the agent, apply the caller's staged
+//! patterns and its stops (launch_points.rs), then let it run. Output is captured from the
+//! first byte.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +18,12 @@ pub struct LaunchRequest {
     pub cwd: Option<String>,
     pub project_root: String,
     pub env: Vec<(String, String)>,
+    /// Breakpoints/logpoints set before the first instruction runs.
+    pub breakpoints: Vec<super::PointRequest>,
+    /// Pause at the program's `main` (the user's `<crate>::main` for Rust).
+    pub stop_on_entry: bool,
+    /// Whose staged patterns and breakpoints apply (staging.rs).
+    pub scope: super::StageScope,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -26,6 +33,13 @@ pub struct LaunchResult {
     pub pid: u32,
     pub pending_patterns_applied: usize,
     pub hooked_functions: usize,
+    /// The staged patterns it applied.
+    pub staged_patterns: Vec<String>,
+    /// The stops it installed before the process ran (stopOnEntry, staged, its own).
+    pub breakpoints: Vec<super::launch_points::LaunchPoint>,
+    /// With stops: the first pause (or `running`/`exited`) after a bounded wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause: Option<serde_json::Value>,
     pub warnings: Vec<String>,
 }
 
@@ -132,8 +146,16 @@ impl Engine {
             ));
         }
 
-        // Parse staged patterns before spawning, so a bad one fails early.
-        let pending = self.pending_patterns();
+        // Staged patterns were parsed when staged; stops are resolved against the binary
+        // now, so a bad one fails before anything runs.
+        let staged = self.staged(req.scope);
+        let pending = staged.patterns.clone();
+        let stops = self.prepare_launch_stops(&binary, &canonical_or_same(&project_root), req.stop_on_entry, &staged.breakpoints, &req.breakpoints)?;
+        let wait_ms = match (req.stop_on_entry, stops.stops.is_empty()) {
+            (true, _) => Some(super::launch_points::ENTRY_PAUSE_WAIT_MS),
+            (false, false) => Some(super::launch_points::BREAKPOINT_PAUSE_WAIT_MS),
+            (false, true) => None,
+        };
 
         let frida = self.frida().await?;
         let session_id = session_id_for(self, &binary)?;
@@ -183,17 +205,26 @@ impl Engine {
                 let r = self.apply_trace(&session, &pending, &[]).await?;
                 applied = (pending.len(), r.hooked_functions, r.warnings);
             }
+            let mut stops = self.install_launch_stops(&session, stops).await?;
             frida.host().resume(pid).await?;
-            Ok::<_, StrobeError>(applied)
+            self.arm_at_gate(&session, &mut stops).await?;
+            Ok::<_, StrobeError>((applied, stops.points.into_iter().flatten().collect::<Vec<_>>()))
         };
         match setup.await {
-            Ok((pending_applied, hooked, mut warnings)) => {
+            Ok(((pending_applied, hooked, mut warnings), points)) => {
                 warnings.extend(settings_warnings);
+                let pause = match wait_ms {
+                    Some(ms) => Some(self.launch_pause(&session_id, ms).await?),
+                    None => None,
+                };
                 Ok(LaunchResult {
                     session_id,
                     pid,
                     pending_patterns_applied: pending_applied,
                     hooked_functions: hooked,
+                    staged_patterns: pending,
+                    breakpoints: points,
+                    pause,
                     warnings,
                 })
             }
@@ -203,7 +234,7 @@ impl Engine {
                 self.by_pid.lock().unwrap().remove(&pid);
                 let _ = self.store.delete_session(&session_id);
                 Err(match e.code {
-                    ErrorCode::InvalidPattern | ErrorCode::NoDebugSymbols => e,
+                    ErrorCode::InvalidPattern | ErrorCode::NoDebugSymbols | ErrorCode::ValidationError => e,
                     _ => StrobeError::new(ErrorCode::FridaAttachFailed, format!("Failed to attach Frida: {}", e.message)),
                 })
             }

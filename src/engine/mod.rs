@@ -13,18 +13,23 @@ mod event_limits; // settings → per-session FIFO limits
 mod frame_vars;
 mod ingest;
 mod launch;
+mod launch_points; // stopOnEntry, staged and launch breakpoints, set before the first instruction
 mod memory;
+mod point_resolve; // breakpoint requests → addresses and agent specs (no live process needed)
 mod recipes;
 mod registers; // crash registers: xmm as bytes and doubles
 mod retention; // purge old retained sessions, cap the database size
 mod lifecycle;
 pub mod sampling;
 mod session;
+mod staging; // patterns and breakpoints staged for the next launch, per caller
 mod stepping;
 mod trace;
 mod watches;
 
 pub use launch::{LaunchRequest, LaunchResult};
+pub use launch_points::{LaunchPoint, Origin};
+pub use staging::{StageScope, Staged, StagedPoint};
 pub use lifecycle::ChildProcess;
 pub use session::{Session, SessionStatus, StatusReport};
 pub use breakpoints::{PointRequest, PointsResult, MAX_BREAKPOINTS, MAX_LOGPOINTS};
@@ -69,8 +74,8 @@ pub struct Engine {
     frida: Mutex<Arc<OnceCell<Arc<FridaRuntime>>>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     by_pid: Mutex<HashMap<u32, Arc<Session>>>,
-    /// Patterns staged with no session, applied at the next launch.
-    pending_patterns: Mutex<Vec<String>>,
+    /// Patterns and breakpoints staged with no session, per caller (staging.rs).
+    staged: Mutex<HashMap<StageScope, Staged>>,
     /// The multi-threaded runtime that owns the host's I/O tasks.
     runtime: tokio::runtime::Handle,
 }
@@ -95,7 +100,7 @@ impl Engine {
             frida: Mutex::new(Arc::new(OnceCell::new())),
             sessions: Mutex::new(HashMap::new()),
             by_pid: Mutex::new(HashMap::new()),
-            pending_patterns: Mutex::new(Vec::new()),
+            staged: Mutex::new(HashMap::new()),
             runtime: tokio::runtime::Handle::current(),
         }))
     }
@@ -317,10 +322,6 @@ impl Engine {
             Ok(Some(row)) => (row.ended_at.unwrap_or_else(now_unix) - row.started_at).max(0) * 1_000_000_000,
             _ => 0,
         }
-    }
-
-    pub fn pending_patterns(&self) -> Vec<String> {
-        self.pending_patterns.lock().unwrap().clone()
     }
 }
 

@@ -37,18 +37,11 @@ fn parse_all(patterns: &[String]) -> Result<Vec<Pattern>> {
 }
 
 impl Engine {
-    /// Add/remove patterns on a live session, or (no session) on the pending list.
+    /// Add/remove patterns on a live session, or (no session) on the local stage (staging.rs).
     pub async fn trace(self: &Arc<Engine>, session_id: Option<&str>, add: &[String], remove: &[String]) -> Result<TraceResult> {
         let Some(id) = session_id else {
-            parse_all(add)?;
-            let mut pending = self.pending_patterns.lock().unwrap();
-            pending.retain(|p| !remove.contains(p));
-            for p in add {
-                if !pending.contains(p) {
-                    pending.push(p.clone());
-                }
-            }
-            return Ok(TraceResult { mode: "pending".into(), active_patterns: pending.clone(), ..Default::default() });
+            let staged = self.stage_patterns(super::StageScope::Local, add, remove, false)?;
+            return Ok(TraceResult { mode: "pending".into(), active_patterns: staged, ..Default::default() });
         };
         let session = self.session(id)?;
         session.ensure_running()?;

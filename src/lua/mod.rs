@@ -2,6 +2,7 @@
 //! file and exposes `register(lua, strobe_table, engine)`; `register_modules` below is
 //! the one list that wires them all in.
 
+mod caller; // which caller (MCP connection or local front end) a Lua call serves
 mod complete;
 mod convert;
 mod debugger;
@@ -20,6 +21,7 @@ mod scripts;
 mod session;
 mod settings;
 mod spawn;
+mod staging; // strobe.trace_pending, strobe.stage_breakpoints, strobe.staged
 mod symbols;
 mod time;
 mod tools;
@@ -39,7 +41,8 @@ use crate::engine::Engine;
 fn register_modules(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Result<()> {
     util::register(lua, strobe)?; // strobe.error, strobe.sleep, strobe.log, strobe.now_ms
     json::register(lua, strobe)?; // strobe.json.encode/decode/array/null
-    session::register(lua, strobe, engine)?; // strobe.launch, strobe.session, strobe.sessions, strobe.trace_pending
+    session::register(lua, strobe, engine)?; // strobe.launch, strobe.session, strobe.sessions
+    staging::register(lua, strobe, engine)?; // strobe.trace_pending, strobe.stage_breakpoints, strobe.staged
     debugger::register(lua, strobe)?; // strobe.debugger limits; session:breakpoint/continue/locals/set_local
     symbols::register(lua, strobe, engine)?; // strobe.symbols
     process::register(lua, strobe)?; // strobe.exec, strobe.spawn

@@ -18,14 +18,14 @@ use super::loader::{Loaded, ScriptError};
 use super::reload::ScriptWatcher;
 use super::scripts::ScriptSources;
 pub use super::tools::ToolInfo;
-use crate::engine::Engine;
+use crate::engine::{Engine, StageScope};
 use crate::error::{ErrorCode, Result, StrobeError};
 
 enum Request {
     ListTools(oneshot::Sender<Vec<ToolInfo>>),
-    CallTool { name: String, args: serde_json::Value, reply: oneshot::Sender<Result<serde_json::Value>> },
+    CallTool { name: String, args: serde_json::Value, scope: StageScope, reply: oneshot::Sender<Result<serde_json::Value>> },
     RunFile { path: PathBuf, args: Vec<String>, reply: oneshot::Sender<Result<RunOutcome>> },
-    Eval { code: String, reply: oneshot::Sender<EvalOutput> },
+    Eval { code: String, scope: StageScope, reply: oneshot::Sender<EvalOutput> },
     Complete { line: String, reply: oneshot::Sender<(usize, Vec<String>)> },
     ScriptErrors(oneshot::Sender<Vec<ScriptError>>),
     Watch(oneshot::Sender<Result<()>>),
@@ -128,7 +128,12 @@ impl LuaHost {
     }
 
     pub async fn call_tool(&self, name: &str, args: serde_json::Value) -> Result<serde_json::Value> {
-        self.ask(|reply| Request::CallTool { name: name.to_string(), args, reply }).await?
+        self.call_tool_as(StageScope::Local, name, args).await
+    }
+
+    /// Call a tool for `scope` (an MCP connection): what it stages is that caller's (caller.rs).
+    pub async fn call_tool_as(&self, scope: StageScope, name: &str, args: serde_json::Value) -> Result<serde_json::Value> {
+        self.ask(|reply| Request::CallTool { name: name.to_string(), args, scope, reply }).await?
     }
 
     /// Run a Lua file with the `strobe` module (what `strobe run` does). Like the
@@ -140,7 +145,12 @@ impl LuaHost {
 
     /// Evaluate a chunk (the REPL): expressions are returned, statements run.
     pub async fn eval(&self, code: &str) -> Result<EvalOutput> {
-        self.ask(|reply| Request::Eval { code: code.to_string(), reply }).await
+        self.eval_as(StageScope::Local, code).await
+    }
+
+    /// Evaluate a chunk for `scope` (`strobe repl --connect`: its connection).
+    pub async fn eval_as(&self, scope: StageScope, code: &str) -> Result<EvalOutput> {
+        self.ask(|reply| Request::Eval { code: code.to_string(), scope, reply }).await
     }
 
     /// Completions for the end of `line`: where the replaced word starts, and candidates.
@@ -203,14 +213,14 @@ async fn handle(state: &State, req: Request) {
         Request::ListTools(reply) => {
             let _ = reply.send(state.loaded.borrow().tools.values().map(|t| t.info.clone()).collect());
         }
-        Request::CallTool { name, args, reply } => {
-            let _ = reply.send(call_tool(state, &name, args).await);
+        Request::CallTool { name, args, scope, reply } => {
+            let _ = reply.send(super::caller::serving(scope, call_tool(state, &name, args)).await);
         }
         Request::RunFile { path, args, reply } => {
             let _ = reply.send(run_file(state, &path, &args).await);
         }
-        Request::Eval { code, reply } => {
-            let _ = reply.send(eval(state, &code).await);
+        Request::Eval { code, scope, reply } => {
+            let _ = reply.send(super::caller::serving(scope, eval(state, &code)).await);
         }
         Request::Complete { line, reply } => {
             let _ = reply.send(super::complete::complete(&state.lua, &state.engine, &line));

@@ -1,5 +1,4 @@
-//! `strobe.launch{...}`, `strobe.session(id)`, `strobe.sessions()`,
-//! `strobe.trace_pending{...}` and the Session object. A Session holds only its id and
+//! `strobe.launch{...}`, `strobe.session(id)`, `strobe.sessions()` and the Session object. A Session holds only its id and
 //! resolves it again on every call, so a stale one fails with a message that says why.
 
 use std::sync::Arc;
@@ -28,6 +27,11 @@ struct LaunchArgs {
     project_root: String,
     #[serde(default)]
     env: std::collections::BTreeMap<String, String>,
+    /// Set before the first instruction, like debug_breakpoint's `add` items.
+    #[serde(default)]
+    breakpoints: Vec<crate::engine::PointRequest>,
+    #[serde(default)]
+    stop_on_entry: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -168,6 +172,9 @@ pub fn register(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Result
                     cwd: a.cwd,
                     project_root: a.project_root,
                     env: a.env.into_iter().collect(),
+                    breakpoints: a.breakpoints,
+                    stop_on_entry: a.stop_on_entry,
+                    scope: super::caller::current(),
                 };
                 let r = engine.launch(req).await.map_err(lua_err)?;
                 let s = lua.create_userdata(LuaSession { id: r.session_id.clone(), pid: r.pid, engine: engine.clone() })?;
@@ -201,19 +208,6 @@ pub fn register(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Result
                 })
                 .collect();
             to_lua(lua, &list)
-        })?,
-    )?;
-
-    let e = engine.clone();
-    strobe.set(
-        "trace_pending",
-        lua.create_async_function(move |lua, v: Value| {
-            let engine = e.clone();
-            async move {
-                let a: TraceArgs = args(&lua, v, "strobe.trace_pending")?;
-                let r = engine.trace(None, &a.add, &a.remove).await.map_err(lua_err)?;
-                to_lua(&lua, &r)
-            }
         })?,
     )?;
 

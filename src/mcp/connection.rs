@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 
 use super::protocol::*;
-use crate::engine::Engine;
+use crate::engine::{Engine, StageScope};
 use crate::error::{ErrorCode, StrobeError};
 use crate::lua::LuaHost;
 
@@ -20,6 +20,8 @@ pub const MAX_SESSIONS_PER_CONNECTION: usize = 10;
 pub const MAX_SESSIONS_TOTAL: usize = 50;
 
 pub struct Connection {
+    /// Names this client's stage (patterns and breakpoints staged for its next launch).
+    id: u64,
     engine: Arc<Engine>,
     lua: LuaHost,
     launched: Mutex<BTreeSet<String>>,
@@ -30,6 +32,8 @@ pub struct Connection {
 /// Launches under way in the whole daemon; checking the limits and reserving a slot
 /// happen under this lock, so concurrent launches cannot all slip past the limit.
 static LAUNCHING: Mutex<usize> = Mutex::new(0);
+
+static NEXT_CONNECTION_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A reserved launch slot, released when the launch finished (either way).
 struct LaunchSlot<'a>(&'a Connection);
@@ -43,7 +47,8 @@ impl Drop for LaunchSlot<'_> {
 
 impl Connection {
     pub fn new(engine: Arc<Engine>, lua: LuaHost) -> Arc<Connection> {
-        Arc::new(Connection { engine, lua, launched: Mutex::new(BTreeSet::new()), launching: Mutex::new(0) })
+        let id = NEXT_CONNECTION_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Arc::new(Connection { id, engine, lua, launched: Mutex::new(BTreeSet::new()), launching: Mutex::new(0) })
     }
 
     /// Serve until the peer closes its side, then clean up its sessions.
@@ -96,7 +101,13 @@ impl Connection {
         self.cleanup().await;
     }
 
+    fn scope(&self) -> StageScope {
+        StageScope::Connection(self.id)
+    }
+
     async fn cleanup(&self) {
+        // What it staged was for its own next launch, which will not come.
+        self.engine.clear_staged(self.scope());
         let ids: Vec<String> = self.launched.lock().unwrap().iter().cloned().collect();
         for id in ids {
             if self.engine.live_session_ids().contains(&id) {
@@ -153,7 +164,7 @@ impl Connection {
                 response(&id, self.call_tool(name, args).await)
             }
             // Not MCP: `strobe repl --connect` evaluates Lua in the daemon's runtime.
-            "strobe/eval" => match self.lua.eval(params.get("code").and_then(Value::as_str).unwrap_or("")).await {
+            "strobe/eval" => match self.lua.eval_as(self.scope(), params.get("code").and_then(Value::as_str).unwrap_or("")).await {
                 Ok(out) => response(&id, json!(out)),
                 Err(e) => error_response(&id, INVALID_PARAMS, e.to_string()),
             },
@@ -176,7 +187,7 @@ impl Connection {
         } else {
             None
         };
-        match self.lua.call_tool(name, args).await {
+        match self.lua.call_tool_as(self.scope(), name, args).await {
             Ok(result) => {
                 if name == "debug_launch" {
                     if let Some(id) = result.get("sessionId").and_then(Value::as_str) {

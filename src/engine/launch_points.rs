@@ -1,0 +1,204 @@
+//! The stops a launch installs while the process is still suspended: `stopOnEntry` (a
+//! breakpoint at the program's `main`, point_resolve.rs `entry_function`), the caller's
+//! staged breakpoints (staging.rs) and the launch's own `breakpoints`. All are resolved
+//! against the binary before it is spawned, so a bad one fails the launch with nothing
+//! left running.
+//!
+//! A point that needs a hardware breakpoint (a line in a leaf function, where an inline hook
+//! would clobber the red zone) cannot be armed while the process is still suspended at
+//! spawn (Frida cannot attach to its thread yet). Those wait at a gate: a breakpoint at
+//! `main`'s entry (the stopOnEntry one, or an internal `gate-N` whose pause is not
+//! recorded); when the main thread reaches it they are armed, then the gate lets it go.
+//! Code that runs before `main` (static constructors) does not stop at them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::debug_state::PointInfo;
+use super::point_resolve::{entry_function, prepare, PointRequest, PointTarget, Prepared};
+use super::{Engine, Session, StagedPoint};
+
+/// Internal gate breakpoints (their pause is not recorded as an event: debug_state.rs).
+pub const GATE_PREFIX: &str = "gate-";
+use crate::error::{Result, StrobeError};
+
+/// How long a launch with stops waits for the first pause (or the exit) to report it.
+pub const ENTRY_PAUSE_WAIT_MS: u64 = 2000;
+pub const BREAKPOINT_PAUSE_WAIT_MS: u64 = 1000;
+
+/// Where a launch stop came from.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub enum Origin {
+    StopOnEntry,
+    Staged,
+    Launch,
+}
+
+/// A stop to install, before it has an id.
+pub(crate) struct LaunchStop {
+    pub prepared: Prepared,
+    pub origin: Origin,
+    pub staged_id: Option<String>,
+    /// How the caller named it, for errors: `breakpoints[1] (main.c:12)`.
+    pub label: String,
+}
+
+/// Every stop of a launch, and where points that need a running thread wait for it.
+pub(crate) struct LaunchStops {
+    pub stops: Vec<LaunchStop>,
+    /// `main`'s entry, when the program has one.
+    pub gate: Option<Prepared>,
+}
+
+/// What `install_launch_stops` did: the points set (None: waiting for the gate), the
+/// points to arm at the gate, and the gate (its id, and whether it is internal).
+pub(crate) struct InstalledStops {
+    pub points: Vec<Option<LaunchPoint>>,
+    pub later: Vec<(usize, LaunchStop)>,
+    pub gate: Option<(String, bool)>,
+}
+
+/// How long the launch waits for the main thread to reach the gate.
+const GATE_WAIT_MS: u64 = 15_000;
+
+/// An agent's refusal that only means "not while the process is suspended at spawn".
+fn needs_running_thread(e: &StrobeError) -> bool {
+    e.message.contains("no hardware breakpoint is available")
+}
+
+/// A stop a launch installed, as its response lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaunchPoint {
+    #[serde(flatten)]
+    pub point: PointInfo,
+    pub origin: Origin,
+    /// The `staged-N` id it had before the launch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staged_id: Option<String>,
+}
+
+impl Engine {
+    /// Resolve every stop of a launch against `binary`; the first bad one is the error.
+    pub(crate) fn prepare_launch_stops(
+        &self,
+        binary: &Path,
+        project_root: &Path,
+        stop_on_entry: bool,
+        staged: &[StagedPoint],
+        own: &[PointRequest],
+    ) -> Result<LaunchStops> {
+        if !stop_on_entry && staged.is_empty() && own.is_empty() {
+            return Ok(LaunchStops { stops: Vec::new(), gate: None });
+        }
+        let target = PointTarget { binary: binary.to_path_buf(), project_root: project_root.to_path_buf(), symbols: self.symbols.get(binary)? };
+        let mut stops = Vec::new();
+        if stop_on_entry {
+            let req = PointRequest { function: Some(entry_function(&target)?), ..Default::default() };
+            let prepared = prepare(&target, &req).map_err(|e| StrobeError::new(e.code, format!("stopOnEntry: {}", e.message)))?;
+            stops.push(LaunchStop { prepared, origin: Origin::StopOnEntry, staged_id: None, label: "stopOnEntry".into() });
+        }
+        for s in staged {
+            let prepared = prepare(&target, &s.request).map_err(|e| {
+                StrobeError::new(
+                    e.code,
+                    format!(
+                        "staged breakpoint {} ({}): {} Fix or drop it (debug_breakpoint {{remove: ['{}']}} without sessionId), then launch again.",
+                        s.id,
+                        s.request.describe(),
+                        e.message,
+                        s.id
+                    ),
+                )
+            })?;
+            stops.push(LaunchStop { prepared, origin: Origin::Staged, staged_id: Some(s.id.clone()), label: format!("staged breakpoint {} ({})", s.id, s.request.describe()) });
+        }
+        for (i, req) in own.iter().enumerate() {
+            let prepared = prepare(&target, req).map_err(|e| StrobeError::new(e.code, format!("breakpoints[{i}] ({}): {}", req.describe(), e.message)))?;
+            stops.push(LaunchStop { prepared, origin: Origin::Launch, staged_id: None, label: format!("breakpoints[{i}] ({})", req.describe()) });
+        }
+        for (logpoint, max, what) in [(false, super::MAX_BREAKPOINTS, "breakpoints"), (true, super::MAX_LOGPOINTS, "logpoints")] {
+            let n = stops.iter().filter(|s| s.prepared.request.message.is_some() == logpoint).count();
+            if n > max {
+                return Err(StrobeError::validation(format!("This launch would set {n} {what} (staged and given); at most {max} per session.")));
+            }
+        }
+        let gate = match stops.iter().find(|s| s.origin == Origin::StopOnEntry) {
+            Some(entry) => Some(entry.prepared.clone()),
+            None => entry_function(&target).ok().and_then(|f| prepare(&target, &PointRequest { function: Some(f), ..Default::default() }).ok()),
+        };
+        Ok(LaunchStops { stops, gate })
+    }
+
+    /// Install the stops in the suspended root (all or none). Points that need a running
+    /// thread are returned to be armed at the gate (`arm_at_gate`, after the resume), and
+    /// the gate is set: the stopOnEntry breakpoint, or an internal one.
+    pub(crate) async fn install_launch_stops(&self, session: &Session, all: LaunchStops) -> Result<InstalledStops> {
+        let mut points: Vec<Option<LaunchPoint>> = Vec::new();
+        let mut later = Vec::new();
+        for (i, stop) in all.stops.into_iter().enumerate() {
+            match self.install_one(session, &stop.prepared, None).await {
+                Ok(point) => points.push(Some(LaunchPoint { point, origin: stop.origin, staged_id: stop.staged_id })),
+                Err(e) if all.gate.is_some() && needs_running_thread(&e) => {
+                    points.push(None);
+                    later.push((i, stop));
+                }
+                Err(e) => return Err(StrobeError::new(e.code, format!("{}: {}", stop.label, e.message))),
+            }
+        }
+        let mut gate = None;
+        if let (false, Some(entry)) = (later.is_empty(), all.gate) {
+            gate = match points.iter().flatten().find(|p| p.origin == Origin::StopOnEntry) {
+                Some(p) => Some((p.point.id.clone(), false)),
+                None => {
+                    let id = format!("{GATE_PREFIX}{}", session.debug.lock().next_id + 1);
+                    Some((self.install_one(session, &entry, Some(&id)).await?.id, true))
+                }
+            };
+        }
+        Ok(InstalledStops { points, later, gate })
+    }
+
+    /// After the resume: wait for the main thread at the gate, arm the points that needed
+    /// it, and let it go on (the stopOnEntry gate keeps it paused).
+    pub(crate) async fn arm_at_gate(&self, session: &Session, installed: &mut InstalledStops) -> Result<()> {
+        let Some((gate_id, internal)) = installed.gate.clone() else { return Ok(()) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(GATE_WAIT_MS);
+        while !session.debug.lock().paused.values().any(|p| p.breakpoint_id.as_deref() == Some(gate_id.as_str())) {
+            if !session.is_running() || std::time::Instant::now() >= deadline {
+                let names: Vec<&str> = installed.later.iter().map(|(_, s)| s.label.as_str()).collect();
+                return Err(StrobeError::validation(format!(
+                    "{} need a hardware breakpoint, armed when the program reaches main, which it did not (within {} s). Use a function's entry or a line of a function that calls others.",
+                    names.join(", "),
+                    GATE_WAIT_MS / 1000
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        for (i, stop) in std::mem::take(&mut installed.later) {
+            let point = self.install_one(session, &stop.prepared, None).await.map_err(|e| StrobeError::new(e.code, format!("{}: {}", stop.label, e.message)))?;
+            installed.points[i] = Some(LaunchPoint { point, origin: stop.origin, staged_id: stop.staged_id });
+        }
+        if internal {
+            let waiting = self.unset_point(session, &gate_id).await?;
+            self.resume_waiting(waiting).await?;
+        }
+        Ok(())
+    }
+
+    /// The first pause after a launch with stops, waited for a bounded time: the paused
+    /// thread with its arguments, or `running` / `exited`.
+    pub(crate) async fn launch_pause(self: &Arc<Engine>, session_id: &str, wait_ms: u64) -> Result<serde_json::Value> {
+        let r = self.wait_for_pause(session_id, std::time::Duration::from_millis(wait_ms)).await?;
+        let mut out = serde_json::to_value(&r).unwrap_or_default();
+        if let (Some(tid), Ok(s)) = (r.thread_id, self.session(session_id)) {
+            if let Some(p) = s.debug.lock().paused.get(&tid) {
+                out["arguments"] = p.arguments.clone();
+            }
+        }
+        Ok(out)
+    }
+}
