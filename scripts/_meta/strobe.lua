@@ -11,12 +11,25 @@ strobe = {}
 ---@field cwd? string
 ---@field projectRoot string
 ---@field env? table<string, string>
+---@field breakpoints? StrobePointRequest[] set before the first instruction runs
+---@field stopOnEntry? boolean pause at main (a Rust program's <crate>::main)
+
+---@class StrobePointRequest
+---@field function? string
+---@field file? string
+---@field line? integer
+---@field condition? string
+---@field hitCount? integer
+---@field message? string makes a logpoint
 
 ---@class StrobeLaunchInfo
 ---@field sessionId string
 ---@field pid integer
 ---@field pendingPatternsApplied integer
+---@field stagedPatterns string[]
 ---@field hookedFunctions integer
+---@field breakpoints table[] stops set at launch: id, origin, stagedId?, function, file, line, address (static), runtimeAddress
+---@field pause? table first pause after a bounded wait: status "paused"|"running"|"exited", threadId, function, file, line, arguments
 ---@field warnings string[]
 
 ---@class StrobeTraceResult
@@ -110,9 +123,16 @@ function strobe.delete_session(id) end
 ---@param arg? string|{projectRoot?: string, sessionId?: string}
 ---@return {values: table<string, any>, sources: table<string, string>, warnings: string[]}
 function strobe.settings(arg) end
----@param args {add?: string[], remove?: string[]}
+---@param args {add?: string[], remove?: string[], clear?: boolean}
 ---@return StrobeTraceResult
 function strobe.trace_pending(args) end
+---Stage breakpoints/logpoints for the caller's next launches (ids "staged-N").
+---@param args {add?: StrobePointRequest[], remove?: string[], clear?: boolean}
+---@return table[]
+function strobe.stage_breakpoints(args) end
+---What the caller's next launch applies.
+---@return {patterns: string[], breakpoints: table[]}
+function strobe.staged() end
 ---@param binary string
 ---@param pattern string
 ---@param projectRoot? string
