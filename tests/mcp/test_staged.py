@@ -48,7 +48,8 @@ async def events(c, sid, event_type):
 
 
 async def stdout(c, sid):
-    return [e["text"].strip() for e in await events(c, sid, "stdout")]
+    """The program's output lines (an unbuffered line may arrive in pieces)."""
+    return "".join(e["text"] for e in await events(c, sid, "stdout")).splitlines()
 
 
 async def run_to_exit(c, sid):
@@ -238,3 +239,13 @@ async def test_removing_a_breakpoint_and_a_logpoint_together_logs_nothing_after(
         assert after["breakpoints"] == [] and after["logpoints"] == [], after
         await c.wait_for(sid, "quick done", eventType="stdout")
         assert await events(c, sid, "logpoint") == []
+
+
+async def test_stop_on_entry_in_rust_is_the_crates_main(strobe_home, fixtures_dir):
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "rust_debugee"), projectRoot=str(REPO / "tests" / "fixtures" / "rust"),
+                         stopOnEntry=True)
+        assert r["breakpoints"][0]["function"] == "debugee::main", r
+        p = await first_pause(c, r)
+        assert p["function"] == "debugee::main" and p["file"].endswith("debugee.rs"), p
+        await c.call("debug_session", action="stop", sessionId=r["sessionId"])
