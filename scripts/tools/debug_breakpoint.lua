@@ -7,18 +7,7 @@ local function summary(r)
     nb, nl)
 end
 
-local point = {
-  type = "object",
-  additionalProperties = false,
-  properties = {
-    ["function"] = { type = "string", description = "Function name or pattern matching exactly one function (breaks at its entry; args are its parameters)" },
-    file = { type = "string", description = "Source file: absolute, relative ('src/foo.c') or a bare name ('foo.c'); with line" },
-    line = { type = "integer", minimum = 1, description = "1-based line; a line without code snaps to the next line with code (up to 3 lines)" },
-    condition = { type = "string", maxLength = 1024, description = "JavaScript expression; pauses/logs only when true. 'args[i]' are the function's parameters, locals are available by name: 'args[0] > 100', 'count < 0'" },
-    hitCount = { type = "integer", minimum = 0, description = "Breakpoints: pause only on the Nth hit (counted after the condition); 0 = every hit" },
-    message = { type = "string", maxLength = 2048, description = "Makes a logpoint (never pauses): template with {expr}, e.g. 'size={buffer_size} first={args[0]}'" },
-  },
-}
+local point = require("stops").point_item
 
 local function staged_summary(list)
   if #list == 0 then

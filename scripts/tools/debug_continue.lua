@@ -1,10 +1,6 @@
 -- MCP tool: debug_continue — resume paused threads or step one, then report where
 -- execution stopped next (or that it is still running, or exited).
-local function locals_of(s, thread_id)
-  local ok, r = pcall(function() return s:locals({ threadId = thread_id }) end)
-  if ok then return strobe.json.array(r.locals) end
-  return nil
-end
+local locals_of = require("stops").locals_of
 
 return {
   name = "debug_continue",

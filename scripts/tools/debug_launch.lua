@@ -2,24 +2,7 @@
 -- caller's staged patterns and breakpoints (and its own stops) in place before it runs.
 local guidance = require("guidance")
 
-local point = {
-  type = "object",
-  additionalProperties = false,
-  properties = {
-    ["function"] = { type = "string", description = "Function name or pattern matching exactly one function" },
-    file = { type = "string", description = "Source file (with line)" },
-    line = { type = "integer", minimum = 1 },
-    condition = { type = "string", maxLength = 1024, description = "Pause/log only when true (as in debug_breakpoint)" },
-    hitCount = { type = "integer", minimum = 0 },
-    message = { type = "string", maxLength = 2048, description = "Makes a logpoint: template with {expr}" },
-  },
-}
-
-local function locals_of(s, thread_id)
-  local ok, r = pcall(function() return s:locals({ threadId = thread_id }) end)
-  if ok then return strobe.json.array(r.locals) end
-  return nil
-end
+local stops = require("stops")
 
 return {
   name = "debug_launch",
@@ -36,7 +19,7 @@ Otherwise: launch with no patterns, read stderr/stdout with debug_query, then ad
       cwd = { type = "string", description = "Working directory (default: the daemon's)" },
       projectRoot = { type = "string", minLength = 1, description = "Root of the user's code (for @usercode)" },
       env = { type = "object", additionalProperties = { type = "string" }, description = "Extra environment variables" },
-      breakpoints = { type = "array", items = point, maxItems = 150,
+      breakpoints = { type = "array", items = stops.point_item, maxItems = 150,
         description = "Breakpoints/logpoints set before the program runs (same items as debug_breakpoint's add). All or nothing: one that does not resolve fails the launch, nothing is left running." },
       stopOnEntry = { type = "boolean", description = "Pause at the program's main before it runs (the user's <crate>::main for Rust)" },
     },
@@ -67,7 +50,7 @@ Otherwise: launch with no patterns, read stderr/stdout with debug_query, then ad
         out.pausedThread = {
           threadId = pause.threadId, pid = pause.pid, breakpointId = pause.breakpointId,
           ["function"] = pause["function"], file = pause.file, line = pause.line,
-          arguments = pause.arguments, locals = locals_of(session, pause.threadId),
+          arguments = pause.arguments, locals = stops.locals_of(session, pause.threadId),
         }
         out.nextSteps = "Paused before the program went on. Inspect pausedThread (locals, arguments), then debug_continue (action 'continue', 'step-over', 'step-into', 'step-out'); more breakpoints with debug_breakpoint."
       elseif pause.status == "exited" then
