@@ -421,3 +421,26 @@ assert(output(s):find("counter=55", 1, true), "bad requests must not disturb the
 "#,
     );
 }
+
+#[test]
+fn a_script_stages_breakpoints_for_its_own_launches() {
+    scenario(
+        "staged",
+        r#"
+local staged = strobe.stage_breakpoints{add = {{["function"] = "compute"}}}
+assert(#staged == 1 and staged[1].id == "staged-1", show(staged))
+assert(#strobe.staged().breakpoints == 1, show(strobe.staged()))
+local s, info = strobe.launch{command = FIX .. "/quick", projectRoot = REPO, stopOnEntry = true}
+assert(#info.breakpoints == 2 and info.breakpoints[1].origin == "stopOnEntry", show(info))
+assert(info.breakpoints[2].stagedId == "staged-1" and info.breakpoints[2]["function"] == "compute", show(info))
+local c = paused(s:wait_pause{timeoutMs = 30000}, "entry")
+assert(c["function"] == "main" and output(s) == "", show(c))
+c = paused(s:continue{timeoutMs = 30000}, "compute")
+assert(c["function"] == "compute" and local_of(s, "a") == 20 and output(s) == "", show(c))
+run_to_exit(s)
+assert(output(s):find("quick done", 1, true), output(s))
+strobe.stage_breakpoints{clear = true}
+assert(#strobe.staged().breakpoints == 0, show(strobe.staged()))
+"#,
+    );
+}

@@ -151,10 +151,12 @@ impl Engine {
         let staged = self.staged(req.scope);
         let pending = staged.patterns.clone();
         let stops = self.prepare_launch_stops(&binary, &canonical_or_same(&project_root), req.stop_on_entry, &staged.breakpoints, &req.breakpoints)?;
-        let wait_ms = match (req.stop_on_entry, stops.stops.is_empty()) {
+        // Logpoints never pause: only breakpoints are worth waiting for.
+        let pauses = stops.stops.iter().any(|s| s.prepared.request.message.is_none());
+        let wait_ms = match (req.stop_on_entry, pauses) {
             (true, _) => Some(super::launch_points::ENTRY_PAUSE_WAIT_MS),
-            (false, false) => Some(super::launch_points::BREAKPOINT_PAUSE_WAIT_MS),
-            (false, true) => None,
+            (false, true) => Some(super::launch_points::BREAKPOINT_PAUSE_WAIT_MS),
+            (false, false) => None,
         };
 
         let frida = self.frida().await?;
