@@ -115,6 +115,10 @@ impl Engine {
         let method = if logpoint { "setLogpoint" } else { "setBreakpoint" };
         let frida = self.debugger_frida()?;
         let reply = frida.host().rpc(session.pid, method, json!([&spec])).await.map_err(|e| {
+            // The process may have ended meanwhile: that is not the request's fault.
+            if e.code == ErrorCode::ProcessExited {
+                return e;
+            }
             StrobeError::new(
                 ErrorCode::ValidationError,
                 format!(
