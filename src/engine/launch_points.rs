@@ -94,7 +94,16 @@ impl Engine {
         if !stop_on_entry && staged.is_empty() && own.is_empty() {
             return Ok(LaunchStops { stops: Vec::new(), gate: None });
         }
-        let target = PointTarget { binary: binary.to_path_buf(), project_root: project_root.to_path_buf(), symbols: self.symbols.get(binary)? };
+        let symbols = self.symbols.get(binary).map_err(|e| {
+            let staged_ids: Vec<&str> = staged.iter().map(|s| s.id.as_str()).collect();
+            let staged_note = if staged_ids.is_empty() {
+                String::new()
+            } else {
+                format!(" Staged breakpoints apply to every launch of this connection ({}): drop them with debug_breakpoint {{clear: true}}.", staged_ids.join(", "))
+            };
+            StrobeError::new(e.code, format!("Breakpoints and stopOnEntry need the program's debug info: {}{staged_note}", e.message))
+        })?;
+        let target = PointTarget { binary: binary.to_path_buf(), project_root: project_root.to_path_buf(), symbols };
         let mut stops = Vec::new();
         if stop_on_entry {
             let req = PointRequest { function: Some(entry_function(&target)?), ..Default::default() };
