@@ -26,6 +26,8 @@ pub enum ErrorCode {
     EvalError,
     /// The call needs a paused thread and none is (or not the one named).
     NotPaused,
+    /// A Lua chunk ran past its budget (the daemon's watchdog interrupted it).
+    ScriptTimeout,
     /// Something inside Strobe failed; the message says what.
     InternalError,
 }
@@ -49,6 +51,7 @@ impl ErrorCode {
         ErrorCode::OptimizedOut,
         ErrorCode::EvalError,
         ErrorCode::NotPaused,
+        ErrorCode::ScriptTimeout,
         ErrorCode::InternalError,
     ];
 
@@ -71,6 +74,7 @@ impl ErrorCode {
             ErrorCode::OptimizedOut => "OPTIMIZED_OUT",
             ErrorCode::EvalError => "EVAL_ERROR",
             ErrorCode::NotPaused => "NOT_PAUSED",
+            ErrorCode::ScriptTimeout => "SCRIPT_TIMEOUT",
             ErrorCode::InternalError => "INTERNAL_ERROR",
         }
     }

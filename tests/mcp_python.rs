@@ -107,3 +107,8 @@ fn mcp_frames() {
 fn mcp_staged_stops_and_launch_breakpoints() {
     pytest("test_staged.py");
 }
+
+#[test]
+fn mcp_script_watchdog_compact_answers() {
+    pytest("test_script.py");
+}

@@ -1,4 +1,11 @@
 -- MCP tool: debug_query — read the session's timeline: output, function calls, crashes.
+local shape_lib = require("shape")
+
+-- Answer size when maxBytes is not given: keeps a verbose query of a big program's
+-- state from flooding the client.
+local DEFAULT_MAX_BYTES = 512 * 1024
+-- Arguments that shape the answer (the Rust query does not take them).
+local SHAPING = { "fields", "argDepth", "maxBytes", "joinOutput", "verbose" }
 local EVENT_TYPES = { "function_enter", "function_exit", "stdout", "stderr", "crash",
   "variable_snapshot", "pause", "logpoint", "condition_error" }
 
@@ -44,6 +51,9 @@ local function summarize(e)
     s.durationNs = e.durationNs
     s.returnType = return_type(e)
   end
+  if e.eventType == "logpoint" or e.eventType == "condition_error" then
+    s.text = e.logpointMessage or e.text
+  end
   if e.eventType == "crash" then
     -- "SIGSEGV: invalid write at 0x0 in f (x.c:12)"; verbose adds backtrace and registers.
     s.text = e.text
@@ -81,7 +91,7 @@ end
 
 return {
   name = "debug_query",
-  description = [[Query the session's execution timeline in chronological order: process stdout/stderr (always captured), function_enter/function_exit of traced functions, crashes. Start with eventType 'stderr' or 'stdout'. Summary mode by default; verbose: true adds arguments, return values, thread and parent ids. Page with limit/offset, or poll new events with afterEventId = lastEventId.]],
+  description = [[Query the session's execution timeline in chronological order: process stdout/stderr (always captured), function_enter/function_exit of traced functions, logpoints, crashes. Start with eventType 'stderr' or 'stdout' (joinOutput: true joins consecutive lines into one text). Summary mode by default; verbose: true adds arguments, return values, thread and parent ids. Keep answers small with fields (e.g. ["function","arguments"]), argDepth (nesting of arguments/return values) and maxBytes (default 524288): a cut answer says how to get the rest. Page with limit/offset, or poll new events with afterEventId = lastEventId.]],
   inputSchema = {
     type = "object",
     required = { "sessionId" },
@@ -102,19 +112,65 @@ return {
       offset = { type = "integer", minimum = 0 },
       verbose = { type = "boolean" },
       afterEventId = { type = { "integer", "string" }, description = "Only events after this id (lastEventId of a previous query)" },
+      fields = { type = "array", items = { type = "string" }, minItems = 1,
+        description = "Return only these fields of each event, e.g. [\"id\", \"function\", \"arguments\"]" },
+      argDepth = { type = "integer", minimum = 0, maximum = 32,
+        description = "Nesting shown of arguments, returnValue, locals, watchValues; deeper levels become '{n fields}'" },
+      maxBytes = { type = "integer", minimum = 1024, maximum = 16777216,
+        description = "Answer size budget (default 524288); when cut, continueAfterEventId says where to go on" },
+      joinOutput = { type = "boolean", description = "Join consecutive stdout/stderr lines into one event (lines counts them)" },
     },
   },
   handler = function(args)
-    local r = strobe.session(args.sessionId):query(args)
-    local events = strobe.json.array()
+    local query = {}
+    for k, v in pairs(args) do
+      query[k] = v
+    end
+    for _, k in ipairs(SHAPING) do
+      query[k] = nil
+    end
+    local r = strobe.session(args.sessionId):query(query)
+    local events, eids = strobe.json.array(), {}
     for i, e in ipairs(r.events) do
+      eids[i] = e.eventId
+      if args.argDepth then
+        for _, k in ipairs({ "arguments", "returnValue", "locals", "watchValues" }) do
+          e[k] = shape_lib.cut(e[k], args.argDepth)
+        end
+      end
       events[i] = shape(e, args.verbose)
     end
-    local out = { events = events, totalCount = r.totalCount, hasMore = r.hasMore }
+    if args.joinOutput then
+      events, eids = shape_lib.join_output(events, eids)
+    end
+    if args.fields then
+      for i, e in ipairs(events) do
+        events[i] = shape_lib.pick(e, args.fields)
+      end
+    end
+    local out = { totalCount = r.totalCount, hasMore = r.hasMore }
     out.lastEventId = r.lastEventId
     out.pids = r.pids
     if r.eventsDropped then
       out.eventsDropped = true
+    end
+    -- Fit the events into what is left of the budget after the rest of the answer.
+    local budget = (args.maxBytes or DEFAULT_MAX_BYTES) - #strobe.json.encode(out) - 400
+    local kept, left = shape_lib.fit(events, budget)
+    out.events = kept
+    if left > 0 then
+      local last = eids[#kept]
+      out.hasMore = true
+      out.truncated = { returned = #kept, leftOut = left }
+      if last then
+        out.lastEventId = last
+        out.continueAfterEventId = last
+        out.note = string.format(
+          "maxBytes reached: %d of %d events returned. Call debug_query again with the same filters and afterEventId=%d for the rest, or narrow with fields/argDepth.",
+          #kept, #events, last)
+      else
+        out.note = "maxBytes is too small for even one event: raise maxBytes, or narrow with fields/argDepth."
+      end
     end
     return out
   end,

@@ -11,8 +11,8 @@ pub const HINTS_KEY: &str = "strobe.hints";
 /// Named registry value holding scenario step kinds by name.
 pub const STEPS_KEY: &str = "strobe.scenario_steps";
 
-/// Run every rule registered for `when`; a rule that fails is logged and skipped, so a
-/// broken hint never breaks the tool that asked.
+/// Run every rule registered for `when`; a rule that fails (or runs past its budget)
+/// is logged and skipped, so a broken hint never breaks the tool that asked.
 fn run_rules(lua: &Lua, when: &str, ctx: Value) -> mlua::Result<Vec<String>> {
     let rules: Option<Table> = lua.named_registry_value(HINTS_KEY)?;
     let mut out = Vec::new();
@@ -23,7 +23,8 @@ fn run_rules(lua: &Lua, when: &str, ctx: Value) -> mlua::Result<Vec<String>> {
             continue;
         }
         let rule: Function = def.get("rule")?;
-        match rule.call::<Option<String>>(ctx.clone()) {
+        let budget = super::watchdog::Budget::slice(super::watchdog::HINT_SLICE, "a hint rule");
+        match super::watchdog::with_budget(budget, || rule.call::<Option<String>>(ctx.clone())) {
             Ok(Some(text)) if !text.is_empty() => out.push(text),
             Ok(_) => {}
             Err(e) => {

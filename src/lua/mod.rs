@@ -9,14 +9,17 @@ mod debugger;
 mod events;
 mod fs;
 mod hints;
+mod investigate;
 mod json;
 mod loader;
 mod memory; // Session methods read/write/watch (added by session.rs)
+mod pool;
 mod pretty;
 mod process;
 mod regex;
 mod reload;
 mod runtime;
+mod sandbox;
 mod scripts;
 mod session;
 mod settings;
@@ -26,6 +29,7 @@ mod symbols;
 mod time;
 mod tools;
 mod util;
+mod watchdog;
 
 pub use loader::ScriptError;
 pub use runtime::{EvalOutput, LuaHost, RunOutcome, ToolInfo};
@@ -55,9 +59,11 @@ fn register_modules(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Re
     Ok(())
 }
 
-/// Build a Lua state with the `strobe` global installed.
+/// Build a Lua state with the `strobe` global installed, under the watchdog (budget
+/// hook, memory limit, no `os.exit`).
 pub fn new_state(engine: &Arc<Engine>) -> mlua::Result<Lua> {
     let lua = Lua::new();
+    watchdog::install(&lua, watchdog::STATE_MEMORY_LIMIT)?;
     let strobe = lua.create_table()?;
     register_modules(&lua, &strobe, engine)?;
     lua.globals().set("strobe", strobe)?;

@@ -1,22 +1,28 @@
-//! The Lua runtime lives on its own thread (a Lua state is not `Send`). Front ends
-//! talk to it through `LuaHost`; each request runs as its own task on the thread's
-//! local executor, so a tool waiting on a target never blocks other clients.
-//! Scripts are (re)loaded here: at start, when a watched file changes, and when a tool
-//! call names a new project root.
+//! The Lua runtime: a pool of worker threads (`pool.rs`), each with its own Lua state
+//! (a Lua state is not `Send`) and the scripts loaded. Front ends talk to it through
+//! `LuaHost`; each request runs as its own task on a worker's local executor, so a tool
+//! waiting on a target never blocks other clients, and one computing for long sends
+//! later requests to another worker. Every request runs under the watchdog's budget
+//! (`watchdog.rs`). REPL connections and debug_script calls get isolated states
+//! (`sandbox.rs`). Scripts are (re)loaded here: at start, when a watched file
+//! changes, and when a tool call names a new project root.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use mlua::{Function, Lua, MultiValue, Table, Value, Variadic};
+use mlua::{Function, Lua, MultiValue, Table, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::convert::{to_json, to_lua};
 use super::loader::{Loaded, ScriptError};
+use super::pool::{Pool, Tracked, WorkerLoad};
 use super::reload::ScriptWatcher;
+use super::sandbox::Sandbox;
 use super::scripts::ScriptSources;
+use super::watchdog::{with_budget, Budget, Budgeted, HINT_SLICE, REPL_SLICE, RUN_SLICE, TOOL_SLICE};
 pub use super::tools::ToolInfo;
 use crate::engine::{Engine, StageScope};
 use crate::error::{ErrorCode, Result, StrobeError};
@@ -25,10 +31,10 @@ enum Request {
     ListTools(oneshot::Sender<Vec<ToolInfo>>),
     CallTool { name: String, args: serde_json::Value, scope: StageScope, reply: oneshot::Sender<Result<serde_json::Value>> },
     RunFile { path: PathBuf, args: Vec<String>, reply: oneshot::Sender<Result<RunOutcome>> },
-    Eval { code: String, scope: StageScope, reply: oneshot::Sender<EvalOutput> },
-    Complete { line: String, reply: oneshot::Sender<(usize, Vec<String>)> },
+    Eval { scope: StageScope, code: String, reply: oneshot::Sender<EvalOutput> },
+    DropRepl(StageScope),
+    Complete { scope: StageScope, line: String, reply: oneshot::Sender<(usize, Vec<String>)> },
     ScriptErrors(oneshot::Sender<Vec<ScriptError>>),
-    Watch(oneshot::Sender<Result<()>>),
     Reload,
 }
 
@@ -47,80 +53,133 @@ pub struct RunOutcome {
     pub failed: usize,
 }
 
-/// A handle to the Lua thread; cheap to clone.
+/// What every worker shares: the engine, the script sources, the tool-change
+/// notifications, the watcher and the pool itself.
+pub(crate) struct Shared {
+    pub engine: Arc<Engine>,
+    pub sources: Mutex<ScriptSources>,
+    changes: broadcast::Sender<()>,
+    watcher: Mutex<Option<ScriptWatcher>>,
+    pool: Pool<mpsc::UnboundedSender<Request>>,
+    /// Which worker holds each REPL connection's state.
+    repl_homes: Mutex<HashMap<StageScope, usize>>,
+}
+
+/// A handle to the Lua workers; cheap to clone.
 #[derive(Clone)]
 pub struct LuaHost {
-    tx: mpsc::UnboundedSender<Request>,
-    changes: broadcast::Sender<()>,
+    shared: Arc<Shared>,
 }
 
+/// One worker's Lua state and what it loaded.
 struct State {
     lua: Lua,
-    engine: Arc<Engine>,
-    sources: RefCell<ScriptSources>,
+    shared: Arc<Shared>,
     loaded: RefCell<Loaded>,
-    watcher: RefCell<Option<ScriptWatcher>>,
-    changes: broadcast::Sender<()>,
-    tx: mpsc::UnboundedSender<Request>,
-    /// Text printed by REPL chunks, by the coroutine that runs them.
-    captures: Rc<RefCell<HashMap<usize, String>>>,
+    /// The first worker announces tool-list changes (the others load the same files).
+    primary: bool,
+    /// REPL connections' isolated states (by connection key).
+    repls: RefCell<HashMap<StageScope, Rc<Sandbox>>>,
 }
 
-impl LuaHost {
-    /// Start the Lua thread and load the scripts. Load errors are logged and reported
-    /// by tool calls; the runtime still starts with the scripts that loaded.
-    pub fn start(engine: Arc<Engine>, sources: ScriptSources) -> Result<LuaHost> {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Request>();
-        let (changes, _) = broadcast::channel(16);
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
-        let (own_tx, own_changes) = (tx.clone(), changes.clone());
-        std::thread::Builder::new()
-            .name("strobe-lua".into())
-            .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                    Ok(rt) => rt,
+/// Memory of an isolated state (a REPL connection's, a debug_script's).
+pub const SANDBOX_MEMORY_LIMIT: usize = 256 << 20;
+/// What a REPL chunk may print per evaluation.
+const REPL_OUTPUT_CAP: usize = 1 << 20;
+
+fn spawn_worker(shared: &Arc<Shared>) -> Result<(usize, mpsc::UnboundedSender<Request>, std::sync::mpsc::Receiver<Result<()>>)> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Request>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+    let load = Arc::new(WorkerLoad::default());
+    let index = shared.pool.add(tx.clone(), load.clone());
+    let shared_w = shared.clone();
+    std::thread::Builder::new()
+        .name(format!("strobe-lua-{index}"))
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(StrobeError::internal(format!("Lua runtime: {e}"))));
+                    return;
+                }
+            };
+            super::pool::set_current(load.clone());
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, async move {
+                let lua = match super::new_state(&shared_w.engine).and_then(|l| {
+                    super::investigate::register(&l, shared_w.clone()).map(|_| l)
+                }) {
+                    Ok(l) => l,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(StrobeError::internal(format!("Lua runtime: {e}"))));
+                        let _ = ready_tx.send(Err(StrobeError::internal(format!("Lua state: {e}"))));
                         return;
                     }
                 };
-                let local = tokio::task::LocalSet::new();
-                local.block_on(&rt, async move {
-                    let captures: Rc<RefCell<HashMap<usize, String>>> = Rc::default();
-                    let lua = match super::new_state(&engine).and_then(|l| capture_print(&l, captures.clone()).map(|_| l)) {
-                        Ok(l) => l,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(StrobeError::internal(format!("Lua state: {e}"))));
-                            return;
-                        }
-                    };
-                    let state = Rc::new(State {
-                        lua,
-                        engine,
-                        sources: RefCell::new(sources),
-                        loaded: RefCell::new(Loaded::default()),
-                        watcher: RefCell::new(None),
-                        changes: own_changes,
-                        tx: own_tx,
-                        captures,
-                    });
-                    reload(&state);
-                    let _ = ready_tx.send(Ok(()));
-                    while let Some(req) = rx.recv().await {
-                        let state = state.clone();
-                        tokio::task::spawn_local(async move { handle(&state, req).await });
-                    }
+                let state = Rc::new(State {
+                    lua,
+                    shared: shared_w,
+                    loaded: RefCell::new(Loaded::default()),
+                    primary: index == 0,
+                    repls: RefCell::default(),
                 });
-            })
-            .map_err(|e| StrobeError::internal(format!("cannot start the Lua thread: {e}")))?;
-        ready_rx.recv().map_err(|_| StrobeError::internal("the Lua thread died while starting"))??;
-        Ok(LuaHost { tx, changes })
+                reload(&state);
+                let _ = ready_tx.send(Ok(()));
+                while let Some(req) = rx.recv().await {
+                    let state = state.clone();
+                    tokio::task::spawn_local(Tracked::new(load.clone(), async move { handle(&state, req).await }));
+                }
+            });
+        })
+        .map_err(|e| StrobeError::internal(format!("cannot start a Lua thread: {e}")))?;
+    Ok((index, tx, ready_rx))
+}
+
+impl LuaHost {
+    /// Start the first Lua worker and load the scripts. Load errors are logged and
+    /// reported by tool calls; the runtime still starts with the scripts that loaded.
+    /// More workers start when requests find every worker busy.
+    pub fn start(engine: Arc<Engine>, sources: ScriptSources) -> Result<LuaHost> {
+        let (changes, _) = broadcast::channel(16);
+        let shared = Arc::new(Shared {
+            engine,
+            sources: Mutex::new(sources),
+            changes,
+            watcher: Mutex::new(None),
+            pool: Pool::new(),
+            repl_homes: Mutex::default(),
+        });
+        let (_, _, ready) = spawn_worker(&shared)?;
+        ready.recv().map_err(|_| StrobeError::internal("the Lua thread died while starting"))??;
+        Ok(LuaHost { shared })
+    }
+
+    /// Workers running now (for benchmarks and diagnostics).
+    pub fn workers(&self) -> usize {
+        self.shared.pool.len()
+    }
+
+    /// A worker free to take a request, starting one if all are busy.
+    fn route(&self) -> Result<(usize, mpsc::UnboundedSender<Request>)> {
+        if let Some(w) = self.shared.pool.pick() {
+            return Ok(w);
+        }
+        let (index, tx, _) = spawn_worker(&self.shared)?;
+        tracing::debug!("every Lua worker is busy: started worker {index}");
+        Ok((index, tx))
+    }
+
+    async fn ask_at<T>(&self, worker: Option<usize>, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> Result<T> {
+        let tx = match worker.and_then(|i| self.shared.pool.get(i)) {
+            Some(tx) => tx,
+            None => self.route()?.1,
+        };
+        let (reply, rx) = oneshot::channel();
+        tx.send(make(reply)).map_err(|_| StrobeError::internal("the Lua runtime has stopped"))?;
+        rx.await.map_err(|_| StrobeError::internal("the Lua runtime dropped the request (a script crashed it?)"))
     }
 
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> Result<T> {
-        let (tx, rx) = oneshot::channel();
-        self.tx.send(make(tx)).map_err(|_| StrobeError::internal("the Lua runtime has stopped"))?;
-        rx.await.map_err(|_| StrobeError::internal("the Lua runtime dropped the request (a script crashed it?)"))
+        self.ask_at(None, make).await
     }
 
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>> {
@@ -143,19 +202,47 @@ impl LuaHost {
         self.ask(|reply| Request::RunFile { path, args, reply }).await?
     }
 
-    /// Evaluate a chunk (the REPL): expressions are returned, statements run.
+    /// Evaluate a chunk (the in-process REPL): expressions are returned, statements run.
     pub async fn eval(&self, code: &str) -> Result<EvalOutput> {
         self.eval_as(StageScope::Local, code).await
     }
 
-    /// Evaluate a chunk for `scope` (`strobe repl --connect`: its connection).
+    /// The worker that holds the REPL state of `scope` (chosen on first use).
+    fn repl_home(&self, scope: StageScope) -> Result<usize> {
+        if let Some(i) = self.shared.repl_homes.lock().unwrap().get(&scope) {
+            return Ok(*i);
+        }
+        let (i, _) = self.route()?;
+        self.shared.repl_homes.lock().unwrap().insert(scope, i);
+        Ok(i)
+    }
+
+    /// Evaluate a chunk for `scope` (`strobe repl --connect`: its connection) in that
+    /// caller's own isolated state: globals persist between its chunks, and nothing it
+    /// redefines reaches other clients.
     pub async fn eval_as(&self, scope: StageScope, code: &str) -> Result<EvalOutput> {
-        self.ask(|reply| Request::Eval { code: code.to_string(), scope, reply }).await
+        let home = self.repl_home(scope)?;
+        self.ask_at(Some(home), |reply| Request::Eval { scope, code: code.to_string(), reply }).await
+    }
+
+    /// Forget the REPL state of `scope` (its client went away).
+    pub fn drop_repl(&self, scope: StageScope) {
+        if let Some(i) = self.shared.repl_homes.lock().unwrap().remove(&scope) {
+            if let Some(tx) = self.shared.pool.get(i) {
+                let _ = tx.send(Request::DropRepl(scope));
+            }
+        }
     }
 
     /// Completions for the end of `line`: where the replaced word starts, and candidates.
     pub async fn complete(&self, line: &str) -> Result<(usize, Vec<String>)> {
-        self.ask(|reply| Request::Complete { line: line.to_string(), reply }).await
+        self.complete_as(StageScope::Local, line).await
+    }
+
+    /// Completions in the REPL state of `scope` (its own globals included).
+    pub async fn complete_as(&self, scope: StageScope, line: &str) -> Result<(usize, Vec<String>)> {
+        let home = self.shared.repl_homes.lock().unwrap().get(&scope).copied();
+        self.ask_at(home, |reply| Request::Complete { scope, line: line.to_string(), reply }).await
     }
 
     /// Scripts that currently fail to load.
@@ -165,47 +252,67 @@ impl LuaHost {
 
     /// Watch the script directories and reload on change (the daemon and the REPL do).
     pub async fn watch_scripts(&self) -> Result<()> {
-        self.ask(Request::Watch).await?
+        let mut watcher = self.shared.watcher.lock().unwrap();
+        if watcher.is_some() {
+            return Ok(());
+        }
+        let shared = Arc::downgrade(&self.shared);
+        let mut w = ScriptWatcher::start(move || {
+            if let Some(s) = shared.upgrade() {
+                broadcast_reload(&s);
+            }
+        })
+        .map_err(|e| StrobeError::internal(format!("cannot watch the script directories: {e}")))?;
+        w.update(&self.shared.sources.lock().unwrap());
+        *watcher = Some(w);
+        Ok(())
     }
 
     /// Reload now (what a debounced file change does).
     pub fn request_reload(&self) {
-        let _ = self.tx.send(Request::Reload);
+        broadcast_reload(&self.shared);
     }
 
     /// Fires each time the tool list changes (for MCP `notifications/tools/list_changed`).
     pub fn subscribe_tool_changes(&self) -> broadcast::Receiver<()> {
-        self.changes.subscribe()
+        self.shared.changes.subscribe()
     }
 }
 
-/// Route `print` of REPL chunks into their output; everything else prints as usual.
-fn capture_print(lua: &Lua, captures: Rc<RefCell<HashMap<usize, String>>>) -> mlua::Result<()> {
-    let original: Function = lua.globals().get("print")?;
-    let print = lua.create_function(move |lua, parts: Variadic<Value>| {
-        let key = lua.current_thread().to_pointer() as usize;
-        if let Some(buf) = captures.borrow_mut().get_mut(&key) {
-            let text: Vec<String> = parts.iter().map(|v| v.to_string().unwrap_or_else(|_| format!("{v:?}"))).collect();
-            buf.push_str(&text.join("\t"));
-            buf.push('\n');
-            return Ok(());
-        }
-        original.call::<()>(parts)
-    })?;
-    lua.globals().set("print", print)
+fn broadcast_reload(shared: &Shared) {
+    for tx in shared.pool.all() {
+        let _ = tx.send(Request::Reload);
+    }
 }
 
 fn reload(state: &State) {
-    let outcome = state.loaded.borrow_mut().reload(&state.lua, &state.sources.borrow());
-    if let Some(w) = state.watcher.borrow_mut().as_mut() {
-        w.update(&state.sources.borrow());
+    let sources = state.shared.sources.lock().unwrap().clone();
+    let outcome = with_budget(Budget::slice(TOOL_SLICE, "loading scripts"), || {
+        state.loaded.borrow_mut().reload(&state.lua, &sources)
+    });
+    if !state.primary {
+        return;
+    }
+    if let Some(w) = state.shared.watcher.lock().unwrap().as_mut() {
+        w.update(&sources);
     }
     if outcome.reloaded {
         tracing::debug!("scripts loaded ({} tools, {} errors)", state.loaded.borrow().tools.len(), state.loaded.borrow().errors.len());
     }
     if outcome.tools_changed {
-        let _ = state.changes.send(());
+        let _ = state.shared.changes.send(());
     }
+}
+
+/// The REPL state of connection `repl` on this worker, made on first use.
+fn repl_state(state: &State, scope: StageScope) -> mlua::Result<Rc<Sandbox>> {
+    if let Some(s) = state.repls.borrow().get(&scope) {
+        return Ok(s.clone());
+    }
+    let sources = state.shared.sources.lock().unwrap().clone();
+    let sb = Rc::new(Sandbox::fresh(&state.shared.engine, &sources, SANDBOX_MEMORY_LIMIT, REPL_OUTPUT_CAP)?);
+    state.repls.borrow_mut().insert(scope, sb.clone());
+    Ok(sb)
 }
 
 async fn handle(state: &State, req: Request) {
@@ -214,37 +321,37 @@ async fn handle(state: &State, req: Request) {
             let _ = reply.send(state.loaded.borrow().tools.values().map(|t| t.info.clone()).collect());
         }
         Request::CallTool { name, args, scope, reply } => {
-            let _ = reply.send(super::caller::serving(scope, call_tool(state, &name, args)).await);
+            let call = Budgeted::new(Budget::slice(TOOL_SLICE, "the tool script"), call_tool(state, &name, args));
+            let _ = reply.send(super::caller::serving(scope, call).await);
         }
         Request::RunFile { path, args, reply } => {
-            let _ = reply.send(run_file(state, &path, &args).await);
+            let run = Budgeted::new(Budget::slice(RUN_SLICE, "the script"), run_file(state, &path, &args));
+            let _ = reply.send(run.await);
         }
-        Request::Eval { code, scope, reply } => {
-            let _ = reply.send(super::caller::serving(scope, eval(state, &code)).await);
+        Request::Eval { scope, code, reply } => {
+            let out = match repl_state(state, scope) {
+                Ok(sb) => {
+                    let _busy = super::pool::reserve_current();
+                    let run = Budgeted::new(Budget::slice(REPL_SLICE, "the REPL chunk"), eval(&sb, &code));
+                    super::caller::serving(scope, run).await
+                }
+                Err(e) => EvalOutput { error: Some(format!("cannot create the REPL state: {e}")), ..Default::default() },
+            };
+            let _ = reply.send(out);
         }
-        Request::Complete { line, reply } => {
-            let _ = reply.send(super::complete::complete(&state.lua, &state.engine, &line));
+        Request::DropRepl(scope) => {
+            state.repls.borrow_mut().remove(&scope);
+        }
+        Request::Complete { scope, line, reply } => {
+            let sb = state.repls.borrow().get(&scope).cloned();
+            let lua = sb.as_ref().map(|s| &s.lua).unwrap_or(&state.lua);
+            let found = with_budget(Budget::slice(HINT_SLICE, "completion"), || {
+                super::complete::complete(lua, &state.shared.engine, &line)
+            });
+            let _ = reply.send(found);
         }
         Request::ScriptErrors(reply) => {
             let _ = reply.send(state.loaded.borrow().errors.clone());
-        }
-        Request::Watch(reply) => {
-            let r = if state.watcher.borrow().is_some() {
-                Ok(())
-            } else {
-                let tx = state.tx.clone();
-                match ScriptWatcher::start(move || {
-                    let _ = tx.send(Request::Reload);
-                }) {
-                    Ok(mut w) => {
-                        w.update(&state.sources.borrow());
-                        *state.watcher.borrow_mut() = Some(w);
-                        Ok(())
-                    }
-                    Err(e) => Err(StrobeError::internal(format!("cannot watch the script directories: {e}"))),
-                }
-            };
-            let _ = reply.send(r);
         }
         Request::Reload => reload(state),
     }
@@ -254,7 +361,7 @@ async fn handle(state: &State, req: Request) {
 fn note_project_root(state: &State, root: &str) -> Option<String> {
     let path = std::fs::canonicalize(root).ok()?;
     let added = {
-        let mut s = state.sources.borrow_mut();
+        let mut s = state.shared.sources.lock().unwrap();
         let new = !s.project_roots.contains(&path);
         if new {
             s.project_roots.push(path.clone());
@@ -263,8 +370,9 @@ fn note_project_root(state: &State, root: &str) -> Option<String> {
     };
     if added {
         reload(state);
+        broadcast_reload(&state.shared);
     }
-    let untrusted = state.sources.borrow().untrusted_project_dirs().contains(&path);
+    let untrusted = state.shared.sources.lock().unwrap().untrusted_project_dirs().contains(&path);
     untrusted.then(|| {
         format!(
             "Project scripts in {0}/.strobe were not loaded: the directory is not trusted. If you trust its code, run `strobe trust {0}`; the daemon picks it up at once.",
@@ -317,7 +425,7 @@ async fn run_tool(state: &State, name: &str, args: &serde_json::Value) -> Result
         )));
     }
     if let Some(req) = tool.requires {
-        super::tools::check_requires(&state.engine, name, req, args)?;
+        super::tools::check_requires(&state.shared.engine, name, req, args)?;
     }
     let lua_args = to_lua(&state.lua, args).map_err(|e| StrobeError::internal(e.to_string()))?;
     let out: Value = tool.handler.call_async(lua_args).await.map_err(|e| {
@@ -364,20 +472,21 @@ async fn run_file(state: &State, path: &Path, args: &[String]) -> Result<RunOutc
     })
 }
 
-async fn eval(state: &State, code: &str) -> EvalOutput {
-    let lua = &state.lua;
+async fn eval(sb: &Sandbox, code: &str) -> EvalOutput {
+    let lua = &sb.lua;
     let func = match lua.load(format!("return {code}")).set_name("=repl").into_function() {
         Ok(f) => Ok(f),
         Err(_) => lua.load(code).set_name("=repl").into_function(),
     };
-    let thread = match func.and_then(|f| lua.create_thread(f)) {
-        Ok(t) => t,
+    let func = match func {
+        Ok(f) => f,
         Err(e) => return EvalOutput { error: Some(short_error(&e)), ..Default::default() },
     };
-    let key = thread.to_pointer() as usize;
-    state.captures.borrow_mut().insert(key, String::new());
-    let result = thread.into_async::<MultiValue>(()).await;
-    let output = state.captures.borrow_mut().remove(&key).unwrap_or_default();
+    let result = func.call_async::<MultiValue>(()).await;
+    let (mut output, dropped) = sb.output.borrow_mut().take();
+    if dropped > 0 {
+        output.push_str(&format!("[... {dropped} more bytes of output not shown]\n"));
+    }
     match result {
         Ok(values) => EvalOutput {
             output,

@@ -29,6 +29,7 @@ pub struct Connection {
     launching: Mutex<usize>,
 }
 
+
 /// Launches under way in the whole daemon; checking the limits and reserving a slot
 /// happen under this lock, so concurrent launches cannot all slip past the limit.
 static LAUNCHING: Mutex<usize> = Mutex::new(0);
@@ -108,6 +109,7 @@ impl Connection {
     async fn cleanup(&self) {
         // What it staged was for its own next launch, which will not come.
         self.engine.clear_staged(self.scope());
+        self.lua.drop_repl(self.scope());
         let ids: Vec<String> = self.launched.lock().unwrap().iter().cloned().collect();
         for id in ids {
             if self.engine.live_session_ids().contains(&id) {
@@ -168,7 +170,7 @@ impl Connection {
                 Ok(out) => response(&id, json!(out)),
                 Err(e) => error_response(&id, INVALID_PARAMS, e.to_string()),
             },
-            "strobe/complete" => match self.lua.complete(params.get("line").and_then(Value::as_str).unwrap_or("")).await {
+            "strobe/complete" => match self.lua.complete_as(self.scope(), params.get("line").and_then(Value::as_str).unwrap_or("")).await {
                 Ok((start, candidates)) => response(&id, json!({ "start": start, "candidates": candidates })),
                 Err(e) => error_response(&id, INVALID_PARAMS, e.to_string()),
             },
@@ -193,6 +195,11 @@ impl Connection {
                     if let Some(id) = result.get("sessionId").and_then(Value::as_str) {
                         self.launched.lock().unwrap().insert(id.to_string());
                     }
+                }
+                // Sessions a debug_script kept belong to this connection too.
+                if let Some(kept) = result.get("sessions").and_then(Value::as_array).filter(|_| name == "debug_script") {
+                    let mut mine = self.launched.lock().unwrap();
+                    mine.extend(kept.iter().filter_map(Value::as_str).map(String::from));
                 }
                 tool_result(&result)
             }

@@ -35,10 +35,11 @@ pub fn initialize_result(requested: Option<&str>) -> Value {
     })
 }
 
-/// A tool's answer as MCP content: the JSON result as text.
+/// A tool's answer as MCP content: the JSON result as compact text (no pretty
+/// printing: indentation was ~30 % of every answer).
 pub fn tool_result(result: &Value) -> Value {
     json!({
-        "content": [{ "type": "text", "text": serde_json::to_string_pretty(result).unwrap_or_default() }],
+        "content": [{ "type": "text", "text": serde_json::to_string(result).unwrap_or_default() }],
         "isError": false
     })
 }
@@ -47,7 +48,7 @@ pub fn tool_result(result: &Value) -> Value {
 pub fn tool_error(err: &StrobeError) -> Value {
     let body = json!({ "error": err.code.as_str(), "message": err.message });
     json!({
-        "content": [{ "type": "text", "text": serde_json::to_string_pretty(&body).unwrap_or_default() }],
+        "content": [{ "type": "text", "text": serde_json::to_string(&body).unwrap_or_default() }],
         "isError": true
     })
 }

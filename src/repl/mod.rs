@@ -46,7 +46,7 @@ pub fn is_incomplete(code: &str) -> bool {
     matches!(lua.load(code).into_function(), Err(mlua::Error::SyntaxError { incomplete_input: true, .. }))
 }
 
-/// Run the prompt until Ctrl-D (or `os.exit()`).
+/// Run the prompt until Ctrl-D.
 pub fn run(home: &Path, backend: Box<dyn Backend>, banner: &str) -> anyhow::Result<()> {
     let backend: Shared = Arc::new(Mutex::new(backend));
     let mut editor: Editor<ReplHelper, rustyline::history::DefaultHistory> = Editor::new()?;
