@@ -172,8 +172,8 @@ fn single_function<'a>(symbols: &'a SymbolIndex, project_root: &Path, pattern: &
 }
 
 /// Where `stopOnEntry` pauses: the program's own `main` (C, C++), else the user's Rust
-/// `<crate>::main` (the C `main` rustc generates runs the std runtime first), else a
-/// `main`-like function under the project root.
+/// `<crate>::main` (the C `main` rustc generates runs the std runtime first) or Go's
+/// `main.main`; the one under the project root first.
 pub(crate) fn entry_function(target: &PointTarget) -> Result<String> {
     let fns = &target.symbols.functions;
     let with_source = |f: &&crate::symbols::FunctionInfo| f.address != 0 && f.file.is_some();
@@ -182,7 +182,7 @@ pub(crate) fn entry_function(target: &PointTarget) -> Result<String> {
     let rust_main = fns
         .iter()
         .filter(with_source)
-        .filter(|f| f.name.ends_with("::main") && !std_lib(&f.name))
+        .filter(|f| (f.name.ends_with("::main") || f.name == "main.main") && !std_lib(&f.name))
         .min_by_key(|f| (!under_root(f), f.name.matches("::").count(), f.name.len()));
     let c_main = fns.iter().filter(with_source).find(|f| f.name == "main");
     // rustc's generated C `main` has no source of its own in the project: prefer the crate's.

@@ -116,6 +116,10 @@ async def test_staged_breakpoint_pauses_before_any_output(strobe_home, fixtures_
 
         await run_to_exit(c, sid)
         assert await stdout(c, sid) == ["quick start 84", "quick done"]
+        # A line in a leaf function is a hardware point, armed at main's entry: that
+        # internal stop is not the user's pause.
+        assert bp["hook"] == "hardware", bp
+        assert [e["function"] for e in await events(c, sid, "pause")] == ["compute"]
 
         # Staged breakpoints stay for the connection's later launches until cleared.
         again = await launch(c, fixtures_dir)
