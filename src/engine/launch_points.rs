@@ -146,28 +146,38 @@ impl Engine {
     /// thread are returned to be armed at the gate (`arm_at_gate`, after the resume), and
     /// the gate is set: the stopOnEntry breakpoint, or an internal one.
     pub(crate) async fn install_launch_stops(&self, session: &Session, all: LaunchStops) -> Result<InstalledStops> {
+        // The stopOnEntry breakpoint is the gate when there is one. Otherwise an internal
+        // gate goes in first, whenever a line point may need it: at `main`'s entry its
+        // probe must run before a user's breakpoint there, which would hold the thread
+        // away from it. It is taken out again if nothing waits for it.
+        let entry_stop = all.stops.iter().any(|s| s.origin == Origin::StopOnEntry);
+        let maybe_hardware = all.stops.iter().any(|s| s.prepared.request.file.is_some());
+        let mut internal_gate = None;
+        if let (false, true, Some(entry)) = (entry_stop, maybe_hardware, &all.gate) {
+            let id = format!("{GATE_PREFIX}{}", session.debug.lock().next_id + 1);
+            internal_gate = Some(self.install_one(session, entry, Some(&id)).await?.id);
+        }
         let mut points: Vec<Option<LaunchPoint>> = Vec::new();
         let mut later = Vec::new();
         for (i, stop) in all.stops.into_iter().enumerate() {
             match self.install_one(session, &stop.prepared, None).await {
                 Ok(point) => points.push(Some(LaunchPoint { point, origin: stop.origin, staged_id: stop.staged_id })),
-                Err(e) if all.gate.is_some() && needs_running_thread(&e) => {
+                Err(e) if (entry_stop || internal_gate.is_some()) && needs_running_thread(&e) => {
                     points.push(None);
                     later.push((i, stop));
                 }
                 Err(e) => return Err(StrobeError::new(e.code, format!("{}: {}", stop.label, e.message))),
             }
         }
-        let mut gate = None;
-        if let (false, Some(entry)) = (later.is_empty(), all.gate) {
-            gate = match points.iter().flatten().find(|p| p.origin == Origin::StopOnEntry) {
-                Some(p) => Some((p.point.id.clone(), false)),
-                None => {
-                    let id = format!("{GATE_PREFIX}{}", session.debug.lock().next_id + 1);
-                    Some((self.install_one(session, &entry, Some(&id)).await?.id, true))
-                }
-            };
-        }
+        let gate = match (later.is_empty(), internal_gate) {
+            (true, Some(id)) => {
+                self.unset_point(session, &id).await?; // suspended: no thread waits on it
+                None
+            }
+            (true, None) => None,
+            (false, Some(id)) => Some((id, true)),
+            (false, None) => points.iter().flatten().find(|p| p.origin == Origin::StopOnEntry).map(|p| (p.point.id.clone(), false)),
+        };
         Ok(InstalledStops { points, later, gate })
     }
 

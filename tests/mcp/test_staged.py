@@ -253,3 +253,19 @@ async def test_stop_on_entry_in_rust_is_the_crates_main(strobe_home, fixtures_di
         p = await first_pause(c, r)
         assert p["function"] == "debugee::main" and p["file"].endswith("debugee.rs"), p
         await c.call("debug_session", action="stop", sessionId=r["sessionId"])
+
+
+async def test_a_users_breakpoint_at_main_and_a_hardware_line_point(strobe_home, fixtures_dir):
+    """The hardware point waits for main's entry; the user's own breakpoint there must not
+    hold the thread away from that gate."""
+    line = line_of("QUICK_SUM")
+    async with mcp_client(strobe_home) as c:
+        r = await launch(c, fixtures_dir, breakpoints=[{"function": "main"}, {"file": "quick.c", "line": line}])
+        sid = r["sessionId"]
+        assert [b["function"] for b in r["breakpoints"]] == ["main", "compute"], r
+        p = await first_pause(c, r)
+        assert p["function"] == "main", p
+        n = await c.call("debug_continue", sessionId=sid, action="continue", timeoutMs=30000)
+        assert n["status"] == "paused" and n["function"] == "compute" and n["line"] == line, n
+        await run_to_exit(c, sid)
+        assert [e["function"] for e in await events(c, sid, "pause")] == ["main", "compute"]
