@@ -105,6 +105,40 @@ function Session:locals(args) end
 ---@return {name: string, type: string, location: string, previousValue: any, newValue: any}
 function Session:set_local(args) end
 
+
+-- Investigations (debug_script only: scripts/lib/investigate.lua wraps its sessions).
+
+---@class StrobeHit
+---@field n integer hit number in this run
+---@field thread integer
+---@field pid integer
+---@field breakpointId string
+---@field function string|nil
+---@field file string|nil
+---@field line integer|nil
+---@field locals table<string, any> name -> value (read on first use)
+---@field vars table[] the locals with types (as Session:locals)
+---@field args any[] the arguments
+---@field backtrace table[]
+local Hit = {}
+---@param expr string C/C++/Rust expression in the paused frame (session:eval)
+---@param frame? integer
+---@return any
+function Hit:eval(expr, frame) end
+--- End the current s:run here (the thread stays paused).
+function Hit:stop() end
+
+---@param spec string|StrobePointRequest "file.c:88", a function name, or a breakpoint table
+---@param fn? fun(hit: StrobeHit): string|nil return "stop" to end the run
+---@return table the breakpoint
+function Session:on_break(spec, fn) end
+---@param opts? {stop_when?: fun(hit: StrobeHit): boolean, count?: integer, timeoutMs?: integer}
+---@return {reason: "exit"|"stopped"|"until"|"count"|"timeout", hits: integer, exitCode?: integer, file?: string, line?: integer}
+function Session:run(opts) end
+--- The debug_script tool's primitive (tool scripts only): run `script` in a fresh state.
+---@param args {script: string, sessionId?: string, args?: any, timeoutMs?: integer, maxOutputBytes?: integer}
+---@return {result?: any, output: string, sessions: string[], stoppedSessions?: string[], elapsedMs: integer, error?: {code: string, message: string, line?: integer, traceback: string[]}}
+function strobe.script_run(args) end
 ---@param args StrobeLaunchArgs
 ---@return StrobeSession, StrobeLaunchInfo
 function strobe.launch(args) end

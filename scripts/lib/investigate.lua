@@ -140,9 +140,11 @@ function Session:run(opts)
   local deadline = strobe.now_ms() + (opts.timeoutMs or 30000)
   local out = { hits = 0 }
   local pending
+  -- A thread already paused at one of our breakpoints is the first hit; any other
+  -- pause (stopOnEntry, a step) is just continued from.
   local already = self._ud:paused()
-  if #already > 0 then
-    local p = already[1]
+  local p = already[1]
+  if p and self._handlers[p.breakpointId] ~= nil then
     pending = { status = "paused", threadId = p.threadId, pid = p.pid, breakpointId = p.breakpointId,
       file = p.file, line = p.line, ["function"] = p["function"] }
   end

@@ -270,3 +270,38 @@ return {{keep = s}}
         few = await c.call("debug_query", sessionId=sid, eventType="stdout", limit=2, fields=["id"])
         assert all(set(e) == {"id"} for e in few["events"]), few
         await c.call("debug_session", action="stop", sessionId=sid)
+
+
+def investigation_scripts(fixtures_dir):
+    """The three worked scripts of docs/lua-api.md ("Investigations"), pointed at the fixtures."""
+    doc = (REPO / "docs" / "lua-api.md").read_text()
+    section = doc[doc.index("## Investigations"):doc.index("## The REPL")]
+    blocks = section.split("```lua\n")[1:]
+    scripts = [b[: b.index("```")] for b in blocks]
+    fix = lambda s: (s.replace('"./c_debugee"', f'"{fixtures_dir / "c_debugee"}"')
+                      .replace('"./crash"', f'"{fixtures_dir / "crash"}"')
+                      .replace('projectRoot = "."', f'projectRoot = "{SRC}"'))
+    return [fix(s) for s in scripts]
+
+
+async def test_the_documented_investigations_work(strobe_home, fixtures_dir):
+    drift, crash, race = investigation_scripts(fixtures_dir)
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_script", script=drift, timeoutMs=90000)
+        res = r["result"]
+        assert res["reason"] == "stopped" and res["at"] == line_of("MIX_BODY"), r
+        assert [h["size"] for h in res["seen"]] == [64, 128, -256]
+        assert r["sessions"] == [res["keep"]]
+        st = await c.call("debug_session", action="status", sessionId=res["keep"])
+        assert st["status"] == "paused", st  # kept where the script stopped
+        await c.call("debug_session", action="stop", sessionId=res["keep"])
+
+        r = await c.call("debug_script", script=crash, timeoutMs=90000)
+        res = r["result"]
+        assert res["crash"].startswith("SIGSEGV") and "write_through" in res["crash"], r
+        assert [x["fn"] for x in res["lastCalls"]][-2:] == ["crash_in", "write_through"], res
+
+        r = await c.call("debug_script", script=race, timeoutMs=90000)
+        res = r["result"]
+        assert len(res["enterOrder"]) == 6 and len(set(res["enterOrder"])) == 2, r
+        assert isinstance(res["overlaps"], list)
