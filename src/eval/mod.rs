@@ -6,7 +6,8 @@
 //! - `render.rs` + `pretty/`: a typed value → JSON (depth-limited, containers pretty-printed).
 
 pub mod memory;
+mod pretty;
 pub mod render;
 
 pub use memory::{Memory, ProcessMemory};
-pub use render::{render, RenderOptions};
+pub use render::{render, render_at, RenderOptions};

@@ -37,5 +37,5 @@ pub use inlines::{expand_inlined, InlinedCall, SourceFrame};
 pub use lines::{LineTable, ResolvedLine};
 pub use locals::{FrameLocals, LocalVar, LocalsInfo};
 pub use pattern::Pattern;
-pub use types::{GlobalVar, Member, Param, Signature, Type, TypeId, TypeKind};
+pub use types::{GlobalVar, Member, Param, Signature, TemplateParam, Type, TypeId, TypeKind};
 pub use variables::DebugInfo;

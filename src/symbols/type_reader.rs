@@ -4,7 +4,7 @@
 
 use gimli::{AttributeValue, Reader as _, UnitOffset};
 
-use super::types::{unknown, Discr, Member, Type, TypeId, TypeKind, TypeStore, Variant};
+use super::types::{unknown, Discr, Member, TemplateParam, Type, TypeId, TypeKind, TypeStore, Variant};
 use super::variables::{die_offset, DebugInfo, AR};
 
 /// Deepest chain of typedef/pointer/member types followed in one resolution.
@@ -74,6 +74,7 @@ impl TypeReader<'_> {
                     return Some(Type { name: "void".into(), size: 0, kind: TypeKind::Void });
                 };
                 let mut under = (*self.store.get(t)).clone();
+                self.copy_templates(t, die);
                 if e.tag() == gimli::DW_TAG_typedef {
                     if let Some(n) = name {
                         // `typedef struct {...} Clock` reads better as Clock; so does `Mode`.
@@ -97,6 +98,7 @@ impl TypeReader<'_> {
                     (None, _) => format!("(anonymous {keyword})"),
                 };
                 let (members, template_t, variant_part) = self.members(unit, off, nesting)?;
+                self.template_params(unit, off, die, nesting);
                 let size = size.unwrap_or(0);
                 let kind = if ud.rust {
                     self.rust_kind(name.as_deref().unwrap_or(""), &members, template_t, variant_part)
@@ -172,6 +174,38 @@ impl TypeReader<'_> {
             _ => Type { name: name.unwrap_or_else(|| "?".into()), size: size.unwrap_or(0), kind: TypeKind::Unknown },
         };
         Some(ty)
+    }
+
+    /// Record the template parameters of the struct DIE `die` (at `off` in `unit`).
+    fn template_params(&mut self, unit: &gimli::Unit<AR>, off: UnitOffset, die: u64, nesting: u32) {
+        let Ok(mut tree) = unit.entries_tree(Some(off)) else { return };
+        let Ok(root) = tree.root() else { return };
+        let mut raw = Vec::new();
+        let mut children = root.children();
+        while let Ok(Some(node)) = children.next() {
+            let c = node.entry();
+            if c.tag() != gimli::DW_TAG_template_type_parameter && c.tag() != gimli::DW_TAG_template_value_parameter {
+                continue;
+            }
+            let name = self.info.attr_string(unit, c, gimli::DW_AT_name).unwrap_or_default();
+            let ty = c.attr_value(gimli::DW_AT_type).ok().flatten().and_then(|v| die_offset(unit, v));
+            let value = c.attr_value(gimli::DW_AT_const_value).ok().flatten().and_then(|v| v.sdata_value().or_else(|| v.udata_value().map(|u| u as i64)));
+            raw.push((name, ty, value));
+        }
+        if raw.is_empty() {
+            return;
+        }
+        let params: Vec<TemplateParam> = raw.into_iter().map(|(name, ty, value)| TemplateParam { name, ty: ty.map(|t| self.resolve_at(t, nesting + 1)), value }).collect();
+        if let Some(&id) = self.store.by_die.get(&die) {
+            self.store.templates.insert(id, params.into());
+        }
+    }
+
+    /// A typedef or cv-qualified type (DIE `die`) keeps the template parameters of `under`.
+    fn copy_templates(&mut self, under: TypeId, die: u64) {
+        if let (Some(t), Some(&id)) = (self.store.templates.get(&under).cloned(), self.store.by_die.get(&die)) {
+            self.store.templates.insert(id, t);
+        }
     }
 
     /// Members (with base classes), the `T` template parameter, and a Rust variant part.

@@ -14,6 +14,8 @@
 //!     looked through (an anonymous struct takes its typedef's name).
 //!   - `agent_types(&[TypeId]) -> serde_json::Value`: the type table the agent's
 //!     `serialize.ts` reads values with (every type reachable from the roots).
+//!   - `template_params(id) -> Arc<[TemplateParam]>`: a struct's template parameters
+//!     (`std::map`'s `_Key`, `_Tp`; a Rust `RawTable`'s `T`), empty for other types.
 //! - [`Type`] = name + size + [`TypeKind`]. Rust `&str`, `&[T]`, `Vec<T>`, `String` and
 //!   enums (`Option<T>`) get their own kinds, their field offsets read from DWARF.
 //!
@@ -128,11 +130,26 @@ pub struct GlobalVar {
     pub ty: Option<TypeId>,
 }
 
+/// One template parameter of a C++ class or Rust generic struct
+/// (`DW_TAG_template_type_param` / `DW_TAG_template_value_param`), in declaration order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateParam {
+    /// `_Tp`, `_Key`, `T`, `K` (may be empty).
+    pub name: String,
+    /// The type argument, or the value parameter's type.
+    pub ty: Option<TypeId>,
+    /// A value parameter's constant (`N` of `std::array<T, N>`).
+    pub value: Option<i64>,
+}
+
 /// Resolved types of one binary, addressed by id and by DIE offset.
 #[derive(Default)]
 pub(crate) struct TypeStore {
     pub(crate) types: Vec<Arc<Type>>,
     pub(crate) by_die: HashMap<u64, TypeId>,
+    /// Template parameters of struct types that have any (pretty printers need the element
+    /// types that the members alone do not name).
+    pub(crate) templates: HashMap<TypeId, Arc<[TemplateParam]>>,
 }
 
 impl TypeStore {

@@ -15,7 +15,7 @@ use gimli::{AttributeValue, EndianArcSlice, Reader as _, RunTimeEndian, UnitOffs
 use object::{Object, ObjectSection};
 
 use super::type_reader::TypeReader;
-use super::types::{agent_table, GlobalVar, Param, Signature, Type, TypeId, TypeStore};
+use super::types::{agent_table, GlobalVar, Param, Signature, TemplateParam, Type, TypeId, TypeStore};
 use super::SymbolIndex;
 use crate::error::{Result, StrobeError};
 
@@ -209,6 +209,12 @@ impl DebugInfo {
 
     pub fn ty(&self, id: TypeId) -> Arc<Type> {
         self.store.lock().unwrap_or_else(|e| e.into_inner()).get(id)
+    }
+
+    /// Template parameters of struct type `id`, in declaration order (empty if none).
+    pub fn template_params(&self, id: TypeId) -> Arc<[TemplateParam]> {
+        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        store.templates.get(&id).cloned().unwrap_or_else(|| Arc::from(Vec::new()))
     }
 
     /// The agent's type table for everything reachable from `roots`.

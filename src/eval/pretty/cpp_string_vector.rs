@@ -1,0 +1,110 @@
+//! libstdc++ sequences: `std::string` (→ JSON string), `std::vector<T>` and
+//! `std::vector<bool>` (→ array), `std::array<T, N>`, `std::span<T>`.
+
+use serde_json::Value;
+
+use crate::eval::render::{more, uint_at, Renderer};
+use crate::symbols::{TypeId, TypeKind};
+
+/// Element counts beyond this mean the object is not initialized (or not what we think).
+const MAX_COUNT: u64 = 1 << 32;
+
+/// `_M_dataplus._M_p` (a `char *`) and `_M_string_length`.
+pub(super) fn string(r: &mut Renderer, id: TypeId, bytes: &[u8]) -> Option<Value> {
+    let (p_off, p_ty) = r.field_path(id, &["_M_dataplus", "_M_p"])?;
+    let (l_off, _) = r.field(id, "_M_string_length")?;
+    let elem = pointee(r, p_ty)?;
+    if r.ty(elem).size != 1 {
+        return None; // wide strings: shown as the struct they are
+    }
+    let (p, len) = (uint_at(bytes, p_off, 8)?, uint_at(bytes, l_off, 8)?);
+    if len >= MAX_COUNT {
+        return None;
+    }
+    Some(r.text_at(p, len))
+}
+
+/// `_M_impl._M_start` / `_M_finish`: `T*` pointers bounding the elements.
+pub(super) fn vector(r: &mut Renderer, id: TypeId, bytes: &[u8], depth: u32) -> Option<Value> {
+    let (s_off, s_ty) = r.field_path(id, &["_M_impl", "_M_start"])?;
+    let (f_off, _) = r.field_path(id, &["_M_impl", "_M_finish"])?;
+    let elem = pointee(r, s_ty)?;
+    let size = r.ty(elem).size;
+    let (start, finish) = (uint_at(bytes, s_off, 8)?, uint_at(bytes, f_off, 8)?);
+    if size == 0 || finish < start || (finish - start) % size != 0 || (finish - start) / size >= MAX_COUNT {
+        return None;
+    }
+    Some(r.elements(elem, start, (finish - start) / size, depth))
+}
+
+/// `std::vector<bool>`: bits in words, from `_M_start` to `_M_finish` (each a
+/// `_Bit_iterator` of word pointer `_M_p` and bit `_M_offset`).
+pub(super) fn bit_vector(r: &mut Renderer, id: TypeId, bytes: &[u8]) -> Option<Value> {
+    let (s_off, s_ty) = r.field_path(id, &["_M_impl", "_M_start"])?;
+    let (f_off, _) = r.field_path(id, &["_M_impl", "_M_finish"])?;
+    let (p_off, p_ty) = r.field(s_ty, "_M_p")?;
+    let (o_off, _) = r.field(s_ty, "_M_offset")?;
+    let word = r.ty(pointee(r, p_ty)?).size;
+    if word == 0 || word > 8 {
+        return None;
+    }
+    let start = uint_at(bytes, s_off + p_off, 8)?;
+    let (end, end_bit) = (uint_at(bytes, f_off + p_off, 8)?, uint_at(bytes, f_off + o_off, 4)?);
+    let start_bit = uint_at(bytes, s_off + o_off, 4)?;
+    if end < start || (end - start) % word != 0 {
+        return None;
+    }
+    let count = ((end - start) / word * word * 8 + end_bit).checked_sub(start_bit)?;
+    if count >= MAX_COUNT {
+        return None;
+    }
+    let shown = count.min(r.opts.max_elements as u64);
+    let mut out = Vec::with_capacity(shown as usize);
+    for i in 0..shown {
+        let bit = start_bit + i;
+        let at = start + bit / 8;
+        match r.mem.read_vec(at, 1) {
+            Ok(b) => out.push(Value::Bool(b[0] >> (bit % 8) & 1 == 1)),
+            Err(_) => return Some(crate::eval::render::unreadable(at)),
+        }
+    }
+    more(&mut out, count, shown);
+    Some(Value::Array(out))
+}
+
+/// `std::array<T, N>`: its `_M_elems` array (an empty struct when N is 0).
+pub(super) fn array(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<u64>, depth: u32) -> Option<Value> {
+    let (off, ty) = r.field(id, "_M_elems")?;
+    let t = r.ty(ty);
+    match &t.kind {
+        TypeKind::Array { .. } => {
+            let sub = bytes.get(off as usize..(off + t.size) as usize)?;
+            Some(r.value(ty, sub, addr.map(|a| a + off), depth))
+        }
+        TypeKind::Struct { members, .. } if members.is_empty() => Some(Value::Array(Vec::new())),
+        _ => None,
+    }
+}
+
+/// `std::span<T>`: `_M_ptr` and the extent — `_M_extent._M_extent_value` when dynamic,
+/// else the `_Extent` template value.
+pub(super) fn span(r: &mut Renderer, id: TypeId, bytes: &[u8], depth: u32) -> Option<Value> {
+    let (p_off, p_ty) = r.field(id, "_M_ptr")?;
+    let elem = pointee(r, p_ty)?;
+    let count = match r.field_path(id, &["_M_extent", "_M_extent_value"]) {
+        Some((off, _)) => uint_at(bytes, off, 8)?,
+        None => r.info.template_params(id).iter().find(|p| p.name == "_Extent").and_then(|p| p.value)? as u64,
+    };
+    if count >= MAX_COUNT {
+        return None;
+    }
+    Some(r.elements(elem, uint_at(bytes, p_off, 8)?, count, depth))
+}
+
+/// What pointer type `ptr` points to (`None` for `void *` and non-pointers).
+pub(super) fn pointee(r: &Renderer, ptr: TypeId) -> Option<TypeId> {
+    match r.ty(ptr).kind {
+        TypeKind::Pointer { target } => target,
+        _ => None,
+    }
+}

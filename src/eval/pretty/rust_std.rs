@@ -1,0 +1,80 @@
+//! Rust `HashMap` / `HashSet` (→ entries / array, walking hashbrown's table), tuples
+//! (→ arrays) and `NonZero<T>` (→ the number). hashbrown's `RawTableInner` keeps
+//! `bucket_mask + 1` control bytes at `ctrl` (top bit clear = slot full) and the `T`
+//! elements just below them, slot i at `ctrl - (i + 1) * size_of::<T>()`.
+
+use serde_json::Value;
+
+use super::entries;
+use crate::eval::render::{uint_at, unreadable, Renderer};
+use crate::symbols::{Type, TypeId, TypeKind};
+
+/// Tables with more buckets than this are not walked (a corrupt mask).
+const MAX_BUCKETS: u64 = 1 << 24;
+
+pub(super) fn hash_map(r: &mut Renderer, id: TypeId, bytes: &[u8], is_map: bool, depth: u32) -> Option<Value> {
+    let path: &[&str] = if is_map { &["base", "table"] } else { &["base", "map", "table"] };
+    let (raw_off, raw_ty) = r.field_path(id, path)?;
+    let elem = r.info.template_params(raw_ty).iter().find(|p| p.name == "T").and_then(|p| p.ty)?;
+    let (inner_off, inner_ty) = r.field(raw_ty, "table")?;
+    let at = |name: &str| r.field(inner_ty, name).map(|(o, _)| raw_off + inner_off + o);
+    let (mask_at, ctrl_at, items_at) = (at("bucket_mask")?, at("ctrl")?, at("items")?);
+    let (k, v) = (r.field(elem, "__0")?, r.field(elem, "__1")?);
+    let size = r.ty(elem).size;
+    let (mask, ctrl, items) = (uint_at(bytes, mask_at, 8)?, uint_at(bytes, ctrl_at, 8)?, uint_at(bytes, items_at, 8)?);
+    if mask >= MAX_BUCKETS || items > mask + 1 || size == 0 {
+        return None;
+    }
+    let shown = items.min(r.opts.max_elements as u64);
+    let (mut pairs, mut keys) = (Vec::new(), Vec::new());
+    if shown > 0 {
+        let Ok(control) = r.mem.read_vec(ctrl, (mask + 1) as usize) else { return Some(unreadable(ctrl)) };
+        for (i, c) in control.iter().enumerate() {
+            if (pairs.len() + keys.len()) as u64 >= shown {
+                break;
+            }
+            if c & 0x80 != 0 {
+                continue;
+            }
+            let slot = ctrl - (i as u64 + 1) * size;
+            if is_map {
+                pairs.push((r.at(k.1, slot + k.0, depth), r.at(v.1, slot + v.0, depth)));
+            } else {
+                keys.push(r.at(k.1, slot + k.0, depth));
+            }
+        }
+    }
+    Some(if is_map { entries::map(pairs, items) } else { entries::set(keys, items) })
+}
+
+/// `(i32, &str)`: fields `__0`, `__1`, … as a JSON array.
+pub(super) fn tuple(r: &mut Renderer, t: &Type, bytes: &[u8], addr: Option<u64>, depth: u32) -> Option<Value> {
+    let TypeKind::Struct { members, is_union: false } = &t.kind else { return None };
+    if !members.iter().all(|m| crate::eval::render::is_tuple_field(&m.name)) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(members.len());
+    for m in members {
+        let size = r.ty(m.ty).size;
+        let sub = bytes.get(m.offset as usize..(m.offset + size) as usize)?;
+        out.push(r.value(m.ty, sub, addr.map(|a| a + m.offset), depth));
+    }
+    Some(Value::Array(out))
+}
+
+/// `NonZero<u32>` and its inner `ZeroablePrimitive` wrapper: the number they wrap.
+pub(super) fn newtype(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<u64>, depth: u32) -> Option<Value> {
+    let mut ty = id;
+    let mut off = 0;
+    for _ in 0..4 {
+        let TypeKind::Struct { members, .. } = &r.ty(ty).kind else { break };
+        let [m] = members.as_slice() else { return None };
+        if m.name != "__0" {
+            return None;
+        }
+        (off, ty) = (off + m.offset, m.ty);
+    }
+    let size = r.ty(ty).size;
+    let sub = bytes.get(off as usize..(off + size) as usize)?;
+    Some(r.value(ty, sub, addr.map(|a| a + off), depth))
+}
