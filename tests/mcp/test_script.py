@@ -305,3 +305,15 @@ async def test_the_documented_investigations_work(strobe_home, fixtures_dir):
         res = r["result"]
         assert len(res["enterOrder"]) == 6 and len(set(res["enterOrder"])) == 2, r
         assert isinstance(res["overlaps"], list)
+
+
+async def test_a_runaway_hint_rule_is_skipped(strobe_home, fixtures_dir):
+    hints = strobe_home / "scripts" / "hints"
+    hints.mkdir(parents=True)
+    (hints / "spin.lua").write_text(
+        'return { name = "spin", when = "launch", rule = function() while true do end end }\n')
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "c_debugee"), args=["calls"], projectRoot=str(SRC))
+        # The runaway rule was interrupted (1 s budget) and skipped; the others still speak.
+        assert "debug_query" in r["nextSteps"], r
+        await c.call("debug_session", action="stop", sessionId=r["sessionId"])
