@@ -19,10 +19,10 @@ use serde::Serialize;
 use super::debug_state::PointInfo;
 use super::point_resolve::{entry_function, prepare, PointRequest, PointTarget, Prepared};
 use super::{Engine, Session, StagedPoint};
+use crate::error::{Result, StrobeError};
 
 /// Internal gate breakpoints (their pause is not recorded as an event: debug_state.rs).
 pub const GATE_PREFIX: &str = "gate-";
-use crate::error::{Result, StrobeError};
 
 /// How long a launch with stops waits for the first pause (or the exit) to report it.
 pub const ENTRY_PAUSE_WAIT_MS: u64 = 2000;
@@ -111,23 +111,17 @@ impl Engine {
             stops.push(LaunchStop { prepared, origin: Origin::StopOnEntry, staged_id: None, label: "stopOnEntry".into() });
         }
         for s in staged {
+            let label = format!("staged breakpoint {} ({})", s.id, s.request.describe());
             let prepared = prepare(&target, &s.request).map_err(|e| {
-                StrobeError::new(
-                    e.code,
-                    format!(
-                        "staged breakpoint {} ({}): {} Fix or drop it (debug_breakpoint {{remove: ['{}']}} without sessionId), then launch again.",
-                        s.id,
-                        s.request.describe(),
-                        e.message,
-                        s.id
-                    ),
-                )
+                let fix = format!("Fix or drop it (debug_breakpoint {{remove: ['{}']}} without sessionId), then launch again.", s.id);
+                StrobeError::new(e.code, format!("{label}: {} {fix}", e.message))
             })?;
-            stops.push(LaunchStop { prepared, origin: Origin::Staged, staged_id: Some(s.id.clone()), label: format!("staged breakpoint {} ({})", s.id, s.request.describe()) });
+            stops.push(LaunchStop { prepared, origin: Origin::Staged, staged_id: Some(s.id.clone()), label });
         }
         for (i, req) in own.iter().enumerate() {
-            let prepared = prepare(&target, req).map_err(|e| StrobeError::new(e.code, format!("breakpoints[{i}] ({}): {}", req.describe(), e.message)))?;
-            stops.push(LaunchStop { prepared, origin: Origin::Launch, staged_id: None, label: format!("breakpoints[{i}] ({})", req.describe()) });
+            let label = format!("breakpoints[{i}] ({})", req.describe());
+            let prepared = prepare(&target, req).map_err(|e| StrobeError::new(e.code, format!("{label}: {}", e.message)))?;
+            stops.push(LaunchStop { prepared, origin: Origin::Launch, staged_id: None, label });
         }
         for (logpoint, max, what) in [(false, super::MAX_BREAKPOINTS, "breakpoints"), (true, super::MAX_LOGPOINTS, "logpoints")] {
             let n = stops.iter().filter(|s| s.prepared.request.message.is_some() == logpoint).count();
