@@ -107,3 +107,53 @@ impl Engine {
         self.staged.lock().unwrap().remove(&scope);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineConfig;
+
+    fn engine(home: &std::path::Path) -> std::sync::Arc<Engine> {
+        Engine::new(EngineConfig { home: home.to_path_buf(), cache_dir: home.join("cache") }).unwrap()
+    }
+
+    fn at(function: &str) -> PointRequest {
+        PointRequest { function: Some(function.into()), ..Default::default() }
+    }
+
+    #[tokio::test]
+    async fn each_caller_has_its_own_stage() {
+        let home = tempfile::tempdir().unwrap();
+        let e = engine(home.path());
+        let (a, b) = (StageScope::Connection(1), StageScope::Connection(2));
+        e.stage_patterns(a, &["parse_*".into()], &[], false).unwrap();
+        e.stage_points(a, &[at("main")], &[], false).unwrap();
+        assert_eq!(e.staged(b).patterns, Vec::<String>::new());
+        assert!(e.staged(b).breakpoints.is_empty() && e.staged(StageScope::Local).breakpoints.is_empty());
+        assert_eq!(e.staged(a).patterns, vec!["parse_*".to_string()]);
+        e.clear_staged(a);
+        assert!(e.staged(a).patterns.is_empty() && e.staged(a).breakpoints.is_empty());
+    }
+
+    #[tokio::test]
+    async fn staging_points_is_all_or_nothing() {
+        let home = tempfile::tempdir().unwrap();
+        let e = engine(home.path());
+        let s = StageScope::Local;
+        let ids = |v: Vec<StagedPoint>| v.into_iter().map(|p| p.id).collect::<Vec<_>>();
+        assert_eq!(ids(e.stage_points(s, &[at("a"), at("b")], &[], false).unwrap()), ["staged-1", "staged-2"]);
+        // An unknown id, or a malformed item, changes nothing.
+        let err = e.stage_points(s, &[at("c")], &["staged-9".into()], false).unwrap_err();
+        assert!(err.message.contains("staged-1, staged-2"), "{}", err.message);
+        let bad = PointRequest { file: Some("x.c".into()), ..Default::default() };
+        let err = e.stage_points(s, &[at("c"), bad], &["staged-1".into()], false).unwrap_err();
+        assert!(err.message.starts_with("add[1]"), "{}", err.message);
+        assert_eq!(ids(e.staged(s).breakpoints), ["staged-1", "staged-2"]);
+        // Ids are never reused; clear drops everything first.
+        assert_eq!(ids(e.stage_points(s, &[at("c")], &["staged-1".into()], false).unwrap()), ["staged-2", "staged-3"]);
+        assert_eq!(ids(e.stage_points(s, &[at("d")], &[], true).unwrap()), ["staged-4"]);
+        let many: Vec<PointRequest> = (0..=MAX_STAGED_POINTS).map(|i| at(&format!("f{i}"))).collect();
+        assert!(e.stage_points(s, &many, &[], true).is_err());
+        assert_eq!(ids(e.staged(s).breakpoints), ["staged-4"]);
+    }
+}
