@@ -6,7 +6,7 @@ local stops = require("stops")
 
 return {
   name = "debug_launch",
-  description = [[Spawn a process with Frida attached. Its stdout/stderr are ALWAYS captured (no tracing needed). Before the first instruction runs it installs what this connection staged (debug_trace / debug_breakpoint without sessionId) and the launch's own 'breakpoints'; 'stopOnEntry' pauses at main (a Rust program's <crate>::main). The response lists every stop with its id, static 'address' and 'runtimeAddress', and the first pause if it came within ~2 s (status 'paused', function, file:line, arguments, locals).
+  description = [[Spawn a process with Frida attached. Its stdout/stderr are ALWAYS captured (no tracing needed). Before the first instruction runs it installs what this connection staged (debug_trace / debug_breakpoint without sessionId) and the launch's own 'breakpoints'; 'stopOnEntry' pauses at main (a Rust program's <crate>::main). The response lists every stop with its id, static 'address' and 'runtimeAddress', and the first pause if it came within 1 s, 2 s with stopOnEntry (status 'paused', function, file:line, arguments, locals).
 Programs that finish in milliseconds: stop them first, e.g. {command: './app', projectRoot: '/src/app', stopOnEntry: true, breakpoints: [{file: 'parse.c', line: 42}]}, then debug_continue.
 Otherwise: launch with no patterns, read stderr/stdout with debug_query, then add targeted traces with debug_trace on the running session.]],
   inputSchema = {
