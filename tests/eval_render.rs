@@ -162,6 +162,16 @@ fn cpp_structs_bases_and_pointers() {
 }
 
 #[test]
+fn references_show_what_they_refer_to() {
+    let p = Stopped::launch("cpp_containers");
+    assert_eq!(p.render("g_ref"), json!({"@": p.addr("g_pointee"), "*": 99}));
+    assert_eq!(p.render("g_str_ref"), json!({"@": p.addr("g_short"), "*": "hi"}));
+    assert_eq!(p.render_with("g_ref", &opts(0, 100, 1024)), json!(p.addr("g_pointee")), "no depth left: the address");
+    let r = Stopped::launch("rust_values");
+    assert_eq!(r.render("values::ANSWER_REF"), json!({"@": r.addr("values::ANSWER"), "*": 42}));
+}
+
+#[test]
 fn cycles_and_the_depth_budget() {
     let p = Stopped::launch("cpp_containers");
     let (a, b) = (p.addr("g_node_a"), p.addr("g_node_b"));
@@ -278,4 +288,29 @@ fn rust_hash_map_and_set_entries() {
     let capped = p.render_with("values::MAP", &opts(2, 1, 1024));
     assert_eq!(capped.as_object().map(|o| o.len()), Some(2), "one entry and \"<2 more>\": {capped}");
     assert_eq!(capped["<2 more>"], json!("…"));
+}
+
+/// Uninitialized or corrupt memory (a local before its constructor ran) must render as
+/// something — never panic, never loop: every type of both fixtures over garbage bytes.
+#[test]
+fn garbage_bytes_never_panic() {
+    for (fixture, prefix) in [("cpp_containers", "g_"), ("rust_values", "values::")] {
+        let p = Stopped::launch(fixture);
+        let mem = ProcessMemory::new(p.pid());
+        let names: Vec<String> = p.info.global_names().filter(|n| n.starts_with(prefix)).map(String::from).collect();
+        for name in names {
+            let Some(ty) = p.info.global(&name).and_then(|g| g.ty) else { continue };
+            let size = p.info.ty(ty).size as usize;
+            for fill in [0x00u8, 0xff, 0x41, 0x10, 0x55] {
+                let mut bytes: Vec<u8> = (0..size).map(|i| fill.wrapping_add((i as u8).wrapping_mul(37))).collect();
+                if fill == 0x10 {
+                    bytes.iter_mut().for_each(|b| *b = 0x10);
+                }
+                for address in [None, Some(u64::MAX - 3)] {
+                    let v = render(&p.info, ty, &bytes, address, &mem, &RenderOptions::default());
+                    assert!(!v.to_string().is_empty(), "{name}");
+                }
+            }
+        }
+    }
 }

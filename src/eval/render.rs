@@ -4,7 +4,8 @@
 //!
 //! Depth is spent by objects (structs, unions, enum payloads): a struct met with no depth
 //! left prints as `"<struct Name>"`; arrays and containers do not spend it, and a pointer is
-//! followed (to its pointee's object) only while depth remains.
+//! followed (to its pointee's object) only while depth remains. A reference (C++ `int &`,
+//! Rust `&i32`) to a scalar shows it too: `{"@": "0x…", "*": 5}`.
 
 mod rust;
 pub(crate) use rust::is_tuple_field;
@@ -78,7 +79,7 @@ impl Renderer<'_> {
             TypeKind::Char { signed } => scalar().map_or(Value::Null, |b| scalar::character(b, *signed)),
             TypeKind::Enum { .. } => scalar().map_or(Value::Null, |b| scalar::enumerator(&t, scalar::le(b), b.len() as u32 * 8)),
             TypeKind::Pointer { target } => match scalar() {
-                Some(b) => self.pointer(*target, scalar::le(b) as u64, depth),
+                Some(b) => self.pointer(id, *target, scalar::le(b) as u64, depth),
                 None => Value::Null,
             },
             TypeKind::Struct { .. } => {
@@ -114,7 +115,7 @@ impl Renderer<'_> {
         }
     }
 
-    fn pointer(&mut self, target: Option<TypeId>, raw: u64, depth: u32) -> Value {
+    fn pointer(&mut self, id: TypeId, target: Option<TypeId>, raw: u64, depth: u32) -> Value {
         if raw == 0 {
             return scalar::hex(0);
         }
@@ -127,7 +128,8 @@ impl Renderer<'_> {
             to.kind,
             TypeKind::Struct { .. } | TypeKind::RustVec { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustEnum { .. }
         );
-        if !followable || depth == 0 || to.size == 0 {
+        let scalar_ref = !followable && depth > 0 && to.size > 0 && self.info.is_reference(id) && is_scalar(&to);
+        if !scalar_ref && (!followable || depth == 0 || to.size == 0) {
             return scalar::hex(raw);
         }
         if self.path.iter().any(|(a, n)| *a == raw && *n == to.name) {
@@ -160,7 +162,7 @@ impl Renderer<'_> {
                 break;
             }
             bytes.extend_from_slice(&chunk);
-            at += n as u64;
+            at = at.wrapping_add(n as u64);
         }
         if bytes.is_empty() && !ended {
             return unreadable(addr);
@@ -209,10 +211,10 @@ impl Renderer<'_> {
                 (Some((bo, bs)), Some(rest)) => scalar::bitfield(&mt, rest, bo, bs, self.opts.hex),
                 (None, Some(rest)) if rest.len() as u64 >= mt.size.min(MAX_READ) => {
                     let sub = &rest[..mt.size.min(rest.len() as u64) as usize];
-                    self.value(m.ty, sub, addr.map(|a| a + m.offset), depth - 1)
+                    self.value(m.ty, sub, addr.map(|a| a.wrapping_add(m.offset)), depth - 1)
                 }
                 _ => match addr {
-                    Some(a) => self.at(m.ty, a + m.offset, depth - 1),
+                    Some(a) => self.at(m.ty, a.wrapping_add(m.offset), depth - 1),
                     None => Value::String(format!("<{} out of the value's bytes>", m.name)),
                 },
             };
@@ -227,7 +229,7 @@ impl Renderer<'_> {
     /// An array of `count` elements held in `bytes` (or, past them, at `addr`).
     fn array_in(&mut self, element: TypeId, count: u64, bytes: &[u8], addr: Option<u64>, depth: u32) -> Value {
         let size = self.info.ty(element).size;
-        if (size * count) as usize > bytes.len() {
+        if size.saturating_mul(count) > bytes.len() as u64 {
             return match addr {
                 Some(a) => self.elements(element, a, count, depth),
                 None => Value::String("<array out of the value's bytes>".into()),
@@ -237,7 +239,7 @@ impl Renderer<'_> {
         let mut out: Vec<Value> = (0..shown)
             .map(|i| {
                 let off = (i * size) as usize;
-                self.value(element, &bytes[off..off + size as usize], addr.map(|a| a + i * size), depth)
+                self.value(element, &bytes[off..off + size as usize], addr.map(|a| a.wrapping_add(i * size)), depth)
             })
             .collect();
         more(&mut out, count, shown);
@@ -253,7 +255,7 @@ impl Renderer<'_> {
         }
         let mut out = Vec::with_capacity(shown as usize);
         for i in 0..shown {
-            out.push(self.at(element, addr + i * size, depth));
+            out.push(self.at(element, addr.wrapping_add(i * size), depth));
         }
         more(&mut out, count, shown);
         Value::Array(out)
@@ -287,6 +289,11 @@ impl Renderer<'_> {
     pub(crate) fn ty(&self, id: TypeId) -> std::sync::Arc<Type> {
         self.info.ty(id)
     }
+}
+
+/// Numbers, characters, booleans and enumerators: what a reference shows as `"*"`.
+fn is_scalar(t: &Type) -> bool {
+    matches!(t.kind, TypeKind::Int { .. } | TypeKind::Float | TypeKind::Bool | TypeKind::Char { .. } | TypeKind::Enum { .. } | TypeKind::Pointer { .. })
 }
 
 /// Append `"<N more>"` when only `shown` of `count` elements are in `out`.

@@ -63,6 +63,11 @@ impl TypeReader<'_> {
             }
             gimli::DW_TAG_pointer_type | gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type | gimli::DW_TAG_ptr_to_member_type => {
                 let to = sub(self, target);
+                if matches!(e.tag(), gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type) {
+                    if let Some(&id) = self.store.by_die.get(&die) {
+                        self.store.references.insert(id);
+                    }
+                }
                 let n = name.unwrap_or_else(|| match to {
                     Some(t) => format!("{} *", self.store.get(t).name),
                     None => "void *".into(),

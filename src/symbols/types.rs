@@ -16,6 +16,7 @@
 //!     `serialize.ts` reads values with (every type reachable from the roots).
 //!   - `template_params(id) -> Arc<[TemplateParam]>`: a struct's template parameters
 //!     (`std::map`'s `_Key`, `_Tp`; a Rust `RawTable`'s `T`), empty for other types.
+//!   - `is_reference(id)`: C++ `T &`/`T &&` and Rust `&T`/`&mut T` (pointer kinds).
 //! - [`Type`] = name + size + [`TypeKind`]. Rust `&str`, `&[T]`, `Vec<T>`, `String` and
 //!   enums (`Option<T>`) get their own kinds, their field offsets read from DWARF.
 //!
@@ -150,6 +151,8 @@ pub(crate) struct TypeStore {
     /// Template parameters of struct types that have any (pretty printers need the element
     /// types that the members alone do not name).
     pub(crate) templates: HashMap<TypeId, Arc<[TemplateParam]>>,
+    /// C++ `T &` / `T &&` (kind `Pointer`, like `T *`, but always valid to follow).
+    pub(crate) references: std::collections::HashSet<TypeId>,
 }
 
 impl TypeStore {

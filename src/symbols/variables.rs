@@ -217,6 +217,12 @@ impl DebugInfo {
         store.templates.get(&id).cloned().unwrap_or_else(|| Arc::from(Vec::new()))
     }
 
+    /// Whether pointer type `id` is a reference: C++ `T &` / `T &&`, Rust `&T` / `&mut T`.
+    pub fn is_reference(&self, id: TypeId) -> bool {
+        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        store.references.contains(&id) || store.get(id).name.starts_with('&')
+    }
+
     /// The agent's type table for everything reachable from `roots`.
     pub fn agent_types(&self, roots: &[TypeId]) -> serde_json::Value {
         agent_table(&self.store.lock().unwrap_or_else(|e| e.into_inner()), roots)

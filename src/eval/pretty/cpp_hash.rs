@@ -24,12 +24,12 @@ pub(super) fn table(r: &mut Renderer, id: TypeId, bytes: &[u8], is_map: bool, de
         if node == 0 {
             break;
         }
-        let at = node + link_size;
+        let at = node.wrapping_add(link_size);
         match pair {
-            Some(((k_off, k_ty), (v_off, v_ty))) => pairs.push((r.at(k_ty, at + k_off, depth), r.at(v_ty, at + v_off, depth))),
+            Some(((k_off, k_ty), (v_off, v_ty))) => pairs.push((r.at(k_ty, at.wrapping_add(k_off), depth), r.at(v_ty, at.wrapping_add(v_off), depth))),
             None => items.push(r.at(val, at, depth)),
         }
-        node = match r.mem.read_u64(node + n_off) {
+        node = match r.mem.read_u64(node.wrapping_add(n_off)) {
             Ok(n) => n,
             Err(_) => return Some(unreadable(node)),
         };

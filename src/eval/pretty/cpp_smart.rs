@@ -17,7 +17,7 @@ pub(super) fn optional(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<
     }
     let at = p_off + v_off;
     let sub = bytes.get(at as usize..(at + r.ty(v_ty).size) as usize)?;
-    Some(r.value(v_ty, sub, addr.map(|a| a + at), depth))
+    Some(r.value(v_ty, sub, addr.map(|a| a.wrapping_add(at)), depth))
 }
 
 /// The only pointer inside (`_M_t` … `_M_head_impl`), pointing at a `_Tp`.
@@ -39,7 +39,7 @@ pub(super) fn shared_ptr(r: &mut Renderer, id: TypeId, bytes: &[u8], depth: u32)
     let value = r.value(p_ty, bytes.get(p_off as usize..p_off as usize + 8)?, None, depth);
     let block = uint_at(bytes, pi_off, 8)?;
     let Value::Object(fields) = value else { return Some(value) };
-    let Ok(count) = r.mem.read_vec(block + u_off, 4) else { return Some(Value::Object(fields)) };
+    let Ok(count) = r.mem.read_vec(block.wrapping_add(u_off), 4) else { return Some(Value::Object(fields)) };
     let mut out = Map::new();
     let mut fields = fields.into_iter();
     if let Some((k, v)) = fields.next() {

@@ -54,7 +54,8 @@ pub(super) fn bit_vector(r: &mut Renderer, id: TypeId, bytes: &[u8]) -> Option<V
     if end < start || (end - start) % word != 0 {
         return None;
     }
-    let count = ((end - start) / word * word * 8 + end_bit).checked_sub(start_bit)?;
+    let bits = ((end - start) / word).checked_mul(word * 8)?.checked_add(end_bit)?;
+    let count = bits.checked_sub(start_bit)?;
     if count >= MAX_COUNT {
         return None;
     }
@@ -62,7 +63,7 @@ pub(super) fn bit_vector(r: &mut Renderer, id: TypeId, bytes: &[u8]) -> Option<V
     let mut out = Vec::with_capacity(shown as usize);
     for i in 0..shown {
         let bit = start_bit + i;
-        let at = start + bit / 8;
+        let at = start.wrapping_add(bit / 8);
         match r.mem.read_vec(at, 1) {
             Ok(b) => out.push(Value::Bool(b[0] >> (bit % 8) & 1 == 1)),
             Err(_) => return Some(crate::eval::render::unreadable(at)),
@@ -79,7 +80,7 @@ pub(super) fn array(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<u64
     match &t.kind {
         TypeKind::Array { .. } => {
             let sub = bytes.get(off as usize..(off + t.size) as usize)?;
-            Some(r.value(ty, sub, addr.map(|a| a + off), depth))
+            Some(r.value(ty, sub, addr.map(|a| a.wrapping_add(off)), depth))
         }
         TypeKind::Struct { members, .. } if members.is_empty() => Some(Value::Array(Vec::new())),
         _ => None,

@@ -33,9 +33,9 @@ pub(super) fn tree(r: &mut Renderer, id: TypeId, bytes: &[u8], is_map: bool, dep
         if node == 0 {
             return Some(unreadable(0));
         }
-        let at = node + node_base;
+        let at = node.wrapping_add(node_base);
         match pair {
-            Some(((k_off, k_ty), (v_off, v_ty))) => pairs.push((r.at(k_ty, at + k_off, depth), r.at(v_ty, at + v_off, depth))),
+            Some(((k_off, k_ty), (v_off, v_ty))) => pairs.push((r.at(k_ty, at.wrapping_add(k_off), depth), r.at(v_ty, at.wrapping_add(v_off), depth))),
             None => items.push(r.at(val, at, depth)),
         }
         if i + 1 < shown {
@@ -51,11 +51,12 @@ pub(super) fn tree(r: &mut Renderer, id: TypeId, bytes: &[u8], is_map: bool, dep
 /// The in-order successor of `node` (`_Rb_tree_increment`).
 fn successor(r: &Renderer, links: &Links, mut node: u64) -> Result<u64, u64> {
     let read = |at: u64| r.mem.read_u64(at).map_err(|_| at);
-    let right = read(node + links.right)?;
+    let link = |node: u64, off: u64| node.wrapping_add(off);
+    let right = read(link(node, links.right))?;
     if right != 0 {
         node = right;
         for _ in 0..MAX_HEIGHT {
-            let left = read(node + links.left)?;
+            let left = read(link(node, links.left))?;
             if left == 0 {
                 return Ok(node);
             }
@@ -63,13 +64,13 @@ fn successor(r: &Renderer, links: &Links, mut node: u64) -> Result<u64, u64> {
         }
         return Err(node);
     }
-    let mut parent = read(node + links.parent)?;
+    let mut parent = read(link(node, links.parent))?;
     for _ in 0..MAX_HEIGHT {
-        if node != read(parent + links.right)? {
+        if node != read(link(parent, links.right))? {
             return Ok(parent);
         }
         node = parent;
-        parent = read(node + links.parent)?;
+        parent = read(link(node, links.parent))?;
     }
     Err(node)
 }

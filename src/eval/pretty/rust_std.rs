@@ -10,7 +10,9 @@ use crate::eval::render::{uint_at, unreadable, Renderer};
 use crate::symbols::{Type, TypeId, TypeKind};
 
 /// Tables with more buckets than this are not walked (a corrupt mask).
-const MAX_BUCKETS: u64 = 1 << 24;
+const MAX_BUCKETS: u64 = 1 << 32;
+/// Control bytes read at once.
+const CTRL_CHUNK: u64 = 256;
 
 pub(super) fn hash_map(r: &mut Renderer, id: TypeId, bytes: &[u8], is_map: bool, depth: u32) -> Option<Value> {
     let path: &[&str] = if is_map { &["base", "table"] } else { &["base", "map", "table"] };
@@ -27,22 +29,26 @@ pub(super) fn hash_map(r: &mut Renderer, id: TypeId, bytes: &[u8], is_map: bool,
     }
     let shown = items.min(r.opts.max_elements as u64);
     let (mut pairs, mut keys) = (Vec::new(), Vec::new());
-    if shown > 0 {
-        let Ok(control) = r.mem.read_vec(ctrl, (mask + 1) as usize) else { return Some(unreadable(ctrl)) };
-        for (i, c) in control.iter().enumerate() {
+    // Control bytes are read a group at a time, only as far as the shown entries reach.
+    let mut i = 0u64;
+    while ((pairs.len() + keys.len()) as u64) < shown && i <= mask {
+        let n = CTRL_CHUNK.min(mask + 1 - i);
+        let Ok(control) = r.mem.read_vec(ctrl.wrapping_add(i), n as usize) else { return Some(unreadable(ctrl.wrapping_add(i))) };
+        for (j, c) in control.iter().enumerate() {
             if (pairs.len() + keys.len()) as u64 >= shown {
                 break;
             }
             if c & 0x80 != 0 {
                 continue;
             }
-            let slot = ctrl - (i as u64 + 1) * size;
+            let slot = ctrl.wrapping_sub((i + j as u64 + 1) * size);
             if is_map {
-                pairs.push((r.at(k.1, slot + k.0, depth), r.at(v.1, slot + v.0, depth)));
+                pairs.push((r.at(k.1, slot.wrapping_add(k.0), depth), r.at(v.1, slot.wrapping_add(v.0), depth)));
             } else {
-                keys.push(r.at(k.1, slot + k.0, depth));
+                keys.push(r.at(k.1, slot.wrapping_add(k.0), depth));
             }
         }
+        i += n;
     }
     Some(if is_map { entries::map(pairs, items) } else { entries::set(keys, items) })
 }
@@ -57,7 +63,7 @@ pub(super) fn tuple(r: &mut Renderer, t: &Type, bytes: &[u8], addr: Option<u64>,
     for m in members {
         let size = r.ty(m.ty).size;
         let sub = bytes.get(m.offset as usize..(m.offset + size) as usize)?;
-        out.push(r.value(m.ty, sub, addr.map(|a| a + m.offset), depth));
+        out.push(r.value(m.ty, sub, addr.map(|a| a.wrapping_add(m.offset)), depth));
     }
     Some(Value::Array(out))
 }
@@ -76,5 +82,5 @@ pub(super) fn newtype(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<u
     }
     let size = r.ty(ty).size;
     let sub = bytes.get(off as usize..(off + size) as usize)?;
-    Some(r.value(ty, sub, addr.map(|a| a + off), depth))
+    Some(r.value(ty, sub, addr.map(|a| a.wrapping_add(off)), depth))
 }

@@ -59,13 +59,13 @@ impl Renderer<'_> {
             return if option && v.name == "None" { Value::Null } else { Value::String(v.name.clone()) };
         }
         let base = &bytes[(v.offset as usize).min(bytes.len())..];
-        let at = addr.map(|a| a + v.offset);
+        let at = addr.map(|a| a.wrapping_add(v.offset));
         let tuple = members.iter().all(|m| is_tuple_field(&m.name));
         let payload = if tuple && members.len() == 1 {
             let m = &members[0];
             let size = self.ty(m.ty).size as usize;
             match base.get(m.offset as usize..m.offset as usize + size) {
-                Some(b) => self.value(m.ty, b, at.map(|a| a + m.offset), depth),
+                Some(b) => self.value(m.ty, b, at.map(|a| a.wrapping_add(m.offset)), depth),
                 None => Value::String("<variant out of the value's bytes>".into()),
             }
         } else {
