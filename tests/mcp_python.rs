@@ -64,6 +64,11 @@ fn mcp_bad_input() {
 }
 
 #[test]
+fn mcp_stops() {
+    pytest("test_stops.py");
+}
+
+#[test]
 fn mcp_lifecycle() {
     pytest("test_lifecycle.py");
 }

@@ -3,12 +3,21 @@
 // object form treats [rsp] as a return address, which corrupts the frame mid-function.
 //
 // Conditions and logpoint {expressions} are JavaScript over `args` (the function's
-// parameters, decoded with their DWARF types) and the frame's variables by name.
+// parameters, decoded with their DWARF types), the frame's variables by name, `threadId` and
+// `hit` (this hit's number, 1-based). Variables are read only when the expression uses them:
+// one that cannot be read (a double in an xmm register) fails only the expressions naming it.
+//
+// A line may compile to several blocks (a `while` header: the first jump and the test). One
+// execution of the line can pass through more than one of them; it counts, logs and stops
+// once: a hit at address j is the same execution as the thread's previous hit at address i
+// of the same point in the same frame when i's code, stopping at nothing but calls and
+// unconditional jumps within the line, leads to j (`continuations`).
 
 import { nowNs } from "./clock.js";
 import { currentSlide } from "./hooks.js";
 import { pause } from "./pause.js";
-import { attachProbe, Probe, ScanRange } from "./probes.js";
+import { attachProbe, Probe, ScanRange, slid } from "./probes.js";
+import { cancelStepHooks } from "./stepping.js";
 import { Frame, Value, VarRecipe, varsObject } from "./values.js";
 
 export interface PointSpec {
@@ -22,9 +31,11 @@ export interface PointSpec {
     scans?: (ScanRange | null)[];
     params?: VarRecipe[];
     vars?: VarRecipe[];
+    /** Static [start, end) ranges of the line's code, to tell one execution from the next. */
+    lineRanges?: [string, string][];
 }
 
-type Evaluator = (args: Value[], vars: Record<string, Value>) => unknown;
+type Evaluator = (args: Value[], vars: Record<string, unknown>) => unknown;
 
 interface Point {
     spec: PointSpec;
@@ -35,6 +46,43 @@ interface Point {
     probes: Probe[];
     conditionErrors: number;
     active: boolean;
+    /** Per address index: the indexes one execution of the line can reach next without a stop. */
+    continuations: Set<number>[];
+    /** "tid/sp" → the address index of the thread's last hit in that frame. */
+    lastHit: Map<string, number>;
+}
+
+const MAX_WALK = 200;
+
+/** Which addresses of the point an execution starting at each one reaches within the line. */
+function continuations(spec: PointSpec): Set<number>[] {
+    const ranges = (spec.lineRanges ?? []).map(([lo, hi]) => [slid(lo), slid(hi)]);
+    const inLine = (p: NativePointer): boolean => ranges.some(([lo, hi]) => p.compare(lo) >= 0 && p.compare(hi) < 0);
+    const index = new Map(spec.addresses.map((a, i) => [slid(a).toString(), i]));
+    return spec.addresses.map((a, i) => {
+        const out = new Set<number>();
+        if (ranges.length === 0) return out;
+        let p = slid(a);
+        try {
+            for (let n = 0; n < MAX_WALK && inLine(p); n++) {
+                const j = index.get(p.toString());
+                if (j !== undefined && j !== i) out.add(j);
+                const ins = Instruction.parse(p) as X86Instruction;
+                const m = ins.mnemonic;
+                if (m === "jmp") {
+                    const op = ins.operands[0];
+                    if (op === undefined || op.type !== "imm") break;
+                    p = ptr(op.value.toString());
+                    continue;
+                }
+                if (m.startsWith("j") || m.startsWith("loop") || m.startsWith("ret") || m === "ud2" || m === "hlt") break;
+                p = ins.next;
+            }
+        } catch (_) {
+            // undecodable: no continuation
+        }
+        return out;
+    });
 }
 
 const MAX_CONDITION_ERRORS = 20;
@@ -75,23 +123,43 @@ function show(v: unknown): string {
     }
 }
 
-function onHit(p: Point, cpu: CpuContext): void {
+/** Is this hit (address index `i`) part of the execution the thread's last hit started? */
+function sameExecution(p: Point, threadId: number, cpu: CpuContext, i: number): boolean {
+    if (p.spec.addresses.length < 2) return false;
+    const key = `${threadId}/${cpu.sp}`;
+    const last = p.lastHit.get(key);
+    if (p.lastHit.size > 10000) p.lastHit.clear(); // frames long gone
+    p.lastHit.set(key, i);
+    return last !== undefined && p.continuations[last]?.has(i) === true;
+}
+
+/** `args`, read element by element only when an expression uses one. */
+function lazyArgs(vars: Record<string, unknown>, params: VarRecipe[]): Value[] {
+    const args: Value[] = [];
+    params.forEach((r, i) => Object.defineProperty(args, i, { enumerable: true, get: () => vars[r.name] }));
+    return args;
+}
+
+function onHit(p: Point, cpu: CpuContext, index: number): void {
     if (!p.active) return;
     const threadId = Process.getCurrentThreadId();
+    if (sameExecution(p, threadId, cpu, index)) return;
     const frame: Frame = { cpu, pending: new Map() };
     const recipes = p.spec.vars ?? [];
-    const vars = varsObject(frame, recipes);
-    let args: Value[] | null = null;
-    const argsFor = (): Value[] => {
-        if (args === null) {
-            args = (p.spec.params ?? []).map((r) => vars[r.name]);
-        }
-        return args;
-    };
+    const vars: Record<string, unknown> = varsObject(frame, recipes);
+    // threadId and the hit's number, unless the frame has variables of those names.
+    if (!("threadId" in vars)) vars.threadId = threadId;
+    if (!("hit" in vars)) Object.defineProperty(vars, "hit", { enumerable: true, get: () => p.hits });
+    const args = lazyArgs(vars, p.spec.params ?? []);
     if (p.condition !== null) {
         let ok: unknown;
         try {
-            ok = p.condition(argsFor(), vars);
+            p.hits++; // `hit` in a condition is the number this hit would have
+            try {
+                ok = p.condition(args, vars);
+            } finally {
+                p.hits--;
+            }
         } catch (e) {
             if (p.conditionErrors++ < MAX_CONDITION_ERRORS) {
                 send({ type: "conditionError", breakpointId: p.spec.id, condition: p.spec.condition, error: errorText(e), threadId, ts: nowNs() });
@@ -105,16 +173,18 @@ function onHit(p: Point, cpu: CpuContext): void {
         const text = p.template.map((part) => {
             if (typeof part === "string") return part;
             try {
-                return show(part(argsFor(), vars));
+                return show(part(args, vars));
             } catch (e) {
                 return `<error: ${errorText(e)}>`;
             }
         });
-        send({ type: "logpoint", logpointId: p.spec.id, message: text.join(""), threadId, address: p.spec.addresses[0], ts: nowNs() });
+        send({ type: "logpoint", logpointId: p.spec.id, message: text.join(""), threadId, hits: p.hits, address: p.spec.addresses[0], ts: nowNs() });
         return;
     }
     const n = p.spec.hitCount ?? 0;
     if (n > 0 && p.hits !== n) return;
+    // A breakpoint reached during a step ends the step (as in gdb): its hooks go.
+    cancelStepHooks(threadId);
     pause(cpu, { breakpointId: p.spec.id, hits: p.hits, recipes, params: p.spec.params });
 }
 
@@ -130,7 +200,10 @@ export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; inst
         probes: [],
         conditionErrors: 0,
         active: true,
+        continuations: [],
+        lastHit: new Map(),
     };
+    p.continuations = continuations(spec);
     const slide = currentSlide() ?? ptr(0);
     const runtime: string[] = [];
     try {
@@ -138,7 +211,7 @@ export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; inst
             const addr = ptr(a).add(slide);
             const range = Process.findRangeByAddress(addr);
             if (range === null || range.protection.indexOf("x") < 0) throw new Error(`address ${a} is not executable code in this process`);
-            p.probes.push(attachProbe(addr, spec.scans?.[i] ?? null, null, (cpu) => onHit(p, cpu)));
+            p.probes.push(attachProbe(addr, spec.scans?.[i] ?? null, null, (cpu) => onHit(p, cpu, i)));
             runtime.push(addr.toString());
         }
     } catch (e) {

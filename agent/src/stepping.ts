@@ -15,6 +15,9 @@ export interface StepHookSpec {
 export interface StepRequest {
     threadId: number;
     oneShot: StepHookSpec[];
+    /** Only a frame whose sp is above this (hex) stops the step: step-out ignores the frame
+     *  it leaves and deeper ones (recursion through the caller's lines). */
+    aboveSp?: string;
 }
 
 interface StepGroup {
@@ -46,6 +49,7 @@ export function installStepHooks(req: StepRequest): { installed: string[]; hardw
     const group: StepGroup = { active: true, probes: [] };
     const result = { installed: [] as string[], hardware: [] as string[], skipped: [] as { address: string; why: string }[] };
     const seen = new Set<string>();
+    const aboveSp = req.aboveSp !== undefined ? ptr(req.aboveSp) : null;
     for (const spec of req.oneShot) {
         const addr = slid(spec.address, spec.noSlide);
         if (seen.has(addr.toString())) continue;
@@ -53,6 +57,7 @@ export function installStepHooks(req: StepRequest): { installed: string[]; hardw
         try {
             const probe = attachProbe(addr, spec.scan, req.threadId, (cpu) => {
                 if (!group.active) return;
+                if (aboveSp !== null && cpu.sp.compare(aboveSp) <= 0) return;
                 group.active = false;
                 // Detach from the JS loop (it runs while this thread waits), not from inside the hook.
                 setTimeout(() => dispose(req.threadId, group), 0);

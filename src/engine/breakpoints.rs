@@ -69,6 +69,7 @@ impl Engine {
             waiting.extend(self.unset_point(&session, rid).await?);
         }
         self.resume_waiting(waiting).await?;
+        self.refresh_hits(&session).await;
         let (breakpoints, logpoints) = session.debug.points();
         Ok(PointsResult { breakpoints, logpoints })
     }
@@ -148,11 +149,12 @@ impl Engine {
             condition: p.request.condition.clone(),
             hit_count: p.request.hit_count.filter(|&n| n > 0),
             message: p.request.message.clone(),
+            hits: 0,
             hook: if hardware.is_some() { "hardware" } else { "inline" }.into(),
             hook_reason: hardware,
             agent_spec: spec,
         };
-        // Known before any fork can pause on it (a pause on an unknown point counts as removed).
+        // Known before any fork can pause on it.
         session.debug.lock().points.insert(id.clone(), info.clone());
         // Forks run the same code: the point is theirs too (children.rs).
         for pid in super::children::live_forks(session) {
@@ -183,6 +185,7 @@ impl Engine {
         }
         let mut st = session.debug.lock();
         st.points.remove(rid);
+        st.removed.insert(rid.to_string());
         waiting.extend(st.paused.values().filter(|p| p.breakpoint_id.as_deref() == Some(rid)).map(|p| (p.thread_id, p.pid)));
         waiting.sort_unstable();
         waiting.dedup_by_key(|(tid, _)| *tid);

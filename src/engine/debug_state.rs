@@ -38,6 +38,9 @@ pub struct PointInfo {
     pub hit_count: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Executions of the line (or calls) counted so far: those whose condition held, summed
+    /// over the session's processes (`refresh_hits`).
+    pub hits: u64,
     /// "inline" (a patched jump) or "hardware" (a debug register, when patching is unsafe).
     pub hook: String,
     /// Why an inline hook could not be used, for hardware hooks.
@@ -105,6 +108,10 @@ pub struct PausedThread {
 pub(crate) struct DebugInner {
     pub next_id: u32,
     pub points: BTreeMap<String, PointInfo>,
+    /// Points removed: a pause on one of them that arrives late was resumed by the removal.
+    /// (A pause on a point not known yet is real: a thread can hit a point before the
+    /// agent's reply that installed it reaches us.)
+    pub removed: std::collections::BTreeSet<String>,
     pub paused: BTreeMap<u64, PausedThread>,
     /// Incremented on every pause: `debug_continue` waits for it to move.
     pub pause_seq: u64,
@@ -187,7 +194,7 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
             e.arguments = msg.get("arguments").map(Value::to_string);
             e.locals = msg.get("locals").filter(|v| !v.is_null()).map(Value::to_string);
             e.registers = Some(json!(registers.iter().map(|(k, v)| (k.clone(), hex(*v))).collect::<BTreeMap<_, _>>()).to_string());
-            let removed = bp.as_ref().is_some_and(|id| !s.debug.lock().points.contains_key(id));
+            let removed = bp.as_ref().is_some_and(|id| s.debug.lock().removed.contains(id));
             // A pause on a breakpoint removed meanwhile was already resumed by the removal.
             if let Some(tid) = tid.filter(|_| !removed) {
                 let mut st = s.debug.lock();
@@ -242,4 +249,28 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
         return;
     }
     engine.store.insert(vec![e]);
+}
+
+impl Engine {
+    /// Bring every point's `hits` up to date from the agents (root and followed forks).
+    pub(crate) async fn refresh_hits(&self, s: &Session) {
+        let Ok(frida) = self.debugger_frida() else { return };
+        let mut totals: BTreeMap<String, u64> = BTreeMap::new();
+        let mut pids = vec![s.pid];
+        pids.extend(super::children::live_forks(s));
+        for pid in pids {
+            let Ok(reply) = frida.host().rpc(pid, "debuggerStatus", json!([])).await else { continue };
+            for p in reply.get("points").and_then(Value::as_array).into_iter().flatten() {
+                if let (Some(id), Some(hits)) = (p.get("id").and_then(Value::as_str), p.get("hits").and_then(Value::as_u64)) {
+                    *totals.entry(id.to_string()).or_default() += hits;
+                }
+            }
+        }
+        let mut st = s.debug.lock();
+        for (id, hits) in totals {
+            if let Some(p) = st.points.get_mut(&id) {
+                p.hits = p.hits.max(hits);
+            }
+        }
+    }
 }

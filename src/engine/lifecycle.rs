@@ -202,8 +202,8 @@ pub(super) fn on_detached(engine: &Arc<Engine>, pid: u32, reason: &str) {
         engine.by_pid.lock().unwrap().remove(&pid);
         return;
     }
-    if !s.is_running() {
-        return;
+    if !s.is_running() || ours {
+        return; // `stop` ends the session itself (as "stopped")
     }
     let reason_text = match &end {
         Some(e) => e.describe(),

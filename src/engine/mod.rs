@@ -225,13 +225,16 @@ impl Engine {
                 if s.is_running() {
                     let runtime = self.frida.lock().unwrap().get().cloned();
                     if let Some(rt) = runtime {
-                        // Drain the agent's buffers first so no event in flight is lost.
+                        // Drain the agent's buffers first so no event in flight is lost, then
+                        // kill before detaching: unloading the agent would release threads
+                        // paused at breakpoints, and the program would run on while it dies.
                         s.state.lock().unwrap().life.detaching = true;
-                        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), rt.host().detach(s.pid)).await;
+                        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), rt.host().rpc(s.pid, "dispose", serde_json::json!([]))).await;
                         // The whole family goes: forked and exec'd children too, followed or
                         // not (read before the root dies: its orphans move to init).
                         let mut children = descendants::descendants(s.pid);
                         let _ = rt.host().kill(s.pid).await;
+                        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), rt.host().detach(s.pid)).await;
                         for child in s.state.lock().unwrap().life.live_children() {
                             if !children.contains(&child) {
                                 children.push(child);

@@ -112,6 +112,7 @@ pub(crate) fn validate(req: &PointRequest) -> Result<()> {
 pub(crate) fn prepare(target: &PointTarget, req: &PointRequest) -> Result<Prepared> {
     validate(req)?;
     let lines = LineTable::cached(&target.binary)?;
+    let mut line_ranges: Vec<(u64, u64)> = Vec::new();
     let (function, file, line, addresses, scans) = match &req.function {
         Some(pattern) => {
             let f = single_function(&target.symbols, &target.project_root, pattern)?;
@@ -131,6 +132,16 @@ pub(crate) fn prepare(target: &PointTarget, req: &PointRequest) -> Result<Prepar
                 .iter()
                 .map(|&a| function_at(&target.symbols, a).filter(|f| f.address != a).map(|f| (f.address, f.address + f.size)))
                 .collect();
+            if resolved.addresses.len() > 1 {
+                // The line's code: one execution of it passes through several of its
+                // addresses at most once (agent/src/breakpoints.ts `continuations`).
+                let mut funcs: Vec<(u64, u64)> =
+                    resolved.addresses.iter().filter_map(|&a| function_at(&target.symbols, a)).map(|f| (f.address, f.address + f.size)).collect();
+                funcs.dedup();
+                for (lo, hi) in funcs {
+                    line_ranges.extend(lines.line_ranges(lo, hi, resolved.line));
+                }
+            }
             (f.map(|f| f.name.clone()), Some(resolved.file), Some(resolved.line), resolved.addresses, scans)
         }
     };
@@ -143,6 +154,7 @@ pub(crate) fn prepare(target: &PointTarget, req: &PointRequest) -> Result<Prepar
         "message": req.message,
         "scans": scans.iter().map(|s| s.map(|(lo, hi)| json!({ "start": hex(lo), "end": hex(hi) }))).collect::<Vec<_>>(),
         "params": params,
+        "lineRanges": line_ranges.iter().map(|(lo, hi)| [hex(*lo), hex(*hi)]).collect::<Vec<_>>(),
         "vars": vars.iter().map(recipe).collect::<Vec<_>>(),
     });
     Ok(Prepared { request: req.clone(), function, file, line, addresses, spec })

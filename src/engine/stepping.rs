@@ -6,7 +6,9 @@
 //!   way control flows, the next line reached is among them), plus the return address;
 //! - step-into: the same, plus the entry of every function with debug info that the current
 //!   line calls directly (decoded by the agent);
-//! - step-out: the return address (read at CFA - 8, the CFA rule coming from `.eh_frame`).
+//! - step-out: the caller's next line: every statement start of the caller on another line
+//!   than the call's, taken only in a frame above the paused one (the return address, read
+//!   at CFA - 8 with the CFA rule from `.eh_frame`, names the caller and the call's line).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -109,7 +111,14 @@ impl Engine {
             let t = &targets[0];
             let (hooks, w) = self.step_hooks(&session, t, action).await?;
             warnings.extend(w);
-            let reply = frida.host().rpc(t.pid, "installStepHooks", json!([{ "threadId": t.thread_id, "oneShot": hooks }])).await?;
+            let mut req = json!({ "threadId": t.thread_id, "oneShot": hooks });
+            if action == StepAction::StepOut {
+                // Only the caller's frame ends the step, not this frame or a deeper one.
+                if let Some(sp) = t.registers.get("rsp") {
+                    req["aboveSp"] = json!(hex(*sp));
+                }
+            }
+            let reply = frida.host().rpc(t.pid, "installStepHooks", json!([req])).await?;
             let installed = reply.get("installed").and_then(Value::as_array).map_or(0, Vec::len);
             for s in reply.get("skipped").and_then(Value::as_array).into_iter().flatten() {
                 tracing::debug!("step hook skipped: {s}");
@@ -230,6 +239,9 @@ impl Engine {
                     .await?;
                 let ra = reply.get(0).and_then(|r| parse_hex(r.get("value")));
                 match ra.map(|ra| ra.wrapping_sub(t.slide)).filter(|ra| function_at(&symbols, *ra).is_some()) {
+                    Some(ra) if action == StepAction::StepOut => {
+                        hooks.extend(caller_next_lines(&symbols, &lines, ra).into_iter().map(|(a, f)| json!({ "address": hex(a), "scan": scan(f.0, f.1) })));
+                    }
                     Some(ra) => {
                         let f = function_at(&symbols, ra).map(|f| (f.address, f.address + f.size)).unwrap_or((ra, ra + 1));
                         hooks.insert(0, json!({ "address": hex(ra), "scan": scan(f.0, f.1) }));
@@ -244,4 +256,24 @@ impl Engine {
         }
         Ok((hooks, warnings))
     }
+}
+
+/// Where step-out stops: the caller's next line after the call returning to `ra` (every
+/// statement start of the caller on another line than the call's: the rest of the call's
+/// line runs first, whichever way it branches), or `ra` itself when the caller has no other
+/// line. Each with its function's range.
+fn caller_next_lines(symbols: &crate::symbols::SymbolIndex, lines: &LineTable, ra: u64) -> Vec<(u64, (u64, u64))> {
+    let Some(f) = function_at(symbols, ra) else { return Vec::new() };
+    let range = (f.address, f.address + f.size);
+    let call_line = lines.address_to_line(ra.wrapping_sub(1)).map(|(_, l)| l);
+    let mut out: Vec<(u64, (u64, u64))> = match call_line {
+        Some(_) => lines.statement_starts(range.0, range.1, call_line).into_iter().map(|a| (a, range)).collect(),
+        None => Vec::new(),
+    };
+    if out.is_empty() {
+        out.push((ra, range));
+    }
+    // Hardware slots are few: the lines right after the call first.
+    out.sort_by_key(|(a, _)| (*a < ra, *a));
+    out
 }

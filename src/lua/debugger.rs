@@ -86,19 +86,26 @@ pub fn add_methods<M: UserDataMethods<LuaSession>>(methods: &mut M) {
     });
 
     // session:debug_state() -> {breakpoints, logpoints, pausedThreads}
-    methods.add_method("debug_state", |lua, this, ()| {
-        let t = lua.create_table()?;
-        let (bp, lp, paused) = match this.engine.session(&this.id) {
-            Ok(s) => {
-                let (bp, lp) = s.debug.points();
-                (bp, lp, s.debug.paused_threads())
-            }
-            Err(_) => Default::default(),
-        };
-        t.set("breakpoints", to_lua(lua, &bp)?)?;
-        t.set("logpoints", to_lua(lua, &lp)?)?;
-        t.set("pausedThreads", to_lua(lua, &paused)?)?;
-        Ok(t)
+    methods.add_async_method("debug_state", |lua, this: UserDataRef<LuaSession>, ()| {
+        let engine = this.engine.clone();
+        let id = this.id.clone();
+        async move {
+            let t = lua.create_table()?;
+            let (bp, lp, paused) = match engine.session(&id) {
+                Ok(s) => {
+                    if s.is_running() {
+                        engine.refresh_hits(&s).await; // hits of points that did not stop
+                    }
+                    let (bp, lp) = s.debug.points();
+                    (bp, lp, s.debug.paused_threads())
+                }
+                Err(_) => Default::default(),
+            };
+            t.set("breakpoints", to_lua(&lua, &bp)?)?;
+            t.set("logpoints", to_lua(&lua, &lp)?)?;
+            t.set("pausedThreads", to_lua(&lua, &paused)?)?;
+            Ok(t)
+        }
     });
 
     // session:locals{threadId=} -> {threadId, function, file, line, locals = {{name, type, value|error, location}}}
