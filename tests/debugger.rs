@@ -242,7 +242,8 @@ assert(output(s):find("compute=20", 1, true), output(s))
 #[test]
 fn step_out_returns_to_the_caller() {
     let body = line_of(C, "SQUARE_BODY");
-    let call = line_of(C, "COMPUTE_CALL");
+    // The caller's next line: the rest of the call's line (storing the result) runs first.
+    let call = line_of(C, "COMPUTE_AFTER");
     scenario(
         "step_out",
         &format!(

@@ -8,6 +8,11 @@
 // and ours is unmapped when the program disables or replaces it. The program's own buffer
 // goes unused; it never learns the difference unless it asks sigaltstack what is installed.
 //
+// A thread without an alternate stack cannot report a stack overflow at all: the kernel
+// finds no room for the signal frame and kills the process (SIGSEGV, no crash event). So
+// the main thread, where unbounded recursion usually happens, gets one of ours when `main`
+// starts (the agent is loaded before: processes are spawned suspended).
+//
 // Native (a CModule listener, no JS): sigaltstack runs at every thread start and exit, in
 // forked children too, where the stale agent copy must not enter JS (forksafe.ts).
 
@@ -60,6 +65,23 @@ void on_enter (GumInvocationContext * ic)
   gum_invocation_context_replace_nth_argument (ic, 0, &call->replacement);
 }
 
+/* At main's entry: an alternate stack of ours unless the thread has one. */
+void on_main (GumInvocationContext * ic)
+{
+  StackT current, ss;
+
+  if (sigaltstack_original (NULL, &current) != 0 || (current.flags & SS_DISABLE) == 0)
+    return;
+  guint8 * mem = mmap (NULL, MAPPING, 3 /* rw */, 0x22 /* private anon */, -1, 0);
+  if (mem == (guint8 *) -1)
+    return;
+  ss.sp = mem + page_size;
+  ss.flags = 0;
+  ss.size = OUR_SIZE;
+  if (sigaltstack_original (&ss, NULL) != 0)
+    munmap (mem, MAPPING);
+}
+
 void on_leave (GumInvocationContext * ic)
 {
   Call * call = GUM_IC_GET_INVOCATION_DATA (ic, Call);
@@ -94,5 +116,13 @@ export function enlargeSignalStacks(): string | null {
     const cm = new CModule(ALTSTACK_C, { mmap, munmap, sigaltstack_original: sigaltstack, page_size: pageSize, min_bytes: minBytes });
     parts.push(cm, pageSize, minBytes);
     Interceptor.attach(sigaltstack, { onEnter: cm.on_enter, onLeave: cm.on_leave });
+    const main = Process.mainModule.findSymbolByName("main");
+    if (main !== null) {
+        try {
+            Interceptor.attach(main, { onEnter: cm.on_main });
+        } catch (_) {
+            // main not hookable: overflows on the main thread stay unreported
+        }
+    }
     return null;
 }

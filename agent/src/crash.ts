@@ -73,6 +73,10 @@ function report(details: ExceptionDetails, flushAll: () => void): void {
     const tid = Process.getCurrentThreadId();
     const ts = nowNs();
     flushAll(); // buffered events go out before the crash, and later ones at once
+    const overflow = isStackOverflow(details);
+    // Frida's unwinders never come back from an overflowed stack (measured: the process
+    // dies in them); the frame-pointer chain is walked instead, its ends kept.
+    const walk = overflow ? framePointerWalk(details.context) : null;
     const message = {
         type: "crash",
         tid,
@@ -85,11 +89,62 @@ function report(details: ExceptionDetails, flushAll: () => void): void {
             ? { operation: details.memory.operation, address: details.memory.address.toString() }
             : null,
         registers: registers(details.context),
-        frames: backtrace(details.context).map((p) => (guessed.has(p.toString()) ? { ...rawFrame(p), guessed: true } : rawFrame(p))),
+        frames: (walk !== null ? walk.frames : backtrace(details.context)).map((p) => (guessed.has(p.toString()) ? { ...rawFrame(p), guessed: true } : rawFrame(p))),
+        stackOverflow: overflow,
+        /** Frames left out of a deep (overflowed) stack: after the first KEEP_INNER frames. */
+        omittedFrames: walk?.omitted ?? 0,
+        stackDepth: walk?.depth ?? null,
         stackDump: stackDump(details.context),
     };
     send(message);
     recv("crash-ack", () => {}).wait();
+}
+
+/** A write or read fault this close to sp, on no mapping or the stack's guard, is the stack overflowing. */
+const OVERFLOW_SLACK = 64 * 1024;
+const KEEP_INNER = 48;
+const KEEP_OUTER = 16;
+
+function isStackOverflow(d: ExceptionDetails): boolean {
+    if (d.type === "stack-overflow" || d.type === "guard-page") return true;
+    if (d.type !== "access-violation" || !d.memory) return false;
+    const distance = d.memory.address.sub(d.context.sp).toInt32();
+    if (Math.abs(distance) > OVERFLOW_SLACK) return false;
+    const r = Process.findRangeByAddress(d.memory.address);
+    return r === null || r.protection.indexOf("r") < 0;
+}
+
+/** The return addresses of the frame-pointer chain: the first KEEP_INNER (pc first), the
+ *  last KEEP_OUTER, and how many lie between. Stays inside the stack's mapping. */
+function framePointerWalk(context: CpuContext): { frames: NativePointer[]; omitted: number; depth: number } {
+    const inner: NativePointer[] = [context.pc];
+    const outer: NativePointer[] = [];
+    let depth = 1;
+    try {
+        // sp itself may lie below the mapped stack (that is the overflow): take the frame's.
+        const fpReg = (context as X64CpuContext).rbp;
+        const range = fpReg !== undefined ? Process.findRangeByAddress(fpReg) : null;
+        if (range !== null && fpReg !== undefined) {
+            const top = range.base.add(range.size);
+            let fp = fpReg;
+            while (fp.compare(context.sp) >= 0 && fp.add(16).compare(top) <= 0) {
+                const ret = fp.add(8).readPointer();
+                const next = fp.readPointer();
+                if (!isCode(ret)) break; // the chain's end (libc's start code keeps no frame pointer)
+                depth++;
+                if (inner.length < KEEP_INNER) inner.push(ret);
+                else {
+                    outer.push(ret);
+                    if (outer.length > KEEP_OUTER) outer.shift();
+                }
+                if (next.compare(fp) <= 0) break;
+                fp = next;
+            }
+        }
+    } catch (_) {
+        // what was walked so far
+    }
+    return { frames: [...inner, ...outer], omitted: depth - inner.length - outer.length, depth };
 }
 
 const BELOW_FP = 512;

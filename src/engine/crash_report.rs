@@ -20,8 +20,11 @@ pub(super) fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> 
     let fault = memory.and_then(|mm| mm.get("address")).or_else(|| m.get("address")).and_then(Value::as_str);
     e.fault_address = fault.map(str::to_string);
     e.registers = m.get("registers").map(|r| super::registers::render(r).to_string());
-    let frames = super::backtrace::symbolize(engine, m.get("frames").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]));
-    let frames: Vec<Value> = frames.iter().map(|f| json!(f)).collect();
+    let raw = m.get("frames").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+    let omitted = m.get("omittedFrames").and_then(Value::as_u64).unwrap_or(0);
+    let overflow = m.get("stackOverflow").and_then(Value::as_bool).unwrap_or(false);
+    let frames: Vec<Value> = super::backtrace::symbolize(engine, raw).iter().map(|f| json!(f)).collect();
+    let frames = if overflow { summarise_deep(engine, raw, frames, omitted) } else { frames };
     // The crash site: the innermost frame with a DWARF function (frame 0 may be in libc).
     let site = frames.iter().position(|f| f.get("file").is_some());
     if let Some(top) = site.map(|i| &frames[i]) {
@@ -31,6 +34,10 @@ pub(super) fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> 
     }
     let access = memory.and_then(|mm| mm.get("operation")).and_then(Value::as_str);
     let mut text = match (access, fault) {
+        _ if overflow => match m.get("stackDepth").and_then(Value::as_u64) {
+            Some(depth) => format!("{signal}: stack overflow ({depth} frames deep)"),
+            None => format!("{signal}: stack overflow"),
+        },
         (Some(op), Some(addr)) => format!("{signal}: invalid {op} at {addr}"),
         _ => signal.clone(),
     };
@@ -55,3 +62,30 @@ pub(super) fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> 
     e.locals = super::crash_locals::crash_locals(engine, m);
     e
 }
+
+/// A deep stack's backtrace (`frames`, symbolized from `raw`), summarised: the frames the
+/// agent kept at both ends with a `{omittedFrames: n}` marker between them, and runs of the
+/// same frame (recursion) folded into one with `repeated: count`.
+fn summarise_deep(engine: &Engine, raw: &[Value], frames: Vec<Value>, omitted: u64) -> Vec<Value> {
+    let mut frames = frames;
+    if omitted > 0 {
+        let split = raw.len().saturating_sub(KEPT_OUTER).max(1);
+        let at = super::backtrace::symbolize(engine, &raw[..split]).len().min(frames.len());
+        frames.insert(at, json!({ "omittedFrames": omitted }));
+    }
+    let mut out: Vec<Value> = Vec::new();
+    for f in frames {
+        let same = |a: &Value| ["function", "file", "line"].iter().all(|k| a.get(*k) == f.get(*k)) && a.get("function").is_some();
+        match out.last_mut() {
+            Some(last) if same(last) => {
+                let n = last.get("repeated").and_then(Value::as_u64).unwrap_or(1);
+                last["repeated"] = json!(n + 1);
+            }
+            _ => out.push(f),
+        }
+    }
+    out
+}
+
+/// The outermost frames the agent keeps of an overflowed stack (crash.ts KEEP_OUTER).
+const KEPT_OUTER: usize = 16;

@@ -34,6 +34,15 @@ impl ProcessEnd {
         }
     }
 
+    /// How a session's end reads everywhere (debug_continue, debug_session status and list):
+    /// `(exitCode, signal)`, at most one of them set, from the `sessions.exit_code` column.
+    pub(crate) fn from_db_code(code: Option<i64>) -> (Option<i64>, Option<String>) {
+        match code {
+            Some(c) if c < 0 => (None, Some(signal_name(-c as i32))),
+            c => (c, None),
+        }
+    }
+
     /// The `sessions.exit_code` column: the code, or minus the signal number.
     pub(super) fn db_code(&self) -> Option<i64> {
         match self {
@@ -388,6 +397,8 @@ mod tests {
         assert_eq!(ProcessEnd::Code(3).describe(), "code: 3");
         assert_eq!(ProcessEnd::Signal("SIGSEGV".into()).describe(), "signal: SIGSEGV");
         assert_eq!(ProcessEnd::Signal("SIGSEGV".into()).db_code(), Some(-11));
+        assert_eq!(ProcessEnd::from_db_code(Some(-11)), (None, Some("SIGSEGV".to_string())));
+        assert_eq!(ProcessEnd::from_db_code(Some(3)), (Some(3), None));
         assert_eq!(signal_name(9), "SIGKILL");
         assert_eq!(signal_name(64), "signal 64");
         assert_ne!(call_key(1, 5), call_key(2, 5));

@@ -31,6 +31,11 @@ pub use launch::{LaunchRequest, LaunchResult};
 pub use launch_points::{LaunchPoint, Origin};
 pub use staging::{StageScope, Staged, StagedPoint};
 pub use lifecycle::ChildProcess;
+
+/// `(exitCode, signal)` of a `sessions.exit_code` column value (minus the signal when killed).
+pub fn exit_fields(code: Option<i64>) -> (Option<i64>, Option<String>) {
+    lifecycle::ProcessEnd::from_db_code(code)
+}
 pub use session::{Session, SessionStatus, StatusReport};
 pub use breakpoints::{PointRequest, PointsResult, MAX_BREAKPOINTS, MAX_LOGPOINTS};
 pub use debug_state::{FrameInfo, PausedThread, PointInfo};

@@ -90,13 +90,13 @@ impl StatusReport {
             pid: row.pid,
             binary_path: row.binary_path.clone(),
             // A negative exit_code column is minus the killing signal (lifecycle.rs).
-            exit_code: row.exit_code.filter(|c| *c >= 0),
+            exit_code: super::lifecycle::ProcessEnd::from_db_code(row.exit_code).0,
             exit_reason: match row.exit_code {
                 Some(c) if c < 0 => Some(format!("signal: {}", super::lifecycle::signal_name(-c as i32))),
                 Some(c) => Some(format!("code: {c}")),
                 None => None,
             },
-            signal: row.exit_code.filter(|c| *c < 0).map(|c| super::lifecycle::signal_name(-c as i32)),
+            signal: super::lifecycle::ProcessEnd::from_db_code(row.exit_code).1,
             children: Vec::new(),
             event_count,
             hooked_functions: 0,

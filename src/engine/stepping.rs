@@ -65,8 +65,15 @@ pub struct ContinueResult {
     pub line: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
+    /// How the process ended ("exited"): its exit code, or the signal that killed it (the
+    /// same fields as `debug_session status`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// Says how it ended when neither is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_reason: Option<String>,
     /// Threads still paused after this call.
     pub paused_threads: usize,
     pub warnings: Vec<String>,
@@ -85,6 +92,8 @@ impl ContinueResult {
             line: p.line,
             function: p.function,
             exit_code: None,
+            signal: None,
+            exit_reason: None,
             paused_threads,
             warnings,
         }
@@ -185,7 +194,13 @@ impl Engine {
 
     fn exited_result(&self, session: &Session) -> ContinueResult {
         let st = session.state.lock().unwrap();
-        ContinueResult { status: "exited".into(), exit_code: st.exit_code, ..Default::default() }
+        let (exit_code, signal) = match &st.life.root_end {
+            Some(super::lifecycle::ProcessEnd::Code(c)) => (Some(*c), None),
+            Some(super::lifecycle::ProcessEnd::Signal(s)) => (None, Some(s.clone())),
+            None => (st.exit_code, None),
+        };
+        let exit_reason = (exit_code.is_none() && signal.is_none()).then(|| st.exit_reason.clone()).flatten();
+        ContinueResult { status: "exited".into(), exit_code, signal, exit_reason, ..Default::default() }
     }
 
     /// The one-shot hook addresses for a step of thread `t`.

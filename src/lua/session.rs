@@ -200,10 +200,12 @@ pub fn register(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Result
             let list: Vec<serde_json::Value> = rows
                 .iter()
                 .map(|r| {
+                    // The same representation as status and debug_continue: exitCode or signal.
+                    let (exit_code, signal) = crate::engine::exit_fields(r.exit_code);
                     serde_json::json!({
                         "sessionId": r.id, "binaryPath": r.binary_path, "pid": r.pid,
                         "startedAt": r.started_at, "endedAt": r.ended_at, "status": r.status,
-                        "exitCode": r.exit_code,
+                        "exitCode": exit_code, "signal": signal,
                     })
                 })
                 .collect();

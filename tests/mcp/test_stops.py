@@ -184,3 +184,45 @@ async def test_conditions_and_logpoints_with_double_parameters(strobe_home, fixt
         for n, m in enumerate(messages):
             # Before the fix every placeholder showed the double parameters' error.
             assert m.startswith(f"i={n} x=") and m.endswith(f" t={tid} hit={n + 1}"), messages
+
+
+# --- item 5: one representation of how a process ended -----------------------------------------
+
+async def test_a_signal_death_reads_the_same_everywhere(strobe_home, fixtures_dir):
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "crash"), args=["abort"],
+                         projectRoot=str(REPO / "tests" / "fixtures" / "c"))
+        sid = r["sessionId"]
+        end = await c.call("debug_continue", sessionId=sid, action="continue", timeoutMs=30000)
+        assert end["status"] == "exited", end
+        # Before the fix: exitCode null, signal null.
+        assert end.get("signal") == "SIGABRT" and end.get("exitCode") is None, end
+        st = await c.wait_status(sid, "exited")
+        assert st.get("signal") == "SIGABRT" and st.get("exitCode") is None, st
+        await c.call("debug_session", action="stop", sessionId=sid, retain=True)
+        listed = [s for s in (await c.call("debug_session", action="list"))["sessions"] if s["sessionId"] == sid]
+        # Before the fix: exitCode -6.
+        assert listed[0].get("signal") == "SIGABRT" and listed[0].get("exitCode") is None, listed
+        st = await c.call("debug_session", action="status", sessionId=sid)
+        assert st.get("signal") == "SIGABRT" and st.get("exitCode") is None, st
+
+
+# --- item 9: a stack overflow is a crash with a summarised deep backtrace ------------------------
+
+async def test_stack_overflow_is_a_crash_with_a_summarised_backtrace(strobe_home, fixtures_dir, tmp_path):
+    async with mcp_client(strobe_home) as c:
+        sid, go = await launch(c, fixtures_dir, tmp_path, "recurse")
+        go.write_text("go")
+        st = await c.wait_status(sid, "exited", timeout=60)
+        assert st.get("signal") == "SIGSEGV", st
+        crashes = await c.call("debug_query", sessionId=sid, eventType="crash", verbose=True)
+        # Before the fix: no crash event at all (the kernel found no room for the handler).
+        assert crashes["totalCount"] == 1, crashes
+        crash = crashes["events"][0]
+        assert "stack overflow" in crash["text"] and crash["function"] == "recurse", crash
+        bt = crash["backtrace"]
+        assert len(bt) < 20, bt  # summarised, not tens of thousands of frames
+        recursion = [f for f in bt if f.get("function") == "recurse" and f.get("repeated", 1) > 1]
+        assert recursion and sum(f["repeated"] for f in recursion) >= 40, bt
+        assert any(f.get("omittedFrames", 0) > 1000 for f in bt), bt
+        assert bt[-1].get("function") == "main", bt
