@@ -32,7 +32,8 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                             e
                         })
                         .collect();
-                    engine.store.insert(rows);
+                    // Numbered after the trace events stamped before them (store/hold.rs).
+                    engine.store.insert_output(rows);
                 }
             }
             HostEvent::AgentMessage { pid, message, data } => {

@@ -9,6 +9,7 @@ mod count;
 mod counters;
 mod dict;
 mod evict;
+mod hold; // stdout/stderr ids follow time
 /// The timeline event type.
 pub mod event;
 mod intern;
@@ -96,6 +97,8 @@ pub struct Store {
     readers: Mutex<Vec<Connection>>,
     control: Mutex<Connection>,
     dict: RwLock<dict::Dict>,
+    /// stdout/stderr lines waiting for their ids (hold.rs).
+    held: hold::HeldOutput,
 }
 
 const VALID_STATUSES: &[&str] = &["running", "exited", "stopped"];
@@ -139,6 +142,7 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             control: Mutex::new(control),
             dict: RwLock::new(dict::Dict::default()),
+            held: Default::default(),
         })
     }
 
@@ -147,8 +151,29 @@ impl Store {
         self.shared.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Queue stdout/stderr lines: they get their ids once the trace events stamped before
+    /// them (still in the agent's buffers) are in, so that ids follow time (hold.rs).
+    pub fn insert_output(&self, events: Vec<Event>) {
+        self.held.hold(events);
+        self.release_held(None, false);
+    }
+
+    fn release_held(&self, before: Option<(&str, i64)>, everything: bool) {
+        let due = self.held.take(before, everything);
+        if !due.is_empty() {
+            self.insert_now(due);
+        }
+    }
+
     /// Queue events for the writer; never blocks on I/O. Events with `id == 0` get one here.
-    pub fn insert(&self, mut events: Vec<Event>) {
+    pub fn insert(&self, events: Vec<Event>) {
+        if let Some(first) = events.iter().map(|e| e.timestamp_ns).min() {
+            self.release_held(Some((&events[0].session_id, first)), false);
+        }
+        self.insert_now(events);
+    }
+
+    fn insert_now(&self, mut events: Vec<Event>) {
         if events.is_empty() {
             return;
         }
@@ -170,6 +195,9 @@ impl Store {
         if batch.records.is_empty() {
             return;
         }
+        if let Some(first) = batch.records.iter().map(|r| r.timestamp_ns).min() {
+            self.release_held(Some((&batch.session_id, first)), false);
+        }
         let missing = batch.records.iter().filter(|r| r.id == 0).count() as i64;
         if missing > 0 {
             let first = self.shared.next_id.fetch_add(missing, Ordering::Relaxed);
@@ -187,6 +215,7 @@ impl Store {
     /// Block until everything inserted before this call is committed (and the FIFO limit
     /// enforced on it).
     pub fn flush(&self) {
+        self.release_held(None, true);
         let (tx, rx) = mpsc::sync_channel(1);
         if self.tx.send(Msg::Flush(tx)).is_ok() {
             let _ = rx.recv();
@@ -258,6 +287,7 @@ impl Store {
     /// Delete the session row and all its events (after the events queued before this call).
     /// `SESSION_NOT_FOUND` if there is neither a row nor events under that id.
     pub fn delete_session(&self, id: &str) -> Result<()> {
+        self.release_held(None, true); // none of its lines may arrive after the delete
         let (tx, rx) = mpsc::sync_channel(1);
         self.tx
             .send(Msg::DeleteSession(id.to_string(), tx))
@@ -321,6 +351,7 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
+        self.release_held(None, true);
         let _ = self.tx.send(Msg::Shutdown);
         if let Some(h) = self.writer.lock().unwrap().take() {
             let _ = h.join();

@@ -226,3 +226,30 @@ async def test_stack_overflow_is_a_crash_with_a_summarised_backtrace(strobe_home
         assert recursion and sum(f["repeated"] for f in recursion) >= 40, bt
         assert any(f.get("omittedFrames", 0) > 1000 for f in bt), bt
         assert bt[-1].get("function") == "main", bt
+
+
+# --- item 6: ids follow time, so a cursor reads the timeline in order ---------------------------
+
+async def test_output_ids_follow_the_trace_events_before_it(strobe_home, fixtures_dir, tmp_path):
+    async with mcp_client(strobe_home) as c:
+        sid, go = await launch(c, fixtures_dir, tmp_path, "floats", "6")
+        await c.call("debug_trace", sessionId=sid, add=["scale"])
+        go.write_text("go")
+        await c.wait_status(sid, "exited")
+        everything = await c.call("debug_query", sessionId=sid, limit=500, verbose=True)
+        events = everything["events"]
+        kinds = [e["eventType"] for e in events]
+        assert kinds.count("function_enter") == 6 and "stdout" in kinds, kinds
+        ids = [e["eventId"] for e in events]
+        # Chronological order and id order agree (before: the last line's id came before
+        # the calls that preceded it).
+        assert ids == sorted(ids), list(zip(ids, kinds))
+        # Following the cursor two at a time reads the same timeline.
+        walked, cursor = [], 0
+        while True:
+            page = await c.call("debug_query", sessionId=sid, limit=2, afterEventId=cursor, verbose=True)
+            if not page["events"]:
+                break
+            walked += [e["eventId"] for e in page["events"]]
+            cursor = page["lastEventId"]
+        assert walked == ids, (walked, ids)
