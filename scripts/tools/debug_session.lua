@@ -48,7 +48,7 @@ end
 
 return {
   name = "debug_session",
-  description = [[Manage debug sessions. action 'status': state, pid, exitCode or the killing signal (exitReason says which), forked/exec'd children, event count, hooks. 'stop': kill the target (and its children) and end the session (retain: true keeps its events for later queries; otherwise they are deleted). 'list': live and retained sessions. 'delete': remove a retained session's data.]],
+  description = [[Manage debug sessions. action 'status': state, pid, exitCode or the killing signal (exitReason says which), breakpoints and logpoints with their hits, paused threads, forked/exec'd children, event count, hooks. 'stop': kill the target where it stands (a paused thread runs no further; its children too) and end the session (retain: true keeps its events for later queries; otherwise they are deleted). 'list': live and retained sessions. 'delete': remove a retained session's data.]],
   inputSchema = {
     type = "object",
     required = { "action" },

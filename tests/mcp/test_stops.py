@@ -174,6 +174,11 @@ async def test_conditions_and_logpoints_with_double_parameters(strobe_home, fixt
         go.write_text("go")
         p = await paused(c, sid)
         assert p["breakpointId"] == "bp-2" and local(p, "i") == 4, p
+        # Hits per point (item 11): the logpoint ran 5 times, the breakpoint's condition held once.
+        st = await c.call("debug_session", action="status", sessionId=sid)
+        assert st["logpoints"][0]["hits"] == 5 and st["breakpoints"][0]["hits"] == 1, st
+        reply = await c.call("debug_breakpoint", sessionId=sid, add=[{"function": "main", "message": "never"}])
+        assert [lp["hits"] for lp in reply["logpoints"]] == [5, 0], reply
         await c.call("debug_continue", sessionId=sid, action="continue", timeoutMs=30000)
         errors = await c.call("debug_query", sessionId=sid, eventType="condition_error")
         assert errors["totalCount"] == 0, errors
