@@ -6,6 +6,7 @@ import re
 import pytest
 
 from conftest import REPO, mcp_client, _sleep
+from test_breakpoints import local
 
 pytestmark = pytest.mark.anyio
 
@@ -18,13 +19,6 @@ def line_of(marker: str, src=C_SRC) -> int:
         if marker in text:
             return i
     raise AssertionError(marker)
-
-
-def local(result, name):
-    for v in result["locals"]:
-        if v["name"] == name:
-            return v.get("value")
-    raise AssertionError(f"no local {name} in {result['locals']}")
 
 
 async def launch(c, fixtures_dir, tmp_path, mode, *extra, binary="stops", src=C_SRC):
@@ -47,15 +41,20 @@ async def paused(c, sid, timeout_ms=30000):
     return p
 
 
+async def run_to(c, fixtures_dir, tmp_path, points, mode, *extra, **launch_args):
+    """Launch, set `points`, let the program go and wait for its first pause: (sid, pause)."""
+    sid, go = await launch(c, fixtures_dir, tmp_path, mode, *extra, **launch_args)
+    await c.call("debug_breakpoint", sessionId=sid, add=points)
+    go.write_text("go")
+    return sid, await paused(c, sid)
+
+
 # --- item 7: stop while paused ends the program where it stands -------------------------------
 
 async def test_stop_while_paused_lets_nothing_run(strobe_home, fixtures_dir, tmp_path):
     async with mcp_client(strobe_home) as c:
-        sid, go = await launch(c, fixtures_dir, tmp_path, "loop", "40")
-        await c.call("debug_breakpoint", sessionId=sid,
-                     add=[{"file": "stops.c", "line": line_of("WHILE_BODY"), "hitCount": 3}])
-        go.write_text("go")
-        p = await paused(c, sid)
+        sid, p = await run_to(c, fixtures_dir, tmp_path, [{"file": "stops.c", "line": line_of("WHILE_BODY"), "hitCount": 3}],
+                              "loop", "40")
         assert local(p, "counter") == 2, p
         # The program printed counter=1 and counter=2; give stdout time to arrive.
         await c.wait_for(sid, "counter=2", eventType="stdout")
@@ -98,8 +97,7 @@ async def test_multi_address_line_counts_logs_and_steps_per_execution(strobe_hom
         sid, go = await launch(c, fixtures_dir, tmp_path, "loop", "3")
         bp = await c.call("debug_breakpoint", sessionId=sid, add=[{"file": "stops.c", "line": header}])
         assert len(bp["breakpoints"][0]["addresses"]) >= 2, bp  # the fixture's premise
-        lp = await c.call("debug_breakpoint", sessionId=sid,
-                          add=[{"file": "stops.c", "line": header, "message": "i={i}"}])
+        await c.call("debug_breakpoint", sessionId=sid, add=[{"file": "stops.c", "line": header, "message": "i={i}"}])
         go.write_text("go")
         first = await paused(c, sid)
         assert first["line"] == header and local(first, "i") == 0
@@ -117,16 +115,12 @@ async def test_multi_address_line_counts_logs_and_steps_per_execution(strobe_hom
         messages = [e.get("logpointMessage") or e.get("text") for e in logs["events"]]
         # Four executions of the header: i = 0, 1, 2 and the final test with i = 3.
         assert messages == ["i=0", "i=1", "i=2", "i=3"], messages
-        del lp
 
 
 async def test_hit_count_counts_executions_of_the_line(strobe_home, fixtures_dir, tmp_path):
     async with mcp_client(strobe_home) as c:
-        sid, go = await launch(c, fixtures_dir, tmp_path, "loop", "5")
-        await c.call("debug_breakpoint", sessionId=sid,
-                     add=[{"file": "stops.c", "line": line_of("WHILE_HEADER"), "hitCount": 2}])
-        go.write_text("go")
-        p = await paused(c, sid)
+        sid, p = await run_to(c, fixtures_dir, tmp_path, [{"file": "stops.c", "line": line_of("WHILE_HEADER"), "hitCount": 2}],
+                              "loop", "5")
         # The second execution of the header is the test after the first iteration.
         assert local(p, "i") == 1 and local(p, "counter") == 1, p
         await c.call("debug_session", action="stop", sessionId=sid)
@@ -136,11 +130,8 @@ async def test_hit_count_counts_executions_of_the_line(strobe_home, fixtures_dir
 
 async def test_step_out_of_a_cpp_method_lands_in_its_caller(strobe_home, fixtures_dir, tmp_path):
     async with mcp_client(strobe_home) as c:
-        sid, go = await launch(c, fixtures_dir, tmp_path, "methods", binary="cpp_methods", src=CPP_SRC)
-        await c.call("debug_breakpoint", sessionId=sid,
-                     add=[{"file": "methods.cpp", "line": line_of("ADD_BODY", CPP_SRC)}])
-        go.write_text("go")
-        p = await paused(c, sid)
+        sid, p = await run_to(c, fixtures_dir, tmp_path, [{"file": "methods.cpp", "line": line_of("ADD_BODY", CPP_SRC)}],
+                              "methods", binary="cpp_methods", src=CPP_SRC)
         assert "add" in p["function"], p
         out = await c.call("debug_continue", sessionId=sid, action="step-out", timeoutMs=30000)
         assert out["status"] == "paused" and out["reason"] == "step", out
@@ -151,10 +142,7 @@ async def test_step_out_of_a_cpp_method_lands_in_its_caller(strobe_home, fixture
 
 async def test_step_out_from_a_line_breakpoint_in_an_interpreter(strobe_home, fixtures_dir, tmp_path):
     async with mcp_client(strobe_home) as c:
-        sid, go = await launch(c, fixtures_dir, tmp_path, "interp")
-        await c.call("debug_breakpoint", sessionId=sid, add=[{"file": "stops.c", "line": line_of("OP_ADD_PUSH")}])
-        go.write_text("go")
-        p = await paused(c, sid)
+        sid, p = await run_to(c, fixtures_dir, tmp_path, [{"file": "stops.c", "line": line_of("OP_ADD_PUSH")}], "interp")
         assert p["function"] == "op_add", p
         out = await c.call("debug_continue", sessionId=sid, action="step-out", timeoutMs=30000)
         assert out["status"] == "paused" and out["reason"] == "step", out
