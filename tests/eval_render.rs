@@ -125,6 +125,9 @@ fn cpp_scalars_enums_and_bitfields_match_gdb() {
     assert_eq!(p.gdb("g_flags"), "{ready = 1, mode = 5, level = -3}");
     assert_eq!(p.render("g_ints"), json!([1, 2, 3, 4, 5]));
     assert_eq!(p.render("g_cstr"), json!("hello"));
+    assert_eq!(p.render("g_named"), json!({"name": "widget", "raw": [1, 2, 3, 250]}), "char arrays of text are strings");
+    assert_eq!(p.gdb("g_named.name"), "\"widget\\000\\000\\000\\000\\000\\000\\000\\000\\000\"");
+    assert_eq!(p.render("g_text"), json!("ab\tc"));
     assert_eq!(p.render("g_null_str"), json!("0x0"));
 }
 
@@ -251,6 +254,7 @@ fn rust_std_values_and_enums() {
     assert_eq!(r("RECT"), json!({"Rect": {"w": 3, "h": 4}}));
     assert_eq!(r("EMPTY"), json!("Empty"));
     assert_eq!(r("TUPLE"), json!([1, "one"]));
+    assert_eq!(r("UNIT_OK"), json!({"Ok": null}), "() is null");
     assert_eq!(r("LETTER"), json!("é"));
     assert_eq!(r("HUGE"), json!("18446744073709551615"));
 }

@@ -235,6 +235,11 @@ impl Renderer<'_> {
                 None => Value::String("<array out of the value's bytes>".into()),
             };
         }
+        if size == 1 && crate::symbols::types::is_c_char(&self.info.ty(element)) {
+            if let Some(text) = self.char_array(&bytes[..count as usize]) {
+                return text;
+            }
+        }
         let shown = count.min(self.opts.max_elements as u64);
         let mut out: Vec<Value> = (0..shown)
             .map(|i| {
@@ -244,6 +249,16 @@ impl Renderer<'_> {
             .collect();
         more(&mut out, count, shown);
         Value::Array(out)
+    }
+
+    /// A `char` array holding text (up to its first NUL) as a string; `None` for binary data.
+    fn char_array(&self, bytes: &[u8]) -> Option<Value> {
+        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+        let text = std::str::from_utf8(&bytes[..end]).ok()?;
+        if text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
+            return None;
+        }
+        Some(self.text(&bytes[..end], end as u64))
     }
 
     /// `count` elements of type `element` starting at `addr` in the target.

@@ -1,5 +1,5 @@
 //! Rust `HashMap` / `HashSet` (→ entries / array, walking hashbrown's table), tuples
-//! (→ arrays) and `NonZero<T>` (→ the number). hashbrown's `RawTableInner` keeps
+//! (→ arrays, `()` → null) and `NonZero<T>` (→ the number). hashbrown's `RawTableInner` keeps
 //! `bucket_mask + 1` control bytes at `ctrl` (top bit clear = slot full) and the `T`
 //! elements just below them, slot i at `ctrl - (i + 1) * size_of::<T>()`.
 
@@ -58,6 +58,9 @@ pub(super) fn tuple(r: &mut Renderer, t: &Type, bytes: &[u8], addr: Option<u64>,
     let TypeKind::Struct { members, is_union: false } = &t.kind else { return None };
     if !members.iter().all(|m| crate::eval::render::is_tuple_field(&m.name)) {
         return None;
+    }
+    if members.is_empty() {
+        return Some(Value::Null); // `()`
     }
     let mut out = Vec::with_capacity(members.len());
     for m in members {
