@@ -21,7 +21,7 @@
 
 import { enlargeSignalStacks } from "./altstack.js";
 import { nowNs } from "./clock.js";
-import { isCode, rawFrame } from "./frames.js";
+import { followsCall, isCode, rawFrame } from "./frames.js";
 import { threadName } from "./threads.js";
 
 /** Returns true if it handled the exception (the thread then resumes). */
@@ -297,17 +297,4 @@ function backtrace(context: CpuContext): NativePointer[] {
         }
     }
     return [context.pc, ...rest].slice(0, 64);
-}
-
-/** Whether the instruction before `p` is a call (`call rel32`, or `call r/m64` in its 2, 3,
- *  6 or 7 byte forms): `p` is then a return address, not a stale code pointer. */
-function followsCall(p: NativePointer): boolean {
-    try {
-        const b = new Uint8Array(p.sub(7).readByteArray(7)!);
-        if (b[2] === 0xe8) return true;
-        const indirect = (at: number, mod: (m: number) => boolean) => b[at] === 0xff && ((b[at + 1] >> 3) & 7) === 2 && mod(b[at + 1] >> 6);
-        return indirect(5, (m) => m === 3) || indirect(4, (m) => m === 0 || m === 1) || indirect(1, (m) => m === 2 || m === 0) || indirect(0, (m) => m === 2);
-    } catch (_) {
-        return false;
-    }
 }

@@ -5,6 +5,7 @@ import { removePoint, setPoint, PointSpec, pointStats } from "./breakpoints.js";
 import { pausedThreadIds, readLocals, threadsPausedOn, writeLocal } from "./pause.js";
 import { callTargets, cancelStepHooks, installStepHooks, StepRequest } from "./stepping.js";
 import { VarRecipe } from "./values.js";
+import { listModules, watchLoads } from "./modules.js";
 
 export const debuggerExports = {
     setBreakpoint(spec: PointSpec): object {
@@ -35,6 +36,11 @@ export const debuggerExports = {
     },
     writeLocal(threadId: number, recipe: VarRecipe, value: number | string | boolean): object {
         return writeLocal(threadId, recipe, value);
+    },
+    /** Loaded modules and the main module's slide; libraries loaded later are reported. */
+    modules(): object {
+        watchLoads();
+        return { modules: listModules() };
     },
     debuggerStatus(): object {
         return { paused: pausedThreadIds(), points: pointStats() };

@@ -56,5 +56,45 @@ export function stackFrames(cpu: CpuContext, max: number): RawFrame[] {
         callers = [];
     }
     if (callers.length > 0 && callers[0].equals(cpu.pc)) callers.shift();
+    // At a function's first instruction the unwinder repeats the caller and stops there
+    // (measured in shared libraries: [leaf, entry, entry]). The caller's frame pointer is
+    // still in rbp: continue with the frame-pointer chain while it gives return addresses.
+    const dup = callers.findIndex((p, i) => i > 0 && p.equals(callers[i - 1]));
+    if (dup > 0) {
+        callers.length = dup;
+        callers.push(...framePointerChain((cpu as X64CpuContext).rbp, max));
+    }
     return [cpu.pc, ...callers].slice(0, max).map(rawFrame);
 }
+
+/** Return addresses along saved frame pointers from `fp`, while they follow a call. */
+function framePointerChain(fp: NativePointer | undefined, max: number): NativePointer[] {
+    const out: NativePointer[] = [];
+    try {
+        while (fp !== undefined && !fp.isNull() && out.length < max) {
+            const ret = fp.add(8).readPointer();
+            if (!isCode(ret) || !followsCall(ret)) break;
+            out.push(ret);
+            const next = fp.readPointer();
+            if (next.compare(fp) <= 0) break; // the stack grows down: callers are above
+            fp = next;
+        }
+    } catch (_) {
+        // unreadable frame: stop here
+    }
+    return out;
+}
+
+/** Whether the instruction before `p` is a call (`call rel32`, or `call r/m64` in its 2, 3,
+ *  6 or 7 byte forms): `p` is then a return address, not a stale code pointer. */
+export function followsCall(p: NativePointer): boolean {
+    try {
+        const b = new Uint8Array(p.sub(7).readByteArray(7)!);
+        if (b[2] === 0xe8) return true;
+        const indirect = (at: number, mod: (m: number) => boolean) => b[at] === 0xff && ((b[at + 1] >> 3) & 7) === 2 && mod(b[at + 1] >> 6);
+        return indirect(5, (m) => m === 3) || indirect(4, (m) => m === 0 || m === 1) || indirect(1, (m) => m === 2 || m === 0) || indirect(0, (m) => m === 2);
+    } catch (_) {
+        return false;
+    }
+}
+

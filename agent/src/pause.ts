@@ -20,10 +20,10 @@ export interface PauseReason {
 const paused = new Map<number, Frame>();
 const pausedOnPoint = new Map<number, string | null>();
 
+/** The daemon's address space for every module: runtime - the main module's slide
+ *  (src/engine/modules.rs). */
 function toStatic(p: NativePointer): string {
-    const main = Process.mainModule;
-    const inMain = p.compare(main.base) >= 0 && p.compare(main.base.add(main.size)) < 0;
-    return inMain ? p.sub(currentSlide() ?? ptr(0)).toString() : p.toString();
+    return p.sub(currentSlide() ?? ptr(0)).toString();
 }
 
 /** Called from a hook callback on the thread that hit it. Returns when resumed. */

@@ -57,13 +57,21 @@ impl Engine {
             }
         }
         let target = self.point_target(&session)?;
-        let prepared = add
-            .iter()
-            .enumerate()
-            .map(|(i, req)| prepare(&target, req).map_err(|e| item_error(i, req, e)))
-            .collect::<Result<Vec<Prepared>>>()?;
+        // Code not loaded yet, in a program that loads libraries: pending (pending_points.rs).
+        let mut pending = Vec::new();
+        let mut prepared = Vec::new();
+        for (i, req) in add.iter().enumerate() {
+            match prepare(&target, req) {
+                Ok(p) => prepared.push(p),
+                Err(e) if super::pending_points::may_load_later(&session.binary_path, &e) => pending.push(req.clone()),
+                Err(e) => return Err(item_error(i, req, e)),
+            }
+        }
         check_limits(&session, &prepared, remove)?;
         self.install_all(&session, prepared).await?;
+        for req in pending {
+            self.add_pending_point(&session, &req);
+        }
         let mut waiting = Waiting::new();
         for rid in remove {
             waiting.extend(self.unset_point(&session, rid).await?);
@@ -80,6 +88,7 @@ impl Engine {
             binary: session.binary_path.clone(),
             project_root: session.project_root.clone(),
             symbols: self.session_symbols(session)?,
+            libraries: self.dwarf_libraries(session),
         })
     }
 
@@ -137,15 +146,20 @@ impl Engine {
             .flatten()
             .find(|p| p.get("kind").and_then(Value::as_str) == Some("hardware"))
             .map(|p| p.get("why").and_then(Value::as_str).unwrap_or("inline hook unsafe").to_string());
+        // Static addresses as in the file that has the code (a library's own).
+        let to_static = |a: u64| hex(a.wrapping_sub(p.offset));
         let info = PointInfo {
             id: id.clone(),
             logpoint,
             function: p.function.clone(),
             file: p.file.clone(),
             line: p.line,
-            address: hex(p.addresses[0]),
-            addresses: p.addresses.iter().map(|a| hex(*a)).collect(),
+            address: to_static(p.addresses[0]),
+            addresses: p.addresses.iter().map(|a| to_static(*a)).collect(),
             runtime_address: reply.get("runtimeAddresses").and_then(|a| a.get(0)).and_then(Value::as_str).map(str::to_string),
+            module: p.module.clone(),
+            pending: false,
+            request: p.request.clone(),
             condition: p.request.condition.clone(),
             hit_count: p.request.hit_count.filter(|&n| n > 0),
             message: p.request.message.clone(),
@@ -246,7 +260,7 @@ impl Engine {
             st.points.values().cloned().collect()
         };
         let Ok(frida) = self.frida_running() else { return };
-        for p in points {
+        for p in points.into_iter().filter(|p| !p.pending) {
             if let Err(e) = set_point_in(&frida, pid, &p).await {
                 tracing::warn!("session {}: {} could not be set in pid {pid}: {}", session.id, p.id, e.message);
                 if pid == session.pid {
@@ -258,7 +272,7 @@ impl Engine {
 }
 
 /// Set point `p` in `pid`'s agent, with the spec the root's agent was sent.
-async fn set_point_in(frida: &crate::frida::FridaRuntime, pid: u32, p: &PointInfo) -> Result<Value> {
+pub(super) async fn set_point_in(frida: &crate::frida::FridaRuntime, pid: u32, p: &PointInfo) -> Result<Value> {
     let method = if p.logpoint { "setLogpoint" } else { "setBreakpoint" };
     frida.host().rpc(pid, method, json!([p.agent_spec])).await
 }

@@ -24,9 +24,11 @@ pub struct PointInfo {
     pub file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
-    /// The primary static address (hex), as in the module's file.
+    /// The primary static address (hex), as in the module's file; none while pending.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub address: String,
     /// Every hooked address (a `for` line has several blocks), static.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<String>,
     /// `address` in the running process (what `debug_memory` and `$pc` use); absent
     /// until the code is loaded.
@@ -41,11 +43,21 @@ pub struct PointInfo {
     /// Executions of the line (or calls) counted so far: those whose condition held, summed
     /// over the session's processes (`refresh_hits`).
     pub hits: u64,
-    /// "inline" (a patched jump) or "hardware" (a debug register, when patching is unsafe).
+    /// The file the code is in, when it is a shared library (not the program).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// "inline" (a patched jump), "hardware" (a debug register, when patching is unsafe),
+    /// or "pending" (in no loaded code yet: set when a library that has it loads).
     pub hook: String,
     /// Why an inline hook could not be used, for hardware hooks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hook_reason: Option<String>,
+    /// Not in loaded code yet (engine/pending_points.rs).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
+    /// What was asked, to resolve a pending point again.
+    #[serde(skip)]
+    pub request: super::breakpoints::PointRequest,
     /// What the agent was sent to set it (a re-attached agent gets it again).
     #[serde(skip)]
     pub agent_spec: serde_json::Value,
@@ -148,10 +160,10 @@ pub(crate) fn parse_hex(v: Option<&Value>) -> Option<u64> {
     u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()
 }
 
-/// The function holding static address `pc`.
+/// The function holding session address `pc`. The session's index is sorted per module
+/// (libraries are appended, engine/modules.rs), hence a scan.
 pub(crate) fn function_at(symbols: &SymbolIndex, pc: u64) -> Option<&crate::symbols::FunctionInfo> {
-    let end = symbols.functions.partition_point(|f| f.address <= pc);
-    symbols.functions[..end].iter().rev().take(8).find(|f| pc < f.address + f.size.max(1))
+    symbols.functions.iter().filter(|f| f.address <= pc && pc < f.address.wrapping_add(f.size.max(1))).max_by_key(|f| f.address)
 }
 
 /// Handle `paused`, `logpoint` and `conditionError` from the agent.

@@ -10,7 +10,7 @@ use super::breakpoints::recipe;
 use super::debug_state::PausedThread;
 use super::{Engine, Session};
 use crate::error::{ErrorCode, Result, StrobeError};
-use crate::symbols::{LocalVar, LocalsInfo, VarLocation};
+use crate::symbols::{LocalVar, VarLocation};
 
 /// One variable of the paused frame, with its value or why there is none.
 #[derive(Debug, Clone, Serialize)]
@@ -58,7 +58,7 @@ impl Engine {
     }
 
     fn frame_vars(&self, session: &Session, paused: &PausedThread) -> Result<Vec<LocalVar>> {
-        Ok(LocalsInfo::cached(&session.binary_path)?.locals_at(paused.pc)?.map(|f| f.vars).unwrap_or_default())
+        self.locals_at(session, paused.pc)
     }
 
     /// All variables of the paused frame with their current values.

@@ -47,6 +47,11 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                             engine.store.insert(rows);
                         }
                     }
+                    // A library loaded: the agent's thread waits for the ack (modules.rs).
+                    Some("modules") => {
+                        let engine = engine.clone();
+                        tokio::spawn(async move { engine.on_modules_loaded(&s, pid, &message).await });
+                    }
                     Some("variable_snapshot") => super::memory::ingest_snapshot(&engine, &s, pid, &message),
                     Some("log") => tracing::debug!(pid, "agent: {}", message.get("message").unwrap_or(&serde_json::Value::Null)),
                     _ => {

@@ -202,6 +202,8 @@ impl Engine {
         });
         let setup = async {
             frida.host().attach(pid, frida.agent_js(), init).await?;
+            // Libraries with DWARF join the symbols before staged hooks resolve (modules.rs).
+            self.load_modules(&session).await;
             let mut applied = (0, 0, Vec::new());
             if !pending.is_empty() {
                 let r = self.apply_trace(&session, &pending, &[]).await?;

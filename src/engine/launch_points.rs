@@ -49,6 +49,9 @@ pub(crate) struct LaunchStop {
 /// Every stop of a launch, and where points that need a running thread wait for it.
 pub(crate) struct LaunchStops {
     pub stops: Vec<LaunchStop>,
+    /// Stops in no code of the program itself: resolved once its libraries are loaded, or
+    /// pending on one loaded later (pending_points.rs).
+    pub in_libraries: Vec<(PointRequest, Origin, Option<String>, String)>,
     /// `main`'s entry, when the program has one.
     pub gate: Option<Prepared>,
 }
@@ -92,7 +95,7 @@ impl Engine {
         own: &[PointRequest],
     ) -> Result<LaunchStops> {
         if !stop_on_entry && staged.is_empty() && own.is_empty() {
-            return Ok(LaunchStops { stops: Vec::new(), gate: None });
+            return Ok(LaunchStops { stops: Vec::new(), in_libraries: Vec::new(), gate: None });
         }
         let symbols = self.symbols.get(binary).map_err(|e| {
             let staged_ids: Vec<&str> = staged.iter().map(|s| s.id.as_str()).collect();
@@ -103,8 +106,11 @@ impl Engine {
             };
             StrobeError::new(e.code, format!("Breakpoints and stopOnEntry need the program's debug info: {}{staged_note}", e.message))
         })?;
-        let target = PointTarget { binary: binary.to_path_buf(), project_root: project_root.to_path_buf(), symbols };
+        let target = PointTarget { binary: binary.to_path_buf(), project_root: project_root.to_path_buf(), symbols, libraries: Vec::new() };
         let mut stops = Vec::new();
+        let mut in_libraries = Vec::new();
+        // Not in the program: maybe in a shared library, known once the process exists.
+        let missing = |e: &StrobeError| e.message.starts_with("No function matches") || e.message.starts_with("No source file matching");
         if stop_on_entry {
             let req = PointRequest { function: Some(entry_function(&target)?), ..Default::default() };
             let prepared = prepare(&target, &req).map_err(|e| StrobeError::new(e.code, format!("stopOnEntry: {}", e.message)))?;
@@ -112,6 +118,10 @@ impl Engine {
         }
         for s in staged {
             let label = format!("staged breakpoint {} ({})", s.id, s.request.describe());
+            if matches!(prepare(&target, &s.request), Err(e) if missing(&e)) {
+                in_libraries.push((s.request.clone(), Origin::Staged, Some(s.id.clone()), label.clone()));
+                continue;
+            }
             let prepared = prepare(&target, &s.request).map_err(|e| {
                 let fix = format!("Fix or drop it (debug_breakpoint {{remove: ['{}']}} without sessionId), then launch again.", s.id);
                 StrobeError::new(e.code, format!("{label}: {} {fix}", e.message))
@@ -120,6 +130,10 @@ impl Engine {
         }
         for (i, req) in own.iter().enumerate() {
             let label = format!("breakpoints[{i}] ({})", req.describe());
+            if matches!(prepare(&target, req), Err(e) if missing(&e)) {
+                in_libraries.push((req.clone(), Origin::Launch, None, label));
+                continue;
+            }
             let prepared = prepare(&target, req).map_err(|e| StrobeError::new(e.code, format!("{label}: {}", e.message)))?;
             stops.push(LaunchStop { prepared, origin: Origin::Launch, staged_id: None, label });
         }
@@ -133,7 +147,7 @@ impl Engine {
             Some(entry) => Some(entry.prepared.clone()),
             None => entry_function(&target).ok().and_then(|f| prepare(&target, &PointRequest { function: Some(f), ..Default::default() }).ok()),
         };
-        Ok(LaunchStops { stops, gate })
+        Ok(LaunchStops { stops, in_libraries, gate })
     }
 
     /// Install the stops in the suspended root (all or none). Points that need a running
@@ -162,6 +176,22 @@ impl Engine {
                 }
                 Err(e) => return Err(StrobeError::new(e.code, format!("{}: {}", stop.label, e.message))),
             }
+        }
+        // The libraries the program is linked with are loaded now (modules.rs).
+        let target = self.point_target(session)?;
+        for (request, origin, staged_id, label) in all.in_libraries {
+            let point = match prepare(&target, &request) {
+                Ok(prepared) => self.install_one(session, &prepared, None).await.map_err(|e| StrobeError::new(e.code, format!("{label}: {}", e.message)))?,
+                Err(e) if super::pending_points::may_load_later(&session.binary_path, &e) => {
+                    let id = self.add_pending_point(session, &request);
+                    session.debug.lock().points.get(&id).cloned().ok_or_else(|| StrobeError::internal("pending point vanished"))?
+                }
+                Err(e) => {
+                    let fix = staged_id.as_ref().map(|id| format!(" Fix or drop it (debug_breakpoint {{remove: ['{id}']}} without sessionId), then launch again.")).unwrap_or_default();
+                    return Err(StrobeError::new(e.code, format!("{label}: {}{fix}", e.message)));
+                }
+            };
+            points.push(Some(LaunchPoint { point, origin, staged_id }));
         }
         let gate = match (later.is_empty(), internal_gate) {
             (true, Some(id)) => {

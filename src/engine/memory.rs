@@ -97,6 +97,32 @@ impl Engine {
         }
     }
 
+    /// `memory_recipe` for a global of the program or, failing that, of a shared library
+    /// with DWARF (its address moved to session addresses, modules.rs).
+    fn module_memory_recipe(&self, session: &Session, info: &DebugInfo, t: &MemoryTarget, index: usize, types: &mut serde_json::Map<String, Value>) -> Result<Recipe> {
+        let err = match self.memory_recipe(info, t, index, types) {
+            Ok(r) => return Ok(r),
+            Err(e) if t.variable.is_some() => e,
+            Err(e) => return Err(e),
+        };
+        for (path, offset) in self.dwarf_modules(session).into_iter().skip(1) {
+            let Ok(lib) = self.symbols.get(&path).and_then(|idx| DebugInfo::of(&idx)) else { continue };
+            if let Ok(mut r) = self.memory_recipe(&lib, t, index, types) {
+                // A library global the program uses lives in the program (copy relocation).
+                let root = t.variable.as_deref().unwrap_or_default().split(['.', '-']).next().unwrap_or_default();
+                let live = match super::modules::copy_relocated(&session.binary_path, root) {
+                    Some(a) => Some(a),
+                    None => super::debug_state::parse_hex(r.spec.get("addr")).map(|a| a.wrapping_add(offset)),
+                };
+                if let Some(a) = live {
+                    r.spec["addr"] = json!(format!("0x{a:x}"));
+                }
+                return Ok(r);
+            }
+        }
+        Err(err)
+    }
+
     /// The process a memory request goes to: the root, or a live fork (it runs the same
     /// program, so the same globals; an exec'd child runs another one).
     fn memory_process(&self, session: &Session, pid: Option<u32>) -> Result<u32> {
@@ -144,7 +170,7 @@ impl Engine {
             if t.value.is_some() {
                 return Err(validation("'value' is only for action 'write'.".to_string()));
             }
-            recipes.push(self.memory_recipe(&info, t, i, &mut types)?);
+            recipes.push(self.module_memory_recipe(&session, &info, t, i, &mut types)?);
         }
         let specs: Vec<Value> = recipes.iter().map(|r| r.spec.clone()).collect();
         let mut msg = json!({ "recipes": specs, "types": Value::Object(types), "depth": depth });
@@ -195,7 +221,7 @@ impl Engine {
             let Some(value) = &t.value else {
                 return Err(validation(format!("Target {} has no 'value' to write.", i + 1)));
             };
-            let r = self.memory_recipe(&info, t, i, &mut types)?;
+            let r = self.module_memory_recipe(&session, &info, t, i, &mut types)?;
             let writable = match r.spec.get("type").and_then(Value::as_u64).and_then(|t| types.get(&t.to_string())) {
                 Some(d) => matches!(d.get("k").and_then(Value::as_str), Some("int" | "float" | "bool" | "char" | "enum" | "ptr")),
                 None => false,

@@ -15,6 +15,8 @@ mod ingest;
 mod launch;
 mod launch_points; // stopOnEntry, staged and launch breakpoints, set before the first instruction
 mod memory;
+mod modules; // shared libraries with DWARF: one session address space, per-module lookups
+mod pending_points; // breakpoints in libraries not loaded yet
 mod point_resolve; // breakpoint requests → addresses and agent specs (no live process needed)
 mod recipes;
 mod registers; // crash registers: xmm as bytes and doubles

@@ -50,7 +50,43 @@ impl PointRequest {
 pub(crate) struct PointTarget {
     pub binary: PathBuf,
     pub project_root: PathBuf,
+    /// The program's functions, then its loaded libraries' (engine/modules.rs).
     pub symbols: Arc<SymbolIndex>,
+    /// Shared libraries with DWARF: (file, offset to session addresses, session range).
+    pub libraries: Vec<(PathBuf, u64, (u64, u64))>,
+}
+
+impl PointTarget {
+    /// The file holding session address `addr`, the address in it, and the offset.
+    fn locate(&self, addr: u64) -> (&Path, u64, u64) {
+        match self.libraries.iter().find(|(_, _, (lo, hi))| addr >= *lo && addr < *hi) {
+            Some((path, offset, _)) => (path, addr.wrapping_sub(*offset), *offset),
+            None => (&self.binary, addr, 0),
+        }
+    }
+
+    /// Every file with DWARF, the program first, with its offset to session addresses.
+    fn files(&self) -> impl Iterator<Item = (&Path, u64)> {
+        std::iter::once((self.binary.as_path(), 0)).chain(self.libraries.iter().map(|(p, o, _)| (p.as_path(), *o)))
+    }
+
+    /// `file:line` in the program or, failing that, in a library (as gdb searches every
+    /// objfile), at session addresses.
+    fn resolve_line(&self, file: &str, line: u32) -> Result<crate::symbols::ResolvedLine> {
+        let mut first_err: Option<StrobeError> = None;
+        for (path, offset) in self.files() {
+            match LineTable::cached(path).and_then(|t| t.resolve_line(file, line)) {
+                Ok(mut r) => {
+                    r.addresses.iter_mut().for_each(|a| *a = a.wrapping_add(offset));
+                    return Ok(r);
+                }
+                // "No code at line N" of a file a module has beats "no such file" of the others.
+                Err(e) if e.code == crate::error::ErrorCode::NoCodeAtLine || first_err.is_none() => first_err = Some(e),
+                Err(_) => {}
+            }
+        }
+        Err(first_err.unwrap_or_else(|| StrobeError::validation(format!("No line {line} in '{file}'."))))
+    }
 }
 
 /// A request resolved to addresses, with the agent's spec (all but the id).
@@ -60,7 +96,12 @@ pub(crate) struct Prepared {
     pub function: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
+    /// Session addresses (engine/modules.rs).
     pub addresses: Vec<u64>,
+    /// session address - static address in the file that has the code (0: the program).
+    pub offset: u64,
+    /// That file's name, when it is a shared library.
+    pub module: Option<String>,
     pub spec: Value,
 }
 
@@ -111,12 +152,12 @@ pub(crate) fn validate(req: &PointRequest) -> Result<()> {
 /// Validate and resolve `req` against `target`, and describe it for the agent.
 pub(crate) fn prepare(target: &PointTarget, req: &PointRequest) -> Result<Prepared> {
     validate(req)?;
-    let lines = LineTable::cached(&target.binary)?;
     let mut line_ranges: Vec<(u64, u64)> = Vec::new();
     let (function, file, line, addresses, scans) = match &req.function {
         Some(pattern) => {
             let f = single_function(&target.symbols, &target.project_root, pattern)?;
-            let (file, line) = match lines.address_to_line(f.address) {
+            let (path, at, _) = target.locate(f.address);
+            let (file, line) = match LineTable::cached(path)?.address_to_line(at) {
                 Some((file, line)) => (Some(file.to_string()), Some(line)),
                 None => (f.file.clone(), f.line),
             };
@@ -124,7 +165,7 @@ pub(crate) fn prepare(target: &PointTarget, req: &PointRequest) -> Result<Prepar
         }
         None => {
             let (Some(file), Some(line)) = (&req.file, req.line) else { unreachable!("validated") };
-            let resolved = lines.resolve_line(file, line)?;
+            let resolved = target.resolve_line(file, line)?;
             let f = function_at(&target.symbols, resolved.addresses[0]);
             // A function's very entry needs no jump-target or red-zone check.
             let scans: Vec<Option<(u64, u64)>> = resolved
@@ -139,13 +180,22 @@ pub(crate) fn prepare(target: &PointTarget, req: &PointRequest) -> Result<Prepar
                     resolved.addresses.iter().filter_map(|&a| function_at(&target.symbols, a)).map(|f| (f.address, f.address + f.size)).collect();
                 funcs.dedup();
                 for (lo, hi) in funcs {
-                    line_ranges.extend(lines.line_ranges(lo, hi, resolved.line));
+                    // In the file that has the function, at its static addresses.
+                    let (path, at, offset) = target.locate(lo);
+                    let ranges = LineTable::cached(path)?.line_ranges(at, at + (hi - lo), resolved.line);
+                    line_ranges.extend(ranges.into_iter().map(|(a, b)| (a.wrapping_add(offset), b.wrapping_add(offset))));
                 }
             }
             (f.map(|f| f.name.clone()), Some(resolved.file), Some(resolved.line), resolved.addresses, scans)
         }
     };
-    let vars = LocalsInfo::cached(&target.binary)?.locals_at(addresses[0])?.map(|f| f.vars).unwrap_or_default();
+    let (path, at, offset) = target.locate(addresses[0]);
+    let mut vars = LocalsInfo::cached(path)?.locals_at(at)?.map(|f| f.vars).unwrap_or_default();
+    for v in &mut vars {
+        if let crate::symbols::VarLocation::Static { address } = &mut v.location {
+            *address = address.wrapping_add(offset);
+        }
+    }
     let params: Vec<Value> = vars.iter().filter(|v| v.is_parameter).map(recipe).collect();
     let spec = json!({
         "addresses": addresses.iter().map(|a| hex(*a)).collect::<Vec<_>>(),
@@ -157,7 +207,8 @@ pub(crate) fn prepare(target: &PointTarget, req: &PointRequest) -> Result<Prepar
         "lineRanges": line_ranges.iter().map(|(lo, hi)| [hex(*lo), hex(*hi)]).collect::<Vec<_>>(),
         "vars": vars.iter().map(recipe).collect::<Vec<_>>(),
     });
-    Ok(Prepared { request: req.clone(), function, file, line, addresses, spec })
+    let module = (offset != 0).then(|| path.file_name().map(|n| n.to_string_lossy().into_owned())).flatten();
+    Ok(Prepared { request: req.clone(), function, file, line, addresses, offset, module, spec })
 }
 
 /// The one function `pattern` names.

@@ -57,6 +57,8 @@ pub(crate) struct SessionState {
     pub life: super::lifecycle::LifeState,
     /// Watches and serializationDepth (watches.rs).
     pub watch: super::watches::WatchState,
+    /// Shared libraries with DWARF (modules.rs).
+    pub modules: super::modules::ModuleState,
 }
 
 /// What `debug_session status` reports.
@@ -127,6 +129,7 @@ impl Session {
                 tracing: Default::default(),
                 life: Default::default(),
                 watch: Default::default(),
+                modules: Default::default(),
             }),
         }
     }

@@ -323,9 +323,15 @@ impl Engine {
 
     /// Extra fields of a hook spec: the `serialize` recipe (when typed reads help) and the
     /// type ids it needs. `(None, [])` for functions without DWARF parameters.
-    pub(crate) fn hook_extras(&self, _session: &Session, symbols: &SymbolIndex, info: &DebugInfo, fn_index: u32) -> (Option<Value>, Vec<TypeId>) {
-        let f = &symbols.functions[fn_index as usize];
-        match info.signature(f.address) {
+    /// The typed-argument recipe of function `fn_index`, from the DWARF of the module that
+    /// has it (the program or a shared library, modules.rs; `info` is the program's).
+    pub(crate) fn hook_extras(&self, session: &Session, symbols: &SymbolIndex, info: &DebugInfo, fn_index: u32) -> (Option<Value>, Vec<TypeId>) {
+        let own = self.function_dwarf(session, symbols, fn_index);
+        let (info, address) = match &own {
+            Some((i, a)) => (&**i, *a),
+            None => (info, symbols.functions[fn_index as usize].address),
+        };
+        match info.signature(address) {
             Some(sig) if super::recipes::worth_serializing(info, &sig) => {
                 let (recipe, roots) = super::recipes::serialize_recipe(info, &sig);
                 (Some(recipe), roots)
@@ -339,19 +345,29 @@ impl Engine {
     /// session image's: an exec'd program's hooks never read them.
     pub(crate) fn enrich_hook_specs(&self, session: &Session, symbols: &SymbolIndex, specs: &mut [Value], target: SpecsFor) -> Value {
         let Ok(info) = DebugInfo::of(symbols) else { return json!({}) };
+        // Type ids are distinct per binary (symbols/types.rs): one table serves all modules.
+        let mut tables = serde_json::Map::new();
         let mut roots = Vec::new();
         let mut for_watch = Vec::new();
         let mut not_for_watch = Vec::new();
         for spec in specs.iter_mut() {
             let Some(i) = spec.get("id").and_then(Value::as_u64).map(|i| i as u32) else { continue };
             let (recipe, r) = self.hook_extras(session, symbols, &info, i);
+            let (own, address) = self.function_dwarf(session, symbols, i).unwrap_or_else(|| (info.clone(), symbols.functions[i as usize].address));
             // Whether a native replaceFast wrapper may stand in for the function (symbols/abi.rs);
             // the agent uses it only for hooks that also take the fast path.
-            if let Some(abi) = info.signature(symbols.functions[i as usize].address).and_then(|sig| crate::symbols::wrapper_abi(&info, &sig)) {
+            if let Some(abi) = own.signature(address).and_then(|sig| crate::symbols::wrapper_abi(&own, &sig)) {
                 spec["abi"] = json!(abi);
             }
             if let Some(recipe) = recipe {
                 spec["serialize"] = recipe;
+                if !Arc::ptr_eq(&own, &info) {
+                    if let Value::Object(m) = own.agent_types(&r) {
+                        tables.extend(m);
+                    }
+                    not_for_watch.push(i);
+                    continue;
+                }
                 roots.extend(r);
             } else if target != SpecsFor::OtherImage && self.watched(session, symbols, i) {
                 spec["watches"] = json!(true);
@@ -368,7 +384,10 @@ impl Engine {
                 js.remove(&i);
             }
         }
-        info.agent_types(&roots)
+        if let Value::Object(m) = info.agent_types(&roots) {
+            tables.extend(m);
+        }
+        Value::Object(tables)
     }
 
     /// `serializationDepth` (1-10) for typed arguments, return values and watches.

@@ -22,6 +22,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/wrappers.ts", include_str!("../../agent/src/wrappers.ts")),
     ("src/crash.ts", include_str!("../../agent/src/crash.ts")),
     ("src/frames.ts", include_str!("../../agent/src/frames.ts")),
+    ("src/modules.ts", include_str!("../../agent/src/modules.ts")),
     ("src/altstack.ts", include_str!("../../agent/src/altstack.ts")),
     ("src/threads.ts", include_str!("../../agent/src/threads.ts")),
     ("src/debugger_rpc.ts", include_str!("../../agent/src/debugger_rpc.ts")),

@@ -138,9 +138,7 @@ impl TypeReader<'_> {
                     if i == 0 {
                         ty = Some(t);
                     } else {
-                        let id = self.store.types.len() as TypeId;
-                        self.store.types.push(std::sync::Arc::new(t));
-                        elem = id;
+                        elem = self.store.push(t);
                     }
                 }
                 ty.unwrap_or_else(|| {

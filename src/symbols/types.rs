@@ -144,7 +144,6 @@ pub struct TemplateParam {
 }
 
 /// Resolved types of one binary, addressed by id and by DIE offset.
-#[derive(Default)]
 pub(crate) struct TypeStore {
     pub(crate) types: Vec<Arc<Type>>,
     pub(crate) by_die: HashMap<u64, TypeId>,
@@ -153,24 +152,48 @@ pub(crate) struct TypeStore {
     pub(crate) templates: HashMap<TypeId, Arc<[TemplateParam]>>,
     /// C++ `T &` / `T &&` (kind `Pointer`, like `T *`, but always valid to follow).
     pub(crate) references: std::collections::HashSet<TypeId>,
+    /// The first id of this store: each binary's types get ids of their own, so the type
+    /// tables of a program and its shared libraries can meet in one agent (engine/modules.rs).
+    base: TypeId,
+}
+
+/// Ids per store: 2^20 types per binary, 2^12 stores before ids come round again.
+const STORE_IDS: u32 = 1 << 20;
+
+impl Default for TypeStore {
+    fn default() -> Self {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        // Ids up to 0x10000 stay free for ad-hoc types (engine/memory.rs raw-address hints).
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed) % (u32::MAX / STORE_IDS);
+        TypeStore { types: Vec::new(), by_die: HashMap::new(), templates: HashMap::new(), references: Default::default(), base: n.max(1) * STORE_IDS }
+    }
 }
 
 impl TypeStore {
     /// Reserve an id for the DIE before resolving it, so cyclic types (a list node
     /// pointing at itself) terminate.
     pub(crate) fn reserve(&mut self, die: u64) -> TypeId {
-        let id = self.types.len() as TypeId;
+        let id = self.base + self.types.len() as TypeId;
         self.types.push(Arc::new(Type { name: String::new(), size: 0, kind: TypeKind::Unknown }));
         self.by_die.insert(die, id);
         id
     }
 
+    /// A type of no DIE of its own (an inner dimension of a multi-dimensional array).
+    pub(crate) fn push(&mut self, ty: Type) -> TypeId {
+        self.types.push(Arc::new(ty));
+        self.base + self.types.len() as TypeId - 1
+    }
+
     pub(crate) fn set(&mut self, id: TypeId, ty: Type) {
-        self.types[id as usize] = Arc::new(ty);
+        if let Some(slot) = id.checked_sub(self.base).and_then(|i| self.types.get_mut(i as usize)) {
+            *slot = Arc::new(ty);
+        }
     }
 
     pub(crate) fn get(&self, id: TypeId) -> Arc<Type> {
-        self.types.get(id as usize).cloned().unwrap_or_else(|| Arc::new(unknown()))
+        id.checked_sub(self.base).and_then(|i| self.types.get(i as usize)).cloned().unwrap_or_else(|| Arc::new(unknown()))
     }
 
     /// Offset of the first pointer inside `id` (depth-first through nested structs):

@@ -138,3 +138,60 @@ async def test_crash_through_libc_keeps_every_frame(strobe_home, fixtures_dir, t
             ("sort_values", line_of("QSORT_CALL")),
             ("main", line_of("MAIN_SORT_CALL")),
         ], user
+
+
+async def test_code_in_a_shared_library_is_traced_broken_on_and_read(strobe_home, fixtures_dir, tmp_path):
+    """Item 12: the program's logic lives in libframes.so (built with -g, linked normally):
+    its functions are traced and broken on, its globals read, and backtraces pass through it."""
+    go = tmp_path / "go"
+    async with mcp_client(strobe_home) as c:
+        sid = await launch(c, fixtures_dir, "lib", go)
+        t = await c.call("debug_trace", sessionId=sid, add=["lib_add"])
+        assert t["hookedFunctions"] == 1, t
+        bp = (await c.call("debug_breakpoint", sessionId=sid, add=[{"function": "lib_leaf"}]))["breakpoints"][0]
+        assert bp["module"] == "libframes.so" and bp["file"].endswith("frames_lib.c"), bp
+        # Static addresses are the library's own (module-relative), the runtime one its mapping.
+        assert int(bp["address"], 16) < 0x10000 < int(bp["runtimeAddress"], 16), bp
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused" and p["function"] == "lib_leaf", p
+        assert [v["value"] for v in p["locals"] if v["name"] == "n"] == [7], p["locals"]
+        bt = p["backtrace"]
+        assert [(f["function"], f["line"]) for f in bt[:3]] == [
+            ("lib_leaf", line_of("lib_leaf(int n)", LIB)),
+            ("lib_entry", line_of("LIB_ENTRY_CALL", LIB)),
+            ("main", line_of("MAIN_LIB_CALL")),
+        ], bt
+        assert [f["module"] for f in bt[:3]] == ["libframes.so", "libframes.so", "frames_app"], bt
+        m = await c.call("debug_memory", sessionId=sid, targets=[{"variable": "lib_total"}, {"variable": "lib_origin.x"}])
+        assert [r["value"] for r in m["results"]] == [20, 3], m
+        enters = (await c.call("debug_query", sessionId=sid, eventType="function_enter", verbose=True))["events"]
+        assert [e["function"] for e in enters] == ["lib_add", "lib_add"], enters
+        assert all(e["sourceFile"].endswith("frames_lib.c") for e in enters), enters
+        await c.call("debug_session", action="stop", sessionId=sid)
+
+
+async def test_breakpoint_in_a_library_loaded_later_is_pending_then_pauses(strobe_home, fixtures_dir, tmp_path):
+    """Items 12 and issue 13 §1: a breakpoint in a plugin not loaded yet is pending; when
+    dlopen loads it, it resolves before the program calls in, and pauses there."""
+    go = tmp_path / "go"
+    async with mcp_client(strobe_home) as c:
+        sid = await launch(c, fixtures_dir, "dlopen", go)
+        bp = (await c.call("debug_breakpoint", sessionId=sid, add=[{"function": "plugin_run"}]))["breakpoints"][0]
+        assert bp.get("pending") is True and bp["hook"] == "pending" and "address" not in bp, bp
+        await c.call("debug_trace", sessionId=sid, add=["plugin_run"])
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused" and p["function"] == "plugin_run", p
+        assert p["file"].endswith("frames_plugin.c"), p
+        assert [f["function"] for f in p["backtrace"][:3]] == ["plugin_run", "run_plugin", "main"], p["backtrace"]
+        st = await c.call("debug_session", action="status", sessionId=sid)
+        resolved = st["breakpoints"][0]
+        assert resolved["hook"] in ("inline", "hardware") and resolved["module"] == "libframes_plugin.so", resolved
+        m = await c.call("debug_memory", sessionId=sid, targets=[{"variable": "plugin_calls"}])
+        assert m["results"][0]["value"] == 0, m
+        done = await c.call("debug_continue", sessionId=sid, action="continue", timeoutMs=30000)
+        assert done["status"] == "exited", done
+        await c.wait_for(sid, "plugin_run=10", eventType="stdout")
+        exits = (await c.call("debug_query", sessionId=sid, eventType="function_exit", verbose=True))["events"]
+        assert [e["function"] for e in exits] == ["plugin_run"], exits
