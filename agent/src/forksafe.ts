@@ -6,6 +6,8 @@
 // JS hook had run in the parent). So every entry point that sends or drains asks
 // `isForkedCopy()` first and does nothing in a stale copy.
 
+import { afterEachDlopen } from "./dlopen_watch.js";
+
 let getpidFn: NativeFunction<number, []> | null = null;
 
 /** getpid(), live: Process.id is fixed at load and is the parent's pid in a forked copy. */
@@ -199,53 +201,19 @@ function newForkImportSlots(): NativePointer[] {
     return slots;
 }
 
-/** Libraries loaded later: their fork() imports are routed when dlopen returns. (Frida's
- * module observer reports a library before the dynamic linker has relocated it, so a slot
- * written then would be overwritten; a constructor that forks while dlopen runs is not
- * covered.) The listener is native first, like the exit hook (index.ts): a forked child's
- * stale agent copy keeps it until Frida unloads that copy, and Frida's injection of the
- * child's fresh agent calls dlopen there; entering the stale JS runtime would hang the child.
- */
+/** Libraries loaded later: their fork() imports are routed when dlopen returns
+ * (dlopen_watch.ts). A constructor that forks while dlopen runs is not covered. */
 function watchLibraryLoads(onLateForker: () => void): void {
     loadsWatched = true;
-    const getpid = Module.findGlobalExportByName("getpid");
-    if (getpid === null) return;
-    const pidCell = Memory.alloc(4);
-    pidCell.writeS32(loadPid);
-    const onLoad = new NativeCallback(() => {
+    afterEachDlopen(loadPid, () => {
         if (gateError !== null) return;
         const slots = newForkImportSlots();
         if (slots.length === 0) return;
         routeThroughGate(slots);
         if (gateError !== null) send({ type: "log", level: "warning", message: `forked children may crash while followed: ${gateError}` });
         onLateForker();
-    }, "void", []);
-    const cm = new CModule(LOADS_C, { getpid, load_pid: pidCell, strobe_on_load: onLoad });
-    loadWatchParts.push(cm, onLoad, pidCell);
-    const seen = new Set<string>();
-    for (const m of Process.enumerateModules()) {
-        for (const name of ["dlopen", "dlmopen"]) {
-            const at = m.findExportByName(name);
-            if (at === null || seen.has(at.toString())) continue;
-            seen.add(at.toString());
-            Interceptor.attach(at, { onLeave: cm.on_leave });
-        }
-    }
+    });
 }
-
-const LOADS_C = `
-#include <gum/guminterceptor.h>
-extern int getpid (void);
-extern int load_pid;
-extern void strobe_on_load (void);
-void on_leave (GumInvocationContext * ic) {
-  if (getpid () != load_pid)
-    return;
-  strobe_on_load ();
-}
-`;
-/** The dlopen listener's CModule, callback and pid cell live as long as the agent. */
-const loadWatchParts: object[] = [];
 
 /**
  * Run `send` unless a fork is in progress; true if it ran. Callers keep what they would have

@@ -2,8 +2,10 @@
 // attach (RPC `modules`), and each library loaded later with dlopen, reported when dlopen
 // returns. The loading thread then waits for the daemon's { type: "modules-ack" }, so the
 // hooks and breakpoints it installs in the library are in place before the program calls
-// into it. The listener is native first (as the exit hook, index.ts): a forked child's
-// stale agent copy must not enter JS.
+// into it (dlopen_watch.ts).
+
+import { afterEachDlopen } from "./dlopen_watch.js";
+import { livePid } from "./forksafe.js";
 
 export interface ModuleDesc {
     name: string;
@@ -38,41 +40,15 @@ function newModules(): ModuleDesc[] {
     return out;
 }
 
-const LOADS_C = `
-#include <gum/guminterceptor.h>
-extern int getpid (void);
-extern int load_pid;
-extern void strobe_on_load (void);
-void on_leave (GumInvocationContext * ic) {
-  if (getpid () != load_pid)
-    return;
-  strobe_on_load ();
-}
-`;
-const parts: object[] = [];
-
 /** Report libraries loaded by dlopen from now on (once per agent). */
 export function watchLoads(): void {
-    if (parts.length > 0) return;
-    const getpid = Module.findGlobalExportByName("getpid");
-    if (getpid === null) return;
-    const pidCell = Memory.alloc(4);
-    pidCell.writeS32(new NativeFunction(getpid, "int", [])() as number);
-    const onLoad = new NativeCallback(() => {
+    if (watching) return;
+    watching = true;
+    afterEachDlopen(livePid(), () => {
         const added = newModules();
         if (added.length === 0) return;
         send({ type: "modules", modules: added });
         recv("modules-ack", () => {}).wait();
-    }, "void", []);
-    const cm = new CModule(LOADS_C, { getpid, load_pid: pidCell, strobe_on_load: onLoad });
-    parts.push(cm, onLoad, pidCell);
-    const seen = new Set<string>();
-    for (const m of Process.enumerateModules()) {
-        for (const name of ["dlopen", "dlmopen"]) {
-            const at = m.findExportByName(name);
-            if (at === null || seen.has(at.toString())) continue;
-            seen.add(at.toString());
-            Interceptor.attach(at, { onLeave: cm.on_leave });
-        }
-    }
+    });
 }
+let watching = false;

@@ -23,6 +23,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/crash.ts", include_str!("../../agent/src/crash.ts")),
     ("src/frames.ts", include_str!("../../agent/src/frames.ts")),
     ("src/modules.ts", include_str!("../../agent/src/modules.ts")),
+    ("src/dlopen_watch.ts", include_str!("../../agent/src/dlopen_watch.ts")),
     ("src/altstack.ts", include_str!("../../agent/src/altstack.ts")),
     ("src/threads.ts", include_str!("../../agent/src/threads.ts")),
     ("src/debugger_rpc.ts", include_str!("../../agent/src/debugger_rpc.ts")),

@@ -195,3 +195,31 @@ async def test_breakpoint_in_a_library_loaded_later_is_pending_then_pauses(strob
         await c.wait_for(sid, "plugin_run=10", eventType="stdout")
         exits = (await c.call("debug_query", sessionId=sid, eventType="function_exit", verbose=True))["events"]
         assert [e["function"] for e in exits] == ["plugin_run"], exits
+
+
+async def test_breakpoints_staged_before_launch_in_libraries(strobe_home, fixtures_dir, tmp_path):
+    """Issue 13 §1: staged breakpoints in a library the program is linked with resolve at
+    launch; one in a plugin loaded later with dlopen is pending, then pauses."""
+    async with mcp_client(strobe_home) as c:
+        await c.call("debug_breakpoint", add=[{"function": "lib_entry"}])
+        go = tmp_path / "go"
+        r = await c.call("debug_launch", command=str(fixtures_dir / "frames_app"), args=["lib", str(go)], projectRoot=str(SRC))
+        [bp] = r["breakpoints"]
+        assert bp["function"] == "lib_entry" and bp["module"] == "libframes.so" and not bp.get("pending"), r
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=r["sessionId"], action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused" and p["function"] == "lib_entry", p
+        await c.call("debug_session", action="stop", sessionId=r["sessionId"])
+
+        await c.call("debug_breakpoint", add=[{"function": "plugin_run"}])
+        go = tmp_path / "go2"
+        r = await c.call("debug_launch", command=str(fixtures_dir / "frames_app"), args=["dlopen", str(go)], projectRoot=str(SRC))
+        by_fn = {b["function"]: b for b in r["breakpoints"]}
+        assert by_fn["plugin_run"].get("pending") is True, r
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=r["sessionId"], action="inspect", timeoutMs=30000)
+        # The staged lib_entry breakpoint applies to this launch too: continue past it.
+        while p["status"] == "paused" and p["function"] != "plugin_run":
+            p = await c.call("debug_continue", sessionId=r["sessionId"], action="continue", timeoutMs=30000)
+        assert p["status"] == "paused" and p["function"] == "plugin_run", p
+        await c.call("debug_session", action="stop", sessionId=r["sessionId"])
