@@ -223,3 +223,15 @@ async def test_breakpoints_staged_before_launch_in_libraries(strobe_home, fixtur
             p = await c.call("debug_continue", sessionId=r["sessionId"], action="continue", timeoutMs=30000)
         assert p["status"] == "paused" and p["function"] == "plugin_run", p
         await c.call("debug_session", action="stop", sessionId=r["sessionId"])
+
+
+async def test_abort_inside_free_called_from_a_library_is_reported_there(strobe_home, fixtures_dir, tmp_path):
+    """Item 8: the double free happens in libframes.so's code: the summary names that frame
+    (not main, its caller), and the backtrace reaches main through it."""
+    async with mcp_client(strobe_home) as c:
+        crash = await crash_of(c, fixtures_dir, "libdoublefree", tmp_path / "go")
+        assert crash["function"] == "lib_release_twice" and crash["line"] == line_of("LIB_DOUBLE_FREE", LIB), crash
+        assert crash["sourceFile"].endswith("frames_lib.c"), crash
+        fns = names(crash["backtrace"])
+        assert fns[fns.index("lib_release_twice") - 1] == "free", fns
+        assert fns[fns.index("lib_release_twice") + 1] == "main", fns
