@@ -212,6 +212,8 @@ fn libstdcxx_pretty_printers() {
     assert_eq!(p.render("g_vec_bool"), json!([true, false, true, true, false, false, false, false, true]));
     assert_eq!(p.render("g_arr"), json!([10, 20, 30, 40]));
     assert_eq!(p.render("g_span"), json!([4, 5, 6]));
+    assert_eq!(p.render("g_list"), json!([3, 1, 2]));
+    assert_eq!(p.render("g_list_str"), json!(["p", "q"]));
     assert_eq!(p.render("g_map"), json!({"one": 1, "three": 3, "two": 2}));
     let map = p.render("g_map");
     let keys: Vec<&String> = map.as_object().unwrap().keys().collect();
@@ -282,6 +284,14 @@ fn rust_niche_encoded_enums() {
     assert_eq!(pointee(r("OPT_BOX")), json!({"x": 5, "y": 6}), "Option<Box<T>>: Some(box) → the box");
     assert_eq!(r("BOXES").as_array().map(|a| a.len()), Some(1));
     assert_eq!(pointee(r("BOXES")[0].clone()), json!({"x": 7, "y": 8}));
+}
+
+#[test]
+fn rust_rc_and_arc_show_their_value_and_owners() {
+    let p = Stopped::launch("rust_values");
+    assert_eq!(pointee(p.render("values::SHARED")), json!({"@strong": 2, "x": 9, "y": 10}));
+    assert_eq!(p.render("values::SHARED")["@"], p.render("values::SHARED_TOO")["@"]);
+    assert_eq!(pointee(p.render("values::COUNTED")), json!({"@strong": 1, "*": 11}));
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! libstdc++ sequences: `std::string` (→ JSON string), `std::vector<T>` and
-//! `std::vector<bool>` (→ array), `std::array<T, N>`, `std::span<T>`.
+//! `std::vector<bool>` (→ array), `std::array<T, N>`, `std::span<T>`, `std::list<T>`.
 
 use serde_json::Value;
 
-use crate::eval::render::{more, uint_at, Renderer};
+use crate::eval::render::{more, uint_at, unreadable, Renderer};
 use crate::symbols::{TypeId, TypeKind};
 
 /// Element counts beyond this mean the object is not initialized (or not what we think).
@@ -66,7 +66,7 @@ pub(super) fn bit_vector(r: &mut Renderer, id: TypeId, bytes: &[u8]) -> Option<V
         let at = start.wrapping_add(bit / 8);
         match r.mem.read_vec(at, 1) {
             Ok(b) => out.push(Value::Bool(b[0] >> (bit % 8) & 1 == 1)),
-            Err(_) => return Some(crate::eval::render::unreadable(at)),
+            Err(_) => return Some(unreadable(at)),
         }
     }
     more(&mut out, count, shown);
@@ -100,6 +100,32 @@ pub(super) fn span(r: &mut Renderer, id: TypeId, bytes: &[u8], depth: u32) -> Op
         return None;
     }
     Some(r.elements(elem, uint_at(bytes, p_off, 8)?, count, depth))
+}
+
+/// `std::list<T>`: a ring of nodes from the header `_M_impl._M_node` (`_M_next`, and the
+/// count `_M_size`); each node is an `_List_node_base` followed by its `_Tp`.
+pub(super) fn list(r: &mut Renderer, id: TypeId, bytes: &[u8], depth: u32) -> Option<Value> {
+    let elem = r.info.template_params(id).iter().find(|p| p.name == "_Tp").and_then(|p| p.ty)?;
+    let (h_off, h_ty) = r.field_path(id, &["_M_impl", "_M_node"])?;
+    let (n_off, _) = r.field(h_ty, "_M_next")?;
+    let (c_off, _) = r.field(h_ty, "_M_size")?;
+    let node_base = r.ty(r.field(h_ty, "<base struct _List_node_base>")?.1).size;
+    let count = uint_at(bytes, h_off + c_off, 8)?;
+    if count >= MAX_COUNT {
+        return None;
+    }
+    let shown = count.min(r.opts.max_elements as u64);
+    let mut node = uint_at(bytes, h_off + n_off, 8)?;
+    let mut out = Vec::with_capacity(shown as usize);
+    for _ in 0..shown {
+        out.push(r.at(elem, node.wrapping_add(node_base), depth));
+        node = match r.mem.read_u64(node.wrapping_add(n_off)) {
+            Ok(n) => n,
+            Err(_) => return Some(unreadable(node)),
+        };
+    }
+    more(&mut out, count, shown);
+    Some(Value::Array(out))
 }
 
 /// What pointer type `ptr` points to (`None` for `void *` and non-pointers).

@@ -3,11 +3,11 @@
 //! returns `None` and the value prints as the plain struct it is — never a guess.
 //!
 //! - `cpp_string_vector.rs`: libstdc++ `std::string`, `std::vector` (and `<bool>`),
-//!   `std::array`, `std::span`.
+//!   `std::array`, `std::span`, `std::list`.
 //! - `cpp_tree.rs`: `std::map`, `std::set`, `std::multimap`, `std::multiset` (red-black tree).
 //! - `cpp_hash.rs`: `std::unordered_map` / `_set` (and multi-) (node list).
 //! - `cpp_smart.rs`: `std::optional`, `std::unique_ptr`, `std::shared_ptr`.
-//! - `rust_std.rs`: Rust `HashMap` / `HashSet` (hashbrown table), tuples, `NonZero`.
+//! - `rust_std.rs`: Rust `HashMap` / `HashSet` (hashbrown table), `Rc` / `Arc`, tuples, `NonZero`.
 //! - `entries.rs`: how maps and sets of decoded entries become JSON.
 
 mod cpp_hash;
@@ -34,6 +34,7 @@ pub(crate) fn render(r: &mut Renderer, t: &Type, id: TypeId, bytes: &[u8], addr:
                 "vector" => cpp_string_vector::vector(r, id, bytes, depth),
                 "array" => cpp_string_vector::array(r, id, bytes, addr, depth),
                 "span" => cpp_string_vector::span(r, id, bytes, depth),
+                "list" => cpp_string_vector::list(r, id, bytes, depth),
                 "map" | "multimap" => cpp_tree::tree(r, id, bytes, true, depth),
                 "set" | "multiset" => cpp_tree::tree(r, id, bytes, false, depth),
                 "unordered_map" | "unordered_multimap" => cpp_hash::table(r, id, bytes, true, depth),
@@ -46,6 +47,7 @@ pub(crate) fn render(r: &mut Renderer, t: &Type, id: TypeId, bytes: &[u8], addr:
         }
         None if t.name.starts_with("HashMap<") => rust_std::hash_map(r, id, bytes, true, depth),
         None if t.name.starts_with("HashSet<") => rust_std::hash_map(r, id, bytes, false, depth),
+        None if t.name.starts_with("Rc<") || t.name.starts_with("Arc<") => rust_std::counted(r, id, bytes, depth),
         None if t.name.starts_with("NonZero<") => rust_std::newtype(r, id, bytes, addr, depth),
         None if t.name.starts_with('(') => rust_std::tuple(r, t, bytes, addr, depth),
         None => None,

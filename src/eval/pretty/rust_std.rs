@@ -1,12 +1,13 @@
 //! Rust `HashMap` / `HashSet` (→ entries / array, walking hashbrown's table), tuples
-//! (→ arrays, `()` → null) and `NonZero<T>` (→ the number). hashbrown's `RawTableInner` keeps
+//! (→ arrays, `()` → null), `NonZero<T>` (→ the number) and `Rc<T>` / `Arc<T>` (→ like a
+//! pointer to the value, with "@strong" owners). hashbrown's `RawTableInner` keeps
 //! `bucket_mask + 1` control bytes at `ctrl` (top bit clear = slot full) and the `T`
 //! elements just below them, slot i at `ctrl - (i + 1) * size_of::<T>()`.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::entries;
-use crate::eval::render::{uint_at, unreadable, Renderer};
+use crate::eval::render::{scalar, uint_at, unreadable, Renderer};
 use crate::symbols::{Type, TypeId, TypeKind};
 
 /// Tables with more buckets than this are not walked (a corrupt mask).
@@ -86,4 +87,32 @@ pub(super) fn newtype(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<u
     let size = r.ty(ty).size;
     let sub = bytes.get(off as usize..(off + size) as usize)?;
     Some(r.value(ty, sub, addr.map(|a| a.wrapping_add(off)), depth))
+}
+
+/// `Rc<T>` / `Arc<T>`: `ptr.pointer` → an `RcInner` / `ArcInner` of `strong`, `weak` and the
+/// `value` / `data`; shown as a pointer to the value with the `strong` count after `"@"`.
+pub(super) fn counted(r: &mut Renderer, id: TypeId, bytes: &[u8], depth: u32) -> Option<Value> {
+    let (p_off, p_ty) = r.field_path(id, &["ptr", "pointer"])?;
+    let TypeKind::Pointer { target: Some(inner) } = r.ty(p_ty).kind else { return None };
+    let (s_off, s_ty) = r.field(inner, "strong")?;
+    let (v_off, v_ty) = r.field(inner, "value").or_else(|| r.field(inner, "data"))?;
+    if r.ty(s_ty).size != 8 {
+        return None;
+    }
+    let raw = uint_at(bytes, p_off, 8)?;
+    let value_at = raw.wrapping_add(v_off);
+    if raw == 0 || depth == 0 {
+        return Some(scalar::hex(value_at));
+    }
+    let Ok(strong) = r.mem.read_u64(raw.wrapping_add(s_off)) else { return Some(unreadable(raw)) };
+    let mut out = Map::new();
+    out.insert("@".into(), scalar::hex(value_at));
+    out.insert("@strong".into(), Value::from(strong));
+    match r.at(v_ty, value_at, depth) {
+        Value::Object(fields) => out.extend(fields),
+        other => {
+            out.insert("*".into(), other);
+        }
+    }
+    Some(Value::Object(out))
 }
