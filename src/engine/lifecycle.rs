@@ -249,6 +249,8 @@ fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
             Err(e) => Err(e),
         };
         if result.is_ok() {
+            // The new agent reports libraries loaded from now on (modules.rs).
+            engine.load_modules(&s).await;
             engine.install_points(&s, s.pid).await;
         }
         match result {
