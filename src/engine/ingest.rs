@@ -37,7 +37,15 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                 }
             }
             HostEvent::AgentMessage { pid, message, data } => {
-                let Some(s) = engine.session_by_pid(pid) else { continue };
+                let Some(s) = engine.session_by_pid(pid) else {
+                    // A loading thread waits for this ack whether or not anyone listens.
+                    if message.get("type").and_then(Value::as_str) == Some("modules") {
+                        if let Ok(frida) = engine.frida_running() {
+                            tokio::spawn(async move { frida.host().post(pid, serde_json::json!({ "type": "modules-ack" })).await });
+                        }
+                    }
+                    continue;
+                };
                 match message.get("type").and_then(Value::as_str) {
                     Some("events_bin") => super::decode::ingest(&engine, &s, pid, &message, data.as_deref()),
                     Some("paused" | "logpoint" | "conditionError") => super::debug_state::ingest(&engine, &s, pid, &message),
