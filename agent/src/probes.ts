@@ -142,40 +142,14 @@ export interface Probe {
 export function attachProbe(addr: NativePointer, scan: ScanRange | null | undefined, threadId: number | null, onHit: (cpu: CpuContext) => void): Probe {
     // Probes need real frames and cannot share a function entry with replaceFast (wrappers.ts).
     demoteWrappers(threadId === null ? "a breakpoint or logpoint was set" : "a step was requested");
-    const why = unsafeReason(addr, scan);
+    let why = unsafeReason(addr, scan);
     if (why === null) {
-        // Never detach while a thread is inside the callback: Frida's detach spins until every
-        // thread has left the trampoline, and a paused thread only leaves after a message the
-        // JS thread (the one spinning) would deliver: a deadlock (measured). Such a detach is
-        // deferred to when the last thread has left.
-        let inside = 0;
-        let wanted = false;
-        let done = false;
-        const finish = (): void => {
-            if (done || inside > 0) return;
-            done = true;
-            listener.detach();
-            releasePatch(addr);
-        };
-        const listener = Interceptor.attach(addr, function (this: InvocationContext) {
-            if (wanted || (threadId !== null && this.threadId !== threadId)) return;
-            inside++;
-            try {
-                onHit(this.context);
-            } finally {
-                inside--;
-                if (wanted && inside === 0) setTimeout(finish, 0);
-            }
-        });
-        notePatch(addr);
-        return {
-            kind: "inline",
-            why: null,
-            detach() {
-                wanted = true;
-                finish();
-            },
-        };
+        try {
+            return inlineProbe(addr, threadId, onHit);
+        } catch (e) {
+            // Frida cannot relocate the code there (a function shorter than its patch, say).
+            why = `Frida cannot hook it inline (${e instanceof Error ? e.message : e})`;
+        }
     }
     let hw;
     try {
@@ -184,4 +158,39 @@ export function attachProbe(addr: NativePointer, scan: ScanRange | null | undefi
         throw new Error(`${why}, and no hardware breakpoint is available (${e instanceof Error ? e.message : e})`);
     }
     return { kind: "hardware", why, detach: () => hwDetach(hw) };
+}
+
+function inlineProbe(addr: NativePointer, threadId: number | null, onHit: (cpu: CpuContext) => void): Probe {
+    // Never detach while a thread is inside the callback: Frida's detach spins until every
+    // thread has left the trampoline, and a paused thread only leaves after a message the
+    // JS thread (the one spinning) would deliver: a deadlock (measured). Such a detach is
+    // deferred to when the last thread has left.
+    let inside = 0;
+    let wanted = false;
+    let done = false;
+    const finish = (): void => {
+        if (done || inside > 0) return;
+        done = true;
+        listener.detach();
+        releasePatch(addr);
+    };
+    const listener = Interceptor.attach(addr, function (this: InvocationContext) {
+        if (wanted || (threadId !== null && this.threadId !== threadId)) return;
+        inside++;
+        try {
+            onHit(this.context);
+        } finally {
+            inside--;
+            if (wanted && inside === 0) setTimeout(finish, 0);
+        }
+    });
+    notePatch(addr);
+    return {
+        kind: "inline",
+        why: null,
+        detach() {
+            wanted = true;
+            finish();
+        },
+    };
 }

@@ -140,6 +140,19 @@ async def test_step_out_of_a_cpp_method_lands_in_its_caller(strobe_home, fixture
         await c.call("debug_session", action="stop", sessionId=sid)
 
 
+async def test_step_out_of_a_tiny_optimized_cpp_method(strobe_home, fixtures_dir, tmp_path):
+    async with mcp_client(strobe_home) as c:
+        # At -O2 add() is shorter than an inline hook's patch: before the fix Frida refused it
+        # ("unable to intercept instruction"); now a hardware breakpoint takes over.
+        sid, p = await run_to(c, fixtures_dir, tmp_path, [{"function": "Accumulator::add"}],
+                              "methods", binary="cpp_methods_O2", src=CPP_SRC)
+        assert p["function"] == "Accumulator::add", p
+        out = await c.call("debug_continue", sessionId=sid, action="step-out", timeoutMs=30000)
+        assert out["status"] == "paused" and out["reason"] == "step", out
+        assert out["function"] == "main" and out["line"] == line_of("MAIN_AFTER_ADD", CPP_SRC), out
+        await c.call("debug_session", action="stop", sessionId=sid)
+
+
 async def test_step_out_from_a_line_breakpoint_in_an_interpreter(strobe_home, fixtures_dir, tmp_path):
     async with mcp_client(strobe_home) as c:
         sid, p = await run_to(c, fixtures_dir, tmp_path, [{"file": "stops.c", "line": line_of("OP_ADD_PUSH")}], "interp")
