@@ -3,6 +3,7 @@
 summaries at the user's frame, registers and addresses that say what they are, and code
 that lives in shared libraries built with -g. Fixture: tests/fixtures/c/frames_app.c."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -146,8 +147,8 @@ async def test_code_in_a_shared_library_is_traced_broken_on_and_read(strobe_home
     go = tmp_path / "go"
     async with mcp_client(strobe_home) as c:
         sid = await launch(c, fixtures_dir, "lib", go)
-        t = await c.call("debug_trace", sessionId=sid, add=["lib_add"])
-        assert t["hookedFunctions"] == 1, t
+        t = await c.call("debug_trace", sessionId=sid, add=["lib_add", "lib_shift"])
+        assert t["hookedFunctions"] == 2, t
         bp = (await c.call("debug_breakpoint", sessionId=sid, add=[{"function": "lib_leaf"}]))["breakpoints"][0]
         assert bp["module"] == "libframes.so" and bp["file"].endswith("frames_lib.c"), bp
         # Static addresses are the library's own (module-relative), the runtime one its mapping.
@@ -165,10 +166,14 @@ async def test_code_in_a_shared_library_is_traced_broken_on_and_read(strobe_home
         assert [f["module"] for f in bt[:3]] == ["libframes.so", "libframes.so", "frames_app"], bt
         m = await c.call("debug_memory", sessionId=sid, targets=[{"variable": "lib_total"}, {"variable": "lib_origin.x"}])
         assert [r["value"] for r in m["results"]] == [20, 3], m
+        done = await c.call("debug_continue", sessionId=sid, action="continue", timeoutMs=30000)
+        assert done["status"] == "exited", done
         enters = (await c.call("debug_query", sessionId=sid, eventType="function_enter", verbose=True))["events"]
-        assert [e["function"] for e in enters] == ["lib_add", "lib_add"], enters
+        assert [e["function"] for e in enters] == ["lib_add", "lib_add", "lib_shift"], enters
         assert all(e["sourceFile"].endswith("frames_lib.c") for e in enters), enters
-        await c.call("debug_session", action="stop", sessionId=sid)
+        # Typed arguments from the library's own DWARF: the struct behind the pointer, by name.
+        shift = enters[2]["arguments"]
+        assert shift["by"] == 5 and json.dumps(shift["p"]).count('"x": 1') == 1, shift
 
 
 async def test_breakpoint_in_a_library_loaded_later_is_pending_then_pauses(strobe_home, fixtures_dir, tmp_path):
@@ -235,3 +240,40 @@ async def test_abort_inside_free_called_from_a_library_is_reported_there(strobe_
         fns = names(crash["backtrace"])
         assert fns[fns.index("lib_release_twice") - 1] == "free", fns
         assert fns[fns.index("lib_release_twice") + 1] == "main", fns
+
+
+def gdb_backtrace(program, args, location):
+    """(function, file name, line) of each frame gdb's `bt` shows at `location`."""
+    import re
+    import shutil
+    import subprocess
+
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        pytest.skip("gdb is not installed")
+    out = subprocess.run(
+        [gdb, "-q", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex", "set breakpoint pending on", "-ex", f"break {location}", "-ex", "run", "-ex", "bt", "--args", str(program), *args],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+    frames = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+) \(.*\) at (\S+):(\d+)$", out, re.M)
+    return [(f, Path(file).name, int(line)) for f, file, line in frames]
+
+
+async def test_backtrace_matches_gdb(strobe_home, fixtures_dir, tmp_path):
+    """Item 7, against the reference: every frame with source that gdb's `bt` shows at a
+    line inside the shared library, Strobe shows with the same function, file and line."""
+    go = tmp_path / "go"
+    go.write_text("go")
+    where = f"frames_lib.c:{line_of('LIB_LEAF_BODY', LIB)}"
+    expected = gdb_backtrace(fixtures_dir / "frames_app", ["lib", str(go)], where)
+    assert [f[0] for f in expected] == ["lib_leaf", "lib_entry", "main"], expected
+    go.unlink()
+    async with mcp_client(strobe_home) as c:
+        sid = await launch(c, fixtures_dir, "lib", go)
+        await c.call("debug_breakpoint", sessionId=sid, add=[{"file": "frames_lib.c", "line": line_of("LIB_LEAF_BODY", LIB)}])
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused", p
+        got = [(f["function"], Path(f["file"]).name, f["line"]) for f in p["backtrace"] if f.get("file")]
+        assert got == expected, (got, expected)
+        await c.call("debug_session", action="stop", sessionId=sid)
