@@ -295,6 +295,14 @@ fn rust_rc_and_arc_show_their_value_and_owners() {
 }
 
 #[test]
+fn rust_cells_and_atomics_show_what_they_hold() {
+    let p = Stopped::launch("rust_values");
+    assert_eq!(p.render("values::HITS"), json!(4));
+    assert_eq!(p.render("values::CELL"), json!(-2));
+    assert_eq!(p.render("values::REFCELL"), json!({"borrow": 0, "value": [8]}));
+}
+
+#[test]
 fn rust_hash_map_and_set_entries() {
     let p = Stopped::launch("rust_values");
     assert_eq!(p.render("values::MAP"), json!({"1": "one", "2": "two", "3": "three"}));

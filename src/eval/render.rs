@@ -20,7 +20,8 @@ use crate::symbols::{DebugInfo, Type, TypeId, TypeKind};
 /// How much of a value to show.
 #[derive(Debug, Clone)]
 pub struct RenderOptions {
-    /// Struct/array/pointer levels to expand (debug_eval `depth`, default 2).
+    /// Object levels to expand (debug_eval `depth`, default 2): structs spend one each;
+    /// arrays and containers spend none; pointers are followed while depth remains.
     pub depth: u32,
     /// `format: "hex"`: integers as hex strings.
     pub hex: bool,

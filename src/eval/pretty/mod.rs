@@ -7,7 +7,8 @@
 //! - `cpp_tree.rs`: `std::map`, `std::set`, `std::multimap`, `std::multiset` (red-black tree).
 //! - `cpp_hash.rs`: `std::unordered_map` / `_set` (and multi-) (node list).
 //! - `cpp_smart.rs`: `std::optional`, `std::unique_ptr`, `std::shared_ptr`.
-//! - `rust_std.rs`: Rust `HashMap` / `HashSet` (hashbrown table), `Rc` / `Arc`, tuples, `NonZero`.
+//! - `rust_std.rs`: Rust `HashMap` / `HashSet` (hashbrown table), `Rc` / `Arc`, tuples,
+//!   `NonZero`, cells and atomics.
 //! - `entries.rs`: how maps and sets of decoded entries become JSON.
 
 mod cpp_hash;
@@ -49,6 +50,10 @@ pub(crate) fn render(r: &mut Renderer, t: &Type, id: TypeId, bytes: &[u8], addr:
         None if t.name.starts_with("HashSet<") => rust_std::hash_map(r, id, bytes, false, depth),
         None if t.name.starts_with("Rc<") || t.name.starts_with("Arc<") => rust_std::counted(r, id, bytes, depth),
         None if t.name.starts_with("NonZero<") => rust_std::newtype(r, id, bytes, addr, depth),
+        None if ["Cell<", "UnsafeCell<", "SyncUnsafeCell<", "ManuallyDrop<"].iter().any(|p| t.name.starts_with(p)) => {
+            rust_std::cell(r, id, bytes, addr, depth, "value")
+        }
+        None if t.name.starts_with("Atomic") => rust_std::cell(r, id, bytes, addr, depth, "v"),
         None if t.name.starts_with('(') => rust_std::tuple(r, t, bytes, addr, depth),
         None => None,
     }

@@ -1,5 +1,5 @@
 //! Rust `HashMap` / `HashSet` (→ entries / array, walking hashbrown's table), tuples
-//! (→ arrays, `()` → null), `NonZero<T>` (→ the number) and `Rc<T>` / `Arc<T>` (→ like a
+//! (→ arrays, `()` → null), `NonZero<T>`, cells and atomics (→ what they wrap) and `Rc<T>` / `Arc<T>` (→ like a
 //! pointer to the value, with "@strong" owners). hashbrown's `RawTableInner` keeps
 //! `bucket_mask + 1` control bytes at `ctrl` (top bit clear = slot full) and the `T`
 //! elements just below them, slot i at `ctrl - (i + 1) * size_of::<T>()`.
@@ -74,12 +74,23 @@ pub(super) fn tuple(r: &mut Renderer, t: &Type, bytes: &[u8], addr: Option<u64>,
 
 /// `NonZero<u32>` and its inner `ZeroablePrimitive` wrapper: the number they wrap.
 pub(super) fn newtype(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<u64>, depth: u32) -> Option<Value> {
+    wrapped(r, id, bytes, addr, depth, "__0", 4)
+}
+
+/// `Cell<T>`, `UnsafeCell<T>`, `ManuallyDrop<T>` (field `value`) and atomics (field `v`):
+/// the value they wrap (a wrapper inside is unwrapped in its turn).
+pub(super) fn cell(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<u64>, depth: u32, field: &str) -> Option<Value> {
+    wrapped(r, id, bytes, addr, depth, field, 1)
+}
+
+/// Through up to `levels` structs whose only member is `field`, then render what is inside.
+fn wrapped(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<u64>, depth: u32, field: &str, levels: u32) -> Option<Value> {
     let mut ty = id;
     let mut off = 0;
-    for _ in 0..4 {
+    for _ in 0..levels {
         let TypeKind::Struct { members, .. } = &r.ty(ty).kind else { break };
         let [m] = members.as_slice() else { return None };
-        if m.name != "__0" {
+        if m.name != field {
             return None;
         }
         (off, ty) = (off + m.offset, m.ty);
