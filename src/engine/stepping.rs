@@ -144,7 +144,11 @@ impl Engine {
             st.pause_seq
         };
         for t in &targets {
-            frida.host().post(t.pid, json!({ "type": format!("resume-{}", t.thread_id) })).await?;
+            // One thread that cannot be resumed (its process is gone) must not leave the
+            // others stopped and unlisted.
+            if let Err(e) = frida.host().post(t.pid, json!({ "type": format!("resume-{}", t.thread_id) })).await {
+                warnings.push(format!("Thread {} (pid {}) could not be resumed: {}", t.thread_id, t.pid, e.message));
+            }
         }
         let deadline = Instant::now() + timeout;
         loop {
