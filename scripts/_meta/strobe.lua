@@ -96,7 +96,7 @@ function Session:continue(args) end
 function Session:wait_pause(args) end
 ---@return table[] paused threads {threadId, breakpointId, reason, file, line, function, address, backtrace, arguments}
 function Session:paused() end
----@return {breakpoints: table[], logpoints: table[], pausedThreads: table[]}
+---@return {breakpoints: table[], logpoints: table[], pausedThreads: table[]} points carry `hits`
 function Session:debug_state() end
 ---@param args? {threadId?: integer}
 ---@return {threadId: integer, function?: string, file?: string, line?: integer, locals: {name: string, type: string, isParameter: boolean, location: string, value?: any, error?: string}[]}
