@@ -60,10 +60,15 @@ export function stackFrames(cpu: CpuContext, max: number): RawFrame[] {
     // (measured in shared libraries: [leaf, entry, entry]). The caller's frame pointer is
     // still in rbp: continue with the frame-pointer chain while it gives return addresses.
     const dup = callers.findIndex((p, i) => i > 0 && p.equals(callers[i - 1]));
-    if (dup > 0) {
-        callers.length = dup;
-        callers.push(...framePointerChain((cpu as X64CpuContext).rbp, max));
-    }
+    if (dup > 0) callers.length = dup;
+    // It also stops early at a function's entry (main's caller, a thread's start_thread
+    // missing): the frame-pointer chain goes on from where it stopped, when it passes there
+    // (or starts right after it: at an entry, rbp is still the caller's).
+    const chain = framePointerChain((cpu as X64CpuContext).rbp, max);
+    const last = callers.length > 0 ? callers[callers.length - 1] : null;
+    const at = last === null ? -1 : chain.findIndex((p) => p.equals(last));
+    if (at >= 0) callers.push(...chain.slice(at + 1));
+    else if (dup > 0 || callers.length === 1) callers.push(...chain.filter((p) => !callers.some((q) => q.equals(p))));
     return [cpu.pc, ...callers].slice(0, max).map(rawFrame);
 }
 

@@ -84,6 +84,10 @@ async def test_thread_start_function_at_its_call_line(strobe_home, fixtures_dir,
         bt = p["backtrace"]
         assert names(bt)[:2] == ["inner", "worker_main"], bt
         assert bt[1]["line"] == line_of("WORKER_CALL"), bt
+        # The thread's start in libc is a frame too (gdb: start_thread, then clone3).
+        assert len(bt) >= 3 and bt[2]["module"].startswith("libc"), bt
+        if LIBC_DEBUG:
+            assert bt[2]["function"] == "start_thread", bt
         await c.call("debug_session", action="stop", sessionId=sid)
 
 
