@@ -14,6 +14,10 @@ use mlua::{AnyUserData, Function, Lua, Table, Value, Variadic};
 use super::loader::Loaded;
 use super::scripts::ScriptSources;
 use crate::engine::Engine;
+use crate::error::{ErrorCode, StrobeError};
+
+/// Live sessions one sandbox may hold at once (as one MCP connection).
+pub const MAX_LIVE_SESSIONS: usize = 10;
 
 /// What a sandbox printed, up to `cap` bytes.
 #[derive(Default)]
@@ -77,11 +81,20 @@ impl Sandbox {
         let strobe: Table = lua.globals().get("strobe")?;
         let raw_launch: Function = strobe.get("launch")?;
         let seen = launched.clone();
+        let engine = engine.clone();
         strobe.set(
             "launch",
             lua.create_async_function(move |_, v: Value| {
-                let (raw, seen) = (raw_launch.clone(), seen.clone());
+                let (raw, seen, engine) = (raw_launch.clone(), seen.clone(), engine.clone());
                 async move {
+                    let live = engine.live_session_ids();
+                    let mine = seen.borrow().iter().filter(|id| live.contains(id)).count();
+                    if mine >= MAX_LIVE_SESSIONS {
+                        return Err(super::lua_err(StrobeError::new(
+                            ErrorCode::SessionLimit,
+                            format!("This script already has {mine} live sessions (max {MAX_LIVE_SESSIONS}). Stop one with s:stop() first."),
+                        )));
+                    }
                     let (s, info): (AnyUserData, Value) = raw.call_async(v).await?;
                     seen.borrow_mut().push(s.borrow::<super::session::LuaSession>()?.id.clone());
                     Ok((s, info))

@@ -121,6 +121,8 @@ async def test_scripts_are_isolated_and_cannot_exit(strobe_home):
         assert r["result"] is True, r
         r = await c.call("debug_script", script="return {fresh = x_global == nil, hint = strobe.hint('launch', {sessionId='s'}) ~= 'HACKED'}")
         assert r["result"] == {"fresh": True, "hint": True}, r
+        r = await c.call("debug_script", script="local x = 1\nlocal big = string.rep('x', 400 * 1024 * 1024)\nreturn #big")
+        assert "not enough memory" in r["error"]["message"], r  # the 256 MiB limit, not the daemon
         r = await c.call("debug_script", script="os.exit(1)")
         assert "os.exit" in r["error"]["message"] or "nil" in r["error"]["message"], r
         assert (await c.session.list_tools()).tools  # the daemon lives
