@@ -30,6 +30,7 @@ mod time;
 mod tools;
 mod util;
 mod watchdog;
+mod worker;
 
 pub use loader::ScriptError;
 pub use runtime::{EvalOutput, LuaHost, RunOutcome, ToolInfo};
