@@ -11,7 +11,6 @@ use crate::store::event::{Event, EventType};
 pub(super) fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> Event {
     let ts = m.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or(0);
     let mut e = Event::new(&s.id, EventType::Crash, ts);
-    e.id = engine.store.next_event_id();
     e.pid = Some(pid as i64);
     e.thread_id = m.get("tid").and_then(Value::as_i64);
     e.thread_name = m.get("threadName").and_then(Value::as_str).map(str::to_string);

@@ -175,7 +175,6 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
         Some("logpoint") => Event::new(&s.id, EventType::Logpoint, ts),
         _ => Event::new(&s.id, EventType::ConditionError, ts),
     };
-    e.id = engine.store.next_event_id();
     e.pid = Some(pid as i64);
     e.thread_id = tid.map(|t| t as i64);
     match e.event_type {
