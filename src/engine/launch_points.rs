@@ -178,9 +178,10 @@ impl Engine {
             }
         }
         // The libraries the program is linked with are loaded now (modules.rs).
-        let target = self.point_target(session)?;
+        let target = if all.in_libraries.is_empty() { None } else { Some(self.point_target(session)?) };
         for (request, origin, staged_id, label) in all.in_libraries {
-            let point = match prepare(&target, &request) {
+            let Some(target) = &target else { break };
+            let point = match prepare(target, &request) {
                 Ok(prepared) => self.install_one(session, &prepared, None).await.map_err(|e| StrobeError::new(e.code, format!("{label}: {}", e.message)))?,
                 Err(e) if super::pending_points::may_load_later(&session.binary_path, &e) => {
                     let id = self.add_pending_point(session, &request);
