@@ -319,3 +319,24 @@ async def test_a_runaway_hint_rule_is_skipped(strobe_home, fixtures_dir):
         # The runaway rule was interrupted (1 s budget) and skipped; the others still speak.
         assert "debug_query" in r["nextSteps"], r
         await c.call("debug_session", action="stop", sessionId=r["sessionId"])
+
+
+async def test_hit_eval_reads_an_expression_in_the_paused_frame(strobe_home, fixtures_dir):
+    script = f"""
+local s = {launch_lua(fixtures_dir, "mix")}
+s:wait_for{{eventType="stdout", text="ready", timeoutMs=20000}}
+if s.eval == nil then return {{noEval = true}} end
+local seen = {{}}
+s:on_break("debugee.c:{line_of("MIX_BODY")}", function(hit)
+  seen[#seen + 1] = {{hit:eval("buffer_size"), hit:eval("index")}}
+end)
+s:stdin("go\\n")
+s:run{{timeoutMs = 60000}}
+return {{seen = seen}}
+"""
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_script", script=script, timeoutMs=90000)
+    assert "error" not in r, r
+    if r["result"].get("noEval"):
+        pytest.skip("session:eval (debug_eval) is not in this build yet")
+    assert r["result"]["seen"] == [[64, 0], [128, 1], [-256, 2], [512, 3]], r
