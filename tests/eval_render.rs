@@ -213,6 +213,9 @@ fn libstdcxx_pretty_printers() {
     assert_eq!(p.render("g_arr"), json!([10, 20, 30, 40]));
     assert_eq!(p.render("g_span"), json!([4, 5, 6]));
     assert_eq!(p.render("g_list"), json!([3, 1, 2]));
+    assert_eq!(p.render("g_view"), json!("viewed text"));
+    assert_eq!(p.render("g_atomic"), json!(12));
+    assert_eq!(p.render("g_atomic_flag"), json!(true));
     assert_eq!(p.render("g_list_str"), json!(["p", "q"]));
     assert_eq!(p.render("g_map"), json!({"one": 1, "three": 3, "two": 2}));
     let map = p.render("g_map");

@@ -1,5 +1,6 @@
 //! libstdc++ `std::optional<T>` (→ null when empty, else the value), `std::unique_ptr<T>`
-//! and `std::shared_ptr<T>` (→ like a `T *`; a followed shared_ptr adds "@use_count").
+//! and `std::shared_ptr<T>` (→ like a `T *`; a followed shared_ptr adds "@use_count"),
+//! `std::atomic<T>` (→ the value).
 
 use serde_json::{Map, Value};
 
@@ -18,6 +19,15 @@ pub(super) fn optional(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<
     let at = p_off + v_off;
     let sub = bytes.get(at as usize..(at + r.ty(v_ty).size) as usize)?;
     Some(r.value(v_ty, sub, addr.map(|a| a.wrapping_add(at)), depth))
+}
+
+/// `std::atomic<T>`: the value `_M_i` (in a base or member `__atomic_base` for integers and
+/// `bool`), or, for
+/// `std::atomic<T *>`, the pointer `_M_b._M_p`.
+pub(super) fn atomic(r: &mut Renderer, id: TypeId, bytes: &[u8], addr: Option<u64>, depth: u32) -> Option<Value> {
+    let (off, ty) = r.field(id, "_M_i").or_else(|| r.field_path(id, &["_M_base", "_M_i"])).or_else(|| r.field_path(id, &["_M_b", "_M_p"]))?;
+    let sub = bytes.get(off as usize..(off + r.ty(ty).size) as usize)?;
+    Some(r.value(ty, sub, addr.map(|a| a.wrapping_add(off)), depth))
 }
 
 /// The only pointer inside (`_M_t` … `_M_head_impl`), pointing at a `_Tp`.

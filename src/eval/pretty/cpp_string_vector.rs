@@ -1,4 +1,4 @@
-//! libstdc++ sequences: `std::string` (→ JSON string), `std::vector<T>` and
+//! libstdc++ sequences: `std::string` and `std::string_view` (→ JSON string), `std::vector<T>` and
 //! `std::vector<bool>` (→ array), `std::array<T, N>`, `std::span<T>`, `std::list<T>`.
 
 use serde_json::Value;
@@ -16,6 +16,20 @@ pub(super) fn string(r: &mut Renderer, id: TypeId, bytes: &[u8]) -> Option<Value
     let elem = pointee(r, p_ty)?;
     if r.ty(elem).size != 1 {
         return None; // wide strings: shown as the struct they are
+    }
+    let (p, len) = (uint_at(bytes, p_off, 8)?, uint_at(bytes, l_off, 8)?);
+    if len >= MAX_COUNT {
+        return None;
+    }
+    Some(r.text_at(p, len))
+}
+
+/// `std::string_view`: `_M_str` (a `const char *`) and `_M_len`.
+pub(super) fn string_view(r: &mut Renderer, id: TypeId, bytes: &[u8]) -> Option<Value> {
+    let (p_off, p_ty) = r.field(id, "_M_str")?;
+    let (l_off, _) = r.field(id, "_M_len")?;
+    if r.ty(pointee(r, p_ty)?).size != 1 {
+        return None;
     }
     let (p, len) = (uint_at(bytes, p_off, 8)?, uint_at(bytes, l_off, 8)?);
     if len >= MAX_COUNT {

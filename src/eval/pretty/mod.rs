@@ -2,11 +2,11 @@
 //! against the layout they expect. Any mismatch (another standard library, another version)
 //! returns `None` and the value prints as the plain struct it is — never a guess.
 //!
-//! - `cpp_string_vector.rs`: libstdc++ `std::string`, `std::vector` (and `<bool>`),
+//! - `cpp_string_vector.rs`: libstdc++ `std::string`, `std::string_view`, `std::vector` (and `<bool>`),
 //!   `std::array`, `std::span`, `std::list`.
 //! - `cpp_tree.rs`: `std::map`, `std::set`, `std::multimap`, `std::multiset` (red-black tree).
 //! - `cpp_hash.rs`: `std::unordered_map` / `_set` (and multi-) (node list).
-//! - `cpp_smart.rs`: `std::optional`, `std::unique_ptr`, `std::shared_ptr`.
+//! - `cpp_smart.rs`: `std::optional`, `std::unique_ptr`, `std::shared_ptr`, `std::atomic`.
 //! - `rust_std.rs`: Rust `HashMap` / `HashSet` (hashbrown table), `Rc` / `Arc`, tuples,
 //!   `NonZero`, cells and atomics.
 //! - `entries.rs`: how maps and sets of decoded entries become JSON.
@@ -31,6 +31,8 @@ pub(crate) fn render(r: &mut Renderer, t: &Type, id: TypeId, bytes: &[u8], addr:
             let family = name.split('<').next().unwrap_or("");
             match family {
                 "basic_string" => cpp_string_vector::string(r, id, bytes),
+                "basic_string_view" => cpp_string_vector::string_view(r, id, bytes),
+                "atomic" => cpp_smart::atomic(r, id, bytes, addr, depth),
                 "vector" if name.starts_with("vector<bool,") => cpp_string_vector::bit_vector(r, id, bytes),
                 "vector" => cpp_string_vector::vector(r, id, bytes, depth),
                 "array" => cpp_string_vector::array(r, id, bytes, addr, depth),
