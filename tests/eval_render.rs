@@ -212,6 +212,8 @@ fn libstdcxx_pretty_printers() {
     assert_eq!(p.render("g_vec_bool"), json!([true, false, true, true, false, false, false, false, true]));
     assert_eq!(p.render("g_arr"), json!([10, 20, 30, 40]));
     assert_eq!(p.render("g_span"), json!([4, 5, 6]));
+    assert_eq!(p.render("g_span_fixed"), json!([4, 5, 6]), "static extent: the count is a template value");
+    assert_eq!(p.render("g_multiset"), json!([1, 2, 2]));
     assert_eq!(p.render("g_list"), json!([3, 1, 2]));
     assert_eq!(p.render("g_view"), json!("viewed text"));
     assert_eq!(p.render("g_atomic"), json!(12));
