@@ -31,7 +31,7 @@ pub fn initialize_result(requested: Option<&str>) -> Value {
         "protocolVersion": negotiate_version(requested),
         "capabilities": { "tools": { "listChanged": true } },
         "serverInfo": { "name": "strobe", "version": env!("CARGO_PKG_VERSION") },
-        "instructions": "Strobe is a debugger. Launch the program with debug_launch (no trace patterns), read its output with debug_query({eventType:'stderr'}) first, then add targeted traces with debug_trace on the running session, query events, and stop with debug_session."
+        "instructions": "Strobe is a debugger. Launch the program with debug_launch (no trace patterns), read its output with debug_query({eventType:'stderr'}) first, then add targeted traces with debug_trace on the running session, query events, and stop with debug_session. When an investigation repeats steps (continue/inspect at many hits, many queries to summarise), write it as one debug_script Lua program instead."
     })
 }
 
