@@ -174,6 +174,16 @@ mod tests {
     }
 
     #[test]
+    fn coroutines_the_script_creates_are_watched_too() {
+        let lua = Lua::new();
+        install(&lua, STATE_MEMORY_LIMIT).unwrap();
+        let f = lua.load("coroutine.wrap(function() while true do end end)()").into_function().unwrap();
+        let co = lua.create_thread(f).unwrap();
+        let r = with_budget(Budget::slice(Duration::from_millis(200), "test chunk"), || co.resume::<()>(()));
+        assert!(r.unwrap_err().to_string().contains("SCRIPT_TIMEOUT"));
+    }
+
+    #[test]
     fn os_exit_and_binary_chunks_are_unavailable() {
         let lua = Lua::new();
         install(&lua, STATE_MEMORY_LIMIT).unwrap();
