@@ -146,7 +146,7 @@ fn condition_errors_become_events_and_do_not_pause() {
         "condition_error",
         r#"
 local s = launch("c_debugee", "calls")
-s:breakpoint{add = {{["function"] = "bump", condition = "no_such_name.x > 1"}}}
+s:breakpoint{add = {{["function"] = "bump", condition = "js:no_such_name.x > 1"}}}
 s:stdin("go\n")
 wait_exit(s)
 local q = s:query{eventType = "condition_error"}
@@ -412,7 +412,9 @@ end
 assert(err(function() s:breakpoint{add = {{file = "debugee.c", line = 9999}}} end):find("NO_CODE_AT_LINE", 1, true))
 assert(err(function() s:breakpoint{add = {{file = "nope.c", line = 3}}} end):find("VALIDATION_ERROR", 1, true))
 assert(err(function() s:breakpoint{add = {{["function"] = "bump", file = "debugee.c", line = 14}}} end):find("not both", 1, true))
-assert(err(function() s:breakpoint{add = {{["function"] = "bump", condition = "args[0] >"}}} end):find("not a valid JavaScript", 1, true))
+assert(err(function() s:breakpoint{add = {{["function"] = "bump", condition = "args[0] >"}}} end):find("EVAL_ERROR", 1, true))
+assert(err(function() s:breakpoint{add = {{["function"] = "bump", condition = "no_such_name > 1"}}} end):find("no variable 'no_such_name'", 1, true))
+assert(err(function() s:breakpoint{add = {{["function"] = "bump", condition = "js:args[0] >"}}} end):find("not a valid JavaScript", 1, true))
 assert(err(function() s:breakpoint{remove = {"bp-77"}} end):find("bp-77", 1, true))
 assert(err(function() s:locals() end):find("No thread is paused", 1, true))
 assert(err(function() s:continue{action = "step-over"} end):find("No thread is paused", 1, true))

@@ -117,3 +117,8 @@ fn mcp_staged_stops_and_launch_breakpoints() {
 fn mcp_script_watchdog_compact_answers() {
     pytest("test_script.py");
 }
+
+#[test]
+fn mcp_eval_expressions() {
+    pytest("test_eval.py");
+}

@@ -16,12 +16,15 @@
 import { nowNs } from "./clock.js";
 import { currentSlide } from "./hooks.js";
 import { pause } from "./pause.js";
+import { compileFast, CompiledSpec, setHitCpu } from "./compiled.js";
 import { attachProbe, Probe, ScanRange, slid } from "./probes.js";
 import { cancelStepHooks } from "./stepping.js";
 import { Frame, Value, VarRecipe, varsObject } from "./values.js";
 
 export interface PointSpec {
     id: string;
+    /** The condition and template compiled by the daemon (debug_eval's language). */
+    compiled?: CompiledSpec;
     /** Static addresses (hex); the first is the primary one. */
     addresses: string[];
     condition?: string;
@@ -109,6 +112,14 @@ function compileTemplate(message: string): (string | Evaluator)[] {
     return parts;
 }
 
+function compiledTemplate(c: CompiledSpec): (string | Evaluator)[] {
+    return (c.template ?? []).map((part: string | { js: string } | { legacy: string }) => {
+        if (typeof part === "string") return part;
+        if ("js" in part) return compileFast(part.js, c.types);
+        return compile(part.legacy, "logpoint expression");
+    });
+}
+
 function errorText(e: unknown): string {
     return e instanceof Error ? e.message : String(e);
 }
@@ -142,6 +153,7 @@ function lazyArgs(vars: Record<string, unknown>, params: VarRecipe[]): Value[] {
 
 function onHit(p: Point, cpu: CpuContext, index: number): void {
     if (!p.active) return;
+    setHitCpu(cpu);
     const threadId = Process.getCurrentThreadId();
     if (sameExecution(p, threadId, cpu, index)) return;
     const frame: Frame = { cpu, pending: new Map() };
@@ -195,8 +207,8 @@ export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; inst
         spec,
         logpoint,
         hits: 0,
-        condition: spec.condition ? compile(spec.condition, "condition") : null,
-        template: logpoint ? compileTemplate(spec.message ?? "") : [],
+        condition: spec.compiled?.condition !== undefined ? compileFast(spec.compiled.condition, spec.compiled.types) : spec.condition ? compile(spec.condition, "condition") : null,
+        template: !logpoint ? [] : spec.compiled?.template !== undefined ? compiledTemplate(spec.compiled) : compileTemplate(spec.message ?? ""),
         probes: [],
         conditionErrors: 0,
         active: true,

@@ -9,9 +9,9 @@ M.point_item = {
     ["function"] = { type = "string", description = "Function name or pattern matching exactly one function (breaks at its entry; args are its parameters)" },
     file = { type = "string", description = "Source file: absolute, relative ('src/foo.c') or a bare name ('foo.c'); with line" },
     line = { type = "integer", minimum = 1, description = "1-based line; a line without code snaps to the next line with code (up to 3 lines)" },
-    condition = { type = "string", maxLength = 1024, description = "JavaScript expression; pauses/logs only when true. 'args[i]' are the function's parameters, locals are available by name: 'args[0] > 100', 'count < 0'" },
+    condition = { type = "string", maxLength = 1024, description = "Expression in debug_eval's C-like language, checked in the target on every hit (no round trip): 'q->len == q->cap && n > 0', 'args[0] > 100' (i-th parameter). Prefix 'js:' for JavaScript" },
     hitCount = { type = "integer", minimum = 0, description = "Breakpoints: pause only on the Nth hit (counted after the condition); 0 = every hit" },
-    message = { type = "string", maxLength = 2048, description = "Makes a logpoint (never pauses): template with {expr}, e.g. 'size={buffer_size} first={args[0]}'" },
+    message = { type = "string", maxLength = 2048, description = "Makes a logpoint (never pauses): template with {expression} in debug_eval's language, e.g. 'len={q->len} tail={q->items[q->tail].key}'; {threadId} and {hit} too" },
   },
 }
 

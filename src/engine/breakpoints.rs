@@ -14,7 +14,7 @@ use super::{Engine, Session};
 use crate::error::{ErrorCode, Result, StrobeError};
 
 pub use super::point_resolve::PointRequest;
-pub(crate) use super::point_resolve::{recipe, validate};
+pub(crate) use super::point_resolve::validate;
 
 pub const MAX_BREAKPOINTS: usize = 50;
 pub const MAX_LOGPOINTS: usize = 100;

@@ -1,43 +1,18 @@
-//! Locals of a paused frame, by name: the daemon resolves where each lives at the paused PC
-//! (DWARF, lazily) and the agent reads or writes it with the thread's registers.
+//! Locals of a paused frame, by name, through the expression evaluator (src/eval): the
+//! DWARF location of each variable is evaluated against the thread's registers and read from
+//! the target's memory, and values render in the same model as `debug_eval`.
 
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::breakpoints::recipe;
 use super::debug_state::PausedThread;
 use super::{Engine, Session};
 use crate::error::{ErrorCode, Result, StrobeError};
-use crate::symbols::{LocalVar, VarLocation};
+use crate::eval::RenderOptions;
 
-/// One variable of the paused frame, with its value or why there is none.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LocalValue {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub type_name: String,
-    pub is_parameter: bool,
-    /// "register rdi", "memory rbp-20", "static 0x4010", "constant", "optimized out".
-    pub location: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-fn describe_location(l: &VarLocation) -> String {
-    match l {
-        VarLocation::Register { reg } => format!("register {reg}"),
-        VarLocation::Memory { base, offset } => format!("memory {base}{offset:+}"),
-        VarLocation::Static { address } => format!("static 0x{address:x}"),
-        VarLocation::Value { .. } => "constant".into(),
-        VarLocation::OptimizedOut => "optimized out".into(),
-        VarLocation::Unsupported { why } => format!("unsupported: {why}"),
-    }
-}
+/// How far locals expand in pause reports (one level, as the issue asks; debug_eval goes deeper).
+const LOCALS_DEPTH: u32 = 1;
 
 impl Engine {
     /// The paused thread `thread_id`, or the one most recently paused.
@@ -57,73 +32,56 @@ impl Engine {
         })
     }
 
-    fn frame_vars(&self, session: &Session, paused: &PausedThread) -> Result<Vec<LocalVar>> {
-        self.locals_at(session, paused.pc)
-    }
-
-    /// All variables of the paused frame with their current values.
-    pub async fn locals(self: &Arc<Engine>, id: &str, thread_id: Option<u64>) -> Result<(PausedThread, Vec<LocalValue>)> {
+    /// All variables of the paused frame with their current values:
+    /// `[{name, type, isParameter, location, value | error}]`.
+    pub async fn locals(self: &Arc<Engine>, id: &str, thread_id: Option<u64>) -> Result<(PausedThread, Vec<Value>)> {
         let session = self.session(id)?;
         let paused = self.paused_thread(&session, thread_id)?;
-        let vars = self.frame_vars(&session, &paused)?;
-        let recipes: Vec<Value> = vars.iter().map(recipe).collect();
-        let reply = self.debugger_frida()?.host().rpc(paused.pid, "readLocals", json!([paused.thread_id, recipes])).await?;
-        let values = reply.as_array().cloned().unwrap_or_default();
-        let out = vars
-            .iter()
-            .zip(values.iter().chain(std::iter::repeat(&Value::Null)))
-            .map(|(v, r)| LocalValue {
-                name: v.name.clone(),
-                type_name: v.type_name.clone(),
-                is_parameter: v.is_parameter,
-                location: describe_location(&v.location),
-                value: r.get("value").cloned(),
-                error: r.get("error").and_then(Value::as_str).map(str::to_string),
-            })
-            .collect();
-        Ok((paused, out))
+        let opts = RenderOptions { depth: LOCALS_DEPTH, ..RenderOptions::default() };
+        let vars = self.in_frame(&session, paused.clone(), 0, move |f| f.eval.locals(&opts)).await?;
+        Ok((paused, vars))
     }
 
-    /// Write a local of the paused frame. Register values take effect when the thread resumes.
+    /// Write a local of the paused frame: `name = value` through the evaluator. Register
+    /// values take effect when the thread resumes.
     pub async fn set_local(self: &Arc<Engine>, id: &str, thread_id: Option<u64>, name: &str, value: Value) -> Result<Value> {
         let session = self.session(id)?;
         let paused = self.paused_thread(&session, thread_id)?;
-        let vars = self.frame_vars(&session, &paused)?;
-        let Some(var) = vars.iter().find(|v| v.name == name) else {
-            let names: Vec<&str> = vars.iter().map(|v| v.name.as_str()).collect();
-            return Err(StrobeError::validation(format!(
-                "No local variable '{name}' in scope at {}. In scope: {}.",
-                paused.function.as_deref().unwrap_or("this frame"),
-                if names.is_empty() { "none (no DWARF for this function)".to_string() } else { names.join(", ") }
-            )));
+        if !name.chars().all(|c| c.is_alphanumeric() || c == '_') || name.is_empty() {
+            return Err(StrobeError::validation(format!("'{name}' is not a variable name; to write a field or element use debug_eval, e.g. \"q->len = 0\".")));
+        }
+        let literal = match &value {
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            // Hex strings, and enumerator names for enum-typed locals.
+            Value::String(s) if s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') => s.clone(),
+            other => return Err(StrobeError::validation(format!("The value for '{name}' must be a number, boolean, hex string or enumerator name, got {other}."))),
         };
-        match &var.location {
-            VarLocation::OptimizedOut => {
-                return Err(StrobeError::new(
-                    ErrorCode::OptimizedOut,
-                    format!("Variable '{name}' is optimized out at this PC. Recompile with -O0, or step to where it is live."),
-                ))
-            }
-            VarLocation::Value { .. } | VarLocation::Unsupported { .. } => {
-                return Err(StrobeError::validation(format!("Variable '{name}' cannot be written here ({}).", describe_location(&var.location))))
-            }
-            _ => {}
+        let opts = RenderOptions { depth: LOCALS_DEPTH, ..RenderOptions::default() };
+        let (name_owned, assignment) = (name.to_string(), format!("{name} = {literal}"));
+        let (before, after) = self
+            .in_frame(&session, paused, 0, move |f| {
+                (f.eval.eval_to_json(&name_owned, &opts), f.eval.eval_to_json(&assignment, &opts))
+            })
+            .await?;
+        if let Some(e) = before.get("error").and_then(Value::as_str) {
+            let code = if e.contains("optimized out") { ErrorCode::OptimizedOut } else { ErrorCode::ValidationError };
+            return Err(StrobeError::new(code, format!("Cannot write '{name}': {e}")));
         }
-        if !(value.is_number() || value.is_boolean() || value.is_string()) {
-            return Err(StrobeError::validation(format!("The value for '{name}' must be a number, boolean or hex string, got {value}.")));
+        if let Some(e) = after.get("error").and_then(Value::as_str) {
+            return Err(StrobeError::validation(format!("Cannot write '{name}': {e}")));
         }
-        let reply = self
-            .debugger_frida()?
-            .host()
-            .rpc(paused.pid, "writeLocal", json!([paused.thread_id, recipe(var), value]))
-            .await
-            .map_err(|e| StrobeError::validation(format!("Cannot write '{name}': {}", e.message)))?;
+        let location = match (after.get("address"), after.get("register")) {
+            (Some(a), _) => format!("memory {}", a.as_str().unwrap_or("?")),
+            (_, Some(r)) => format!("register {}", r.as_str().unwrap_or("?")),
+            _ => "computed".to_string(),
+        };
         Ok(json!({
             "name": name,
-            "type": var.type_name,
-            "location": describe_location(&var.location),
-            "previousValue": reply.get("previous").cloned().unwrap_or(Value::Null),
-            "newValue": reply.get("value").cloned().unwrap_or(Value::Null),
+            "type": after.get("type").cloned().unwrap_or(Value::Null),
+            "location": location,
+            "previousValue": before.get("value").cloned().unwrap_or(Value::Null),
+            "newValue": after.get("value").cloned().unwrap_or(Value::Null),
         }))
     }
 }

@@ -20,6 +20,8 @@ pub const MAX_RAW_SIZE: u64 = 4096;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryTarget {
     pub variable: Option<String>,
+    /// A debug_eval expression (`memory_expr.rs`): locals of a paused frame, fields, elements.
+    pub expr: Option<String>,
     pub address: Option<String>,
     pub size: Option<u64>,
     #[serde(rename = "type")]
@@ -93,7 +95,7 @@ impl Engine {
                 let spec = json!({ "label": a, "addr": format!("0x{addr:x}"), "noSlide": true, "type": ty });
                 Ok(Recipe { spec, label: a.clone(), type_name: if count > 1 { format!("{hint}[{count}]") } else { hint.to_string() }, size, is_struct: false })
             }
-            _ => Err(validation("Each target needs exactly one of 'variable' (e.g. \"gClock->counter\") or 'address' (with 'size' and 'type').".to_string())),
+            _ => Err(validation("Each target needs exactly one of 'variable' (e.g. \"gClock->counter\"), 'expr' (e.g. \"q->items[2].key\") or 'address' (with 'size' and 'type').".to_string())),
         }
     }
 
@@ -148,7 +150,7 @@ impl Engine {
     }
 
     /// One-shot read (`{results}`) or, with `poll`, start sampling (`{polling: true, ...}`).
-    pub async fn read_memory(&self, id: &str, req: MemoryRequest) -> Result<Value> {
+    pub async fn read_memory(self: &std::sync::Arc<Engine>, id: &str, req: MemoryRequest) -> Result<Value> {
         let depth = req.depth.unwrap_or(1);
         if !(1..=5).contains(&depth) {
             return Err(validation(format!("depth must be 1-5 (got {depth}).")));
@@ -163,6 +165,17 @@ impl Engine {
         }
         let session = self.memory_session(id, req.targets.len())?;
         let pid = self.memory_process(&session, req.pid)?;
+        if req.targets.iter().any(|t| t.expression().is_some()) {
+            if req.poll.is_some() || req.targets.iter().any(|t| t.expression().is_none()) {
+                return Err(validation("'expr' targets (and type 'string') cannot be polled or mixed with 'variable'/'address' targets in one call; write them all as expressions, e.g. {expr: \"g_clock->counter\"}.".to_string()));
+            }
+            if req.targets.iter().any(|t| t.value.is_some()) {
+                return Err(validation("'value' is only for action 'write'.".to_string()));
+            }
+            let exprs = req.targets.iter().filter_map(|t| t.expression().map(|e| (e, None))).collect();
+            let results = self.memory_exprs(&session, pid, exprs, depth as u32).await?;
+            return Ok(json!({ "results": results }));
+        }
         let (_, info) = self.debug_info(&session)?;
         let mut types = serde_json::Map::new();
         let mut recipes = Vec::new();
@@ -211,9 +224,17 @@ impl Engine {
 
     /// Write scalar globals (by name or raw address + type) of the root or of fork `pid`;
     /// reports previous and new values.
-    pub async fn write_memory(&self, id: &str, targets: Vec<MemoryTarget>, pid: Option<u32>) -> Result<Value> {
+    pub async fn write_memory(self: &std::sync::Arc<Engine>, id: &str, targets: Vec<MemoryTarget>, pid: Option<u32>) -> Result<Value> {
         let session = self.memory_session(id, targets.len())?;
         let pid = self.memory_process(&session, pid)?;
+        if targets.iter().any(|t| t.expr.is_some()) {
+            if targets.iter().any(|t| t.expr.is_none() || t.value.is_none()) {
+                return Err(validation("Write targets are either all {expr, value} or all variable/address targets; every one needs a 'value'.".to_string()));
+            }
+            let exprs = targets.into_iter().map(|t| (t.expr.unwrap_or_default(), t.value)).collect();
+            let results = self.memory_exprs(&session, pid, exprs, 1).await?;
+            return Ok(json!({ "results": results }));
+        }
         let (_, info) = self.debug_info(&session)?;
         let mut types = serde_json::Map::new();
         let mut specs = Vec::new();

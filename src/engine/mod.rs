@@ -9,6 +9,7 @@ mod crash_report; // the crash event: symbolized backtrace (inlined calls too), 
 mod debug_state;
 mod decode;
 mod descendants; // stop kills what the target started, reported or not
+mod eval; // debug_eval: expressions in a paused frame (src/eval)
 mod event_limits; // settings → per-session FIFO limits
 mod frame_vars;
 mod ingest;
@@ -17,6 +18,8 @@ mod launch_points; // stopOnEntry, staged and launch breakpoints, set before the
 mod memory;
 mod modules; // shared libraries with DWARF: one session address space, per-module lookups
 mod pending_points; // breakpoints in libraries not loaded yet
+mod memory_expr; // debug_memory {expr} targets through the evaluator
+mod point_compile; // conditions and templates compiled for the agent (src/eval/compile.rs)
 mod point_resolve; // breakpoint requests → addresses and agent specs (no live process needed)
 mod recipes;
 mod registers; // crash registers: xmm as bytes and doubles
@@ -41,9 +44,9 @@ pub fn exit_fields(code: Option<i64>) -> (Option<i64>, Option<String>) {
 pub use session::{Session, SessionStatus, StatusReport};
 pub use breakpoints::{PointRequest, PointsResult, MAX_BREAKPOINTS, MAX_LOGPOINTS};
 pub use debug_state::{FrameInfo, PausedThread, PointInfo};
-pub use frame_vars::LocalValue;
 pub use stepping::{ContinueResult, StepAction};
 pub use trace::TraceResult;
+pub use eval::EvalRequest;
 pub use watches::{ActiveWatch, WatchTarget};
 pub use memory::{MemoryTarget, MemoryRequest};
 

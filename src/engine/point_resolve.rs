@@ -197,7 +197,7 @@ pub(crate) fn prepare(target: &PointTarget, req: &PointRequest) -> Result<Prepar
         }
     }
     let params: Vec<Value> = vars.iter().filter(|v| v.is_parameter).map(recipe).collect();
-    let spec = json!({
+    let mut spec = json!({
         "addresses": addresses.iter().map(|a| hex(*a)).collect::<Vec<_>>(),
         "condition": req.condition,
         "hitCount": req.hit_count,
@@ -207,6 +207,7 @@ pub(crate) fn prepare(target: &PointTarget, req: &PointRequest) -> Result<Prepar
         "lineRanges": line_ranges.iter().map(|(lo, hi)| [hex(*lo), hex(*hi)]).collect::<Vec<_>>(),
         "vars": vars.iter().map(recipe).collect::<Vec<_>>(),
     });
+    super::point_compile::compile_point(path, offset, &vars, at, &mut spec)?;
     let module = (offset != 0).then(|| path.file_name().map(|n| n.to_string_lossy().into_owned())).flatten();
     Ok(Prepared { request: req.clone(), function, file, line, addresses, offset, module, spec })
 }

@@ -37,6 +37,11 @@ impl ProcessMemory {
         ProcessMemory { pid, pages: RefCell::new(HashMap::new()) }
     }
 
+    /// Drop cached pages (after a write).
+    pub fn forget(&self) {
+        self.pages.borrow_mut().clear();
+    }
+
     fn page(&self, base: u64) -> Option<Box<[u8]>> {
         if let Some(p) = self.pages.borrow().get(&base) {
             return p.clone();

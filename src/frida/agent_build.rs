@@ -25,6 +25,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/modules.ts", include_str!("../../agent/src/modules.ts")),
     ("src/dlopen_watch.ts", include_str!("../../agent/src/dlopen_watch.ts")),
     ("src/altstack.ts", include_str!("../../agent/src/altstack.ts")),
+    ("src/compiled.ts", include_str!("../../agent/src/compiled.ts")),
     ("src/threads.ts", include_str!("../../agent/src/threads.ts")),
     ("src/debugger_rpc.ts", include_str!("../../agent/src/debugger_rpc.ts")),
     ("src/breakpoints.ts", include_str!("../../agent/src/breakpoints.ts")),

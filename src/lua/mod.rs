@@ -6,6 +6,7 @@ mod caller; // which caller (MCP connection or local front end) a Lua call serve
 mod complete;
 mod convert;
 mod debugger;
+mod eval; // Session method eval (added by session.rs)
 mod events;
 mod fs;
 mod hints;

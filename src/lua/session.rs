@@ -70,6 +70,7 @@ impl UserData for LuaSession {
         methods.add_meta_method("__tostring", |_, this, ()| Ok(format!("Session({}, pid {})", this.id, this.pid)));
         super::memory::add_methods(methods); // read, write, watch, watches, set_depth
         super::debugger::add_methods(methods); // breakpoint, continue, paused, locals, set_local, debug_state
+        super::eval::add_methods(methods); // eval
 
         // session:trace{add = {...}, remove = {...}} -> {activePatterns, hookedFunctions, ...}
         methods.add_async_method("trace", |lua, this: UserDataRef<Self>, v: Value| {

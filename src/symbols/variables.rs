@@ -42,6 +42,9 @@ pub struct DebugInfo {
     pub(crate) store: Mutex<TypeStore>,
     /// The binary is x86-64 (the System V integer ABI `symbols/abi.rs` checks against).
     pub(crate) x86_64: bool,
+    /// The expression evaluator's named types and the types it adds (`eval/types.rs`).
+    pub(crate) eval_names: OnceLock<Arc<crate::eval::types::NameIndex>>,
+    pub(crate) eval_synthetic: Mutex<HashMap<String, TypeId>>,
 }
 
 type Stamp = (u64, Option<SystemTime>);
@@ -57,7 +60,12 @@ impl DebugInfo {
     /// The debug info of `index`'s binary, from a process-wide cache (reloaded when the
     /// file's size or mtime changes).
     pub fn of(index: &SymbolIndex) -> Result<Arc<DebugInfo>> {
-        let path = &index.binary;
+        DebugInfo::of_path(&index.binary)
+    }
+
+    /// The debug info of the binary at `path` (the same cache as [`DebugInfo::of`]).
+    pub fn of_path(path: &std::path::Path) -> Result<Arc<DebugInfo>> {
+        let path = &path.to_path_buf();
         let meta = std::fs::metadata(path).map_err(|e| {
             StrobeError::validation(format!("Cannot read binary '{}': {e}.", path.display()))
         })?;
@@ -97,6 +105,8 @@ impl DebugInfo {
             signatures: Mutex::new(HashMap::new()),
             store: Mutex::new(TypeStore::default()),
             x86_64: obj.architecture() == object::Architecture::X86_64,
+            eval_names: OnceLock::new(),
+            eval_synthetic: Mutex::new(HashMap::new()),
         };
         let mut headers = info.dwarf.units();
         while let Ok(Some(header)) = headers.next() {

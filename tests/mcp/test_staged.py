@@ -217,7 +217,7 @@ async def test_a_bad_item_adds_nothing(strobe_home, fixtures_dir):
         # An item the agent refuses (a condition that does not compile) takes the others back out.
         e = await c.error("debug_breakpoint", sessionId=sid,
                           add=[{"file": "quick.c", "line": tick, "message": "i={i}"}, {"function": "tick", "condition": "args[0] >"}])
-        assert e.code == "VALIDATION_ERROR" and "add[1]" in e.message, e.message
+        assert e.code == "EVAL_ERROR" and "add[1]" in e.message, e.message
         assert "    at " not in e.message and ".js:" not in e.message, e.message  # no JavaScript stack
         st = await c.call("debug_session", action="status", sessionId=sid)
         assert [b["function"] for b in st["breakpoints"]] == ["main"], st

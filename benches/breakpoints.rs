@@ -1,0 +1,129 @@
+//! Conditional breakpoints and debug_eval latency, on a real Frida agent.
+//!
+//! 1. `visit` (tests/fixtures/c/condloop.c) is called N times; a breakpoint on it has a
+//!    condition true only on the last call. Rows: no breakpoint; the condition compiled from
+//!    the debug_eval language (`i == N-1 && it->key > 0`); the same condition as JavaScript
+//!    (`js:` prefix, the old path). Reported: ns per iteration inside the target and the cost
+//!    per false-condition hit (row minus no breakpoint).
+//! 2. At that pause: debug_eval of 32 expressions, repeated; p50/p90 latency.
+//!
+//! `cargo bench --bench breakpoints` (env: `COND_BENCH_HITS`, default 1,000,000;
+//! `COND_BENCH_JS_HITS` for the JavaScript row, default 100,000; `EVAL_BENCH_CALLS`, default 50).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strobe::engine::{Engine, EngineConfig, EvalRequest, LaunchRequest, PointRequest, StepAction};
+use strobe::store::{EventQuery, EventType};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn ns_per_iter(line: &str) -> f64 {
+    line.split_whitespace().find_map(|w| w.strip_prefix("ns_per_iter=")).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+}
+
+async fn stdout_line(engine: &Engine, id: &str, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(900);
+    loop {
+        let q = EventQuery { session_id: id.into(), event_type: Some(EventType::Stdout), limit: 50, ..Default::default() };
+        if let Ok(r) = engine.query(&q) {
+            if let Some(t) = r.events.iter().filter_map(|e| e.text.clone()).find(|t| t.contains(needle)) {
+                return t;
+            }
+        }
+        assert!(Instant::now() < deadline, "no {needle:?} from the target");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One run: ns per iteration, and (with a condition) the eval latencies at the pause.
+async fn run(engine: &Arc<Engine>, binary: &PathBuf, n: u64, condition: Option<String>, eval_calls: u64) -> (f64, Vec<f64>) {
+    let go = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let go_path = go.to_path_buf();
+    go.close().unwrap();
+    let r = engine
+        .launch(LaunchRequest {
+            command: binary.display().to_string(),
+            args: vec![n.to_string(), go_path.display().to_string()],
+            project_root: repo().join("tests/fixtures").display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch");
+    let id = r.session_id;
+    stdout_line(engine, &id, "ready").await;
+    if let Some(c) = &condition {
+        let bp = PointRequest { function: Some("visit".into()), condition: Some(c.clone()), ..Default::default() };
+        engine.set_points(&id, &[bp], &[]).await.expect("breakpoint");
+    }
+    std::fs::write(&go_path, "go").unwrap();
+    let mut latencies = Vec::new();
+    if condition.is_some() {
+        let p = engine.wait_for_pause(&id, Duration::from_secs(900)).await.expect("pause");
+        assert_eq!(p.status, "paused", "the condition must be true once");
+        let expressions: Vec<String> = (0..32)
+            .map(|k| match k % 4 {
+                0 => format!("it->key + {k}"),
+                1 => "it->next->next->weight".to_string(),
+                2 => format!("g_items[{}].key * i", k % 8),
+                _ => "*it".to_string(),
+            })
+            .collect();
+        for _ in 0..eval_calls {
+            let t = Instant::now();
+            let r = engine.eval(&id, EvalRequest { expressions: expressions.clone(), ..Default::default() }).await.expect("eval");
+            latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert!(r["results"][0].get("error").is_none(), "{r}");
+        }
+        engine.continue_session(&id, StepAction::Continue, None, Duration::from_secs(60)).await.expect("continue");
+    }
+    let line = stdout_line(engine, &id, "ns_per_iter=").await;
+    let _ = engine.stop(&id, false).await;
+    let _ = std::fs::remove_file(&go_path);
+    (ns_per_iter(&line), latencies)
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn main() {
+    let out = repo().join("target").join("fixtures");
+    let st = Command::new("bash").arg(repo().join("tests/fixtures/build.sh")).arg(&out).status().expect("run build.sh");
+    assert!(st.success(), "tests/fixtures/build.sh failed");
+    let binary = out.join("condloop");
+    let n = env_u64("COND_BENCH_HITS", 1_000_000);
+    let js_n = env_u64("COND_BENCH_JS_HITS", 100_000);
+    let eval_calls = env_u64("EVAL_BENCH_CALLS", 50);
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let home = tempfile::tempdir().unwrap();
+        let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir: repo().join("target").join("strobe-cache") }).unwrap();
+        engine.warm_up().await.expect("Frida host");
+        let (base, _) = run(&engine, &binary, n, None, 0).await;
+        let t = Instant::now();
+        let (compiled, mut lat) = run(&engine, &binary, n, Some(format!("i == {} && it->key > 0", n - 1)), eval_calls).await;
+        let compiled_wall = t.elapsed().as_secs_f64();
+        let (js, _) = run(&engine, &binary, js_n, Some(format!("js:args[0] == {} && vars.it !== null", js_n - 1)), 0).await;
+        println!("conditional breakpoint on visit(), condition true on the last call only");
+        println!("  {:<34} {:>10} {:>14}", "row", "ns/iter", "ns/false hit");
+        println!("  {:<34} {:>10.1} {:>14}", "no breakpoint", base, "-");
+        println!("  {:<34} {:>10.1} {:>14.1}   ({n} hits, {compiled_wall:.1} s wall)", "compiled condition (debug_eval)", compiled, compiled - base);
+        println!("  {:<34} {:>10.1} {:>14.1}   ({js_n} hits)", "JavaScript condition (js:)", js, js - base);
+        if !lat.is_empty() {
+            let p50 = percentile(&mut lat, 0.5);
+            let p90 = percentile(&mut lat, 0.9);
+            println!("debug_eval of 32 expressions at the pause, {} calls: p50 {p50:.2} ms, p90 {p90:.2} ms", lat.len());
+        }
+    });
+}

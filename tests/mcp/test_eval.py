@@ -1,0 +1,164 @@
+"""debug_eval through a real MCP client: expressions at a pause, checked against what gdb
+prints for the same expressions at the same line of the same binary."""
+
+import re
+import subprocess
+
+import pytest
+
+from conftest import REPO, mcp_client
+
+pytestmark = pytest.mark.anyio
+
+SRC = REPO / "tests" / "fixtures" / "c" / "eval.c"
+
+
+def line_of(marker: str) -> int:
+    for i, text in enumerate(SRC.read_text().splitlines(), start=1):
+        if marker in text:
+            return i
+    raise AssertionError(marker)
+
+
+async def paused(c, binary, tmp_path, **point):
+    go = tmp_path / "go"
+    r = await c.call("debug_launch", command=str(binary), args=[str(go)], projectRoot=str(SRC.parent))
+    sid = r["sessionId"]
+    await c.wait_for(sid, "ready", eventType="stdout")
+    await c.call("debug_breakpoint", sessionId=sid, add=[point])
+    go.write_text("go")
+    p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+    assert p["status"] == "paused", p
+    return sid
+
+
+def results(r):
+    return {x["expression"]: x for x in r["results"]}
+
+
+def gdb_print(binary, line, exprs, frame=0):
+    """What gdb prints for each expression at eval.c:line (frame N), as raw text."""
+    cmd = ["gdb", "-batch", "-nx", "-ex", f"break eval.c:{line}", "-ex", "run"]
+    if frame:
+        cmd += ["-ex", f"frame {frame}"]
+    for e in exprs:
+        cmd += ["-ex", f"print {e}"]
+    out = subprocess.run(cmd + [str(binary)], capture_output=True, text=True, timeout=60).stdout
+    values = [m.group(1) for m in re.finditer(r"^\$\d+ = (.*)$", out, re.M)]
+    assert len(values) == len(exprs), out
+    return dict(zip(exprs, values))
+
+
+def same_as_gdb(ours, theirs):
+    """Our JSON value against gdb's text for scalars, enums, chars and strings."""
+    if isinstance(ours, bool):
+        return theirs in ("true", "false") and (theirs == "true") == ours or theirs == str(int(ours))
+    if isinstance(ours, (int, float)):
+        return float(theirs.split()[0]) == float(ours)
+    if isinstance(ours, str):
+        quoted = re.search(r'"(.*)"', theirs)
+        if quoted:
+            return quoted.group(1) == ours
+        char = re.match(r"-?\d+ '(.*)'", theirs)
+        if char:
+            return char.group(1) == ours or theirs.split()[0] == ours
+        return theirs == ours or theirs.startswith(ours)
+    return False
+
+
+SCALARS = [
+    "len", "factor", "sum", "i", "q->len", "q->cap", "q->items[q->tail].key", "q->items[1].name", "top->name",
+    "top->state", "q->items[1].state", "q->items[2].flags.urgent", "q->items[3].flags.delta",
+    "q->items[3].flags.retries", "q->label[0]", "g_scale * 2 + 1", "g_total", "sizeof(struct job)",
+    "sizeof q->items", "q->first->next->next->key", "q->items[0].weight + 0.25", "g_word.u", "g_word.bytes[3]",
+    "(unsigned char)-1", "-len / 3", "len % 3", "1 << 40", "g_ratio * 4", "RUNNING + 1", "top - q->first",
+    "q->items[3].next == 0", "(char)(q->items[0].key + 55)", "~len", "len > 3 && q->cap == 8", "!len",
+]
+
+
+async def test_eval_matches_gdb_at_the_same_pause(strobe_home, fixtures_dir, tmp_path):
+    binary = fixtures_dir / "c_eval"
+    line = line_of("WEIGH_RESULT")
+    expected = gdb_print(binary, line, SCALARS)
+    async with mcp_client(strobe_home) as c:
+        sid = await paused(c, binary, tmp_path, file="eval.c", line=line)
+        r = await c.call("debug_eval", sessionId=sid, expressions=SCALARS)
+        assert r["frame"]["function"] == "weigh" and r["frame"]["line"] == line, r["frame"]
+        got = results(r)
+        wrong = {e: (got[e].get("value", got[e].get("error")), expected[e]) for e in SCALARS if not same_as_gdb(got[e].get("value"), expected[e])}
+        assert not wrong, wrong
+
+        # Types as C spells them; lvalues carry their address.
+        assert got["q->len"]["type"] == "int" and got["q->len"]["address"].startswith("0x")
+        assert got["top->state"]["type"] == "enum state"
+        assert got["len > 3 && q->cap == 8"]["type"] == "bool"
+
+        # Frame 1 is the caller (run), with its own parameter q.
+        up = await c.call("debug_eval", sessionId=sid, frame=1, expressions=["q->cap", "q->items[1].key", "$pc"])
+        assert up["frame"]["function"] == "run" and up["frame"]["line"] == line_of("RUN_CALL"), up["frame"]
+        assert [x.get("value") for x in up["results"][:2]] == [8, 20], up
+        top = await c.call("debug_eval", sessionId=sid, frame=2, expressions=["g_queue.cap"])
+        assert top["frame"]["function"] == "main" and top["results"][0]["value"] == 8, top
+
+
+async def test_eval_values_structs_pointers_and_strings(strobe_home, fixtures_dir, tmp_path):
+    async with mcp_client(strobe_home) as c:
+        sid = await paused(c, fixtures_dir / "c_eval", tmp_path, file="eval.c", line=line_of("WEIGH_RESULT"))
+        r = results(await c.call("debug_eval", sessionId=sid, depth=1,
+                                 expressions=["*top", "q->first", "g_greeting", "q->label", "*q->items@2", "&q->items[1]", "$sp"]))
+        job = r["*top"]["value"]
+        assert r["*top"]["type"] == "struct job"
+        assert job["key"] == 30 and job["name"] == "gamma" and job["state"] == "IDLE" and job["weight"] == 1.5, job
+        first = r["q->first"]["value"]
+        assert first["@"].startswith("0x") and first["key"] == 10 and first["name"] == "alpha", first
+        assert r["g_greeting"]["value"] == "hello, eval"
+        assert r["q->label"]["value"] == "jobs"
+        pair = r["*q->items@2"]["value"]
+        assert [j["key"] for j in pair] == [10, 20] and r["*q->items@2"]["type"] == "struct job[2]"
+        assert r["&q->items[1]"]["type"] == "struct job *"
+        assert int(r["$sp"]["value"] if isinstance(r["$sp"]["value"], str) else r["$sp"]["value"]["@"], 16) > 0
+
+
+async def test_eval_writes_change_the_program_and_errors_point_at_the_token(strobe_home, fixtures_dir, tmp_path):
+    async with mcp_client(strobe_home) as c:
+        sid = await paused(c, fixtures_dir / "c_eval", tmp_path, file="eval.c", line=line_of("WEIGH_RESULT"))
+        bad = results(await c.call("debug_eval", sessionId=sid, expressions=[
+            "nope + 1", "top->nxt", "q->items[3].next->key", "len / 0", "q->", "(struct nosuch *)q", "weigh(q, 1, 1.0)",
+        ]))
+        assert "no variable 'nope'" in bad["nope + 1"]["error"] and bad["nope + 1"]["position"] == 0
+        assert "unknown field 'nxt' in struct job; fields: key, name, weight, state, flags, next" in bad["top->nxt"]["error"]
+        assert bad["top->nxt"]["position"] == 5
+        assert "null pointer" in bad["q->items[3].next->key"]["error"]
+        assert "division by zero" in bad["len / 0"]["error"] and bad["len / 0"]["position"] == 6
+        assert "field name" in bad["q->"]["error"]
+        assert "unknown type 'struct nosuch'" in bad["(struct nosuch *)q"]["error"]
+        assert "function calls" in bad["weigh(q, 1, 1.0)"]["error"]
+
+        e = await c.error("debug_eval", sessionId=sid, expressions=["x" * 10000])
+        assert e.code == "VALIDATION_ERROR"
+        e = await c.error("debug_eval", sessionId=sid, expressions=["len"], frame=99)
+        assert e.code == "VALIDATION_ERROR" and "beyond the stack" in e.message
+        e = await c.error("debug_eval", sessionId=sid, expressions=["len"], threadId=1)
+        assert e.code == "NOT_PAUSED"
+
+        # Writes through expressions: the program computes with the new values.
+        w = results(await c.call("debug_eval", sessionId=sid, expressions=["sum = 100", "len = 2", "sum"]))
+        assert w["sum = 100"]["value"] == 100 and w["sum"]["value"] == 100
+        done = await c.call("debug_continue", sessionId=sid, action="continue", timeoutMs=30000)
+        assert done["status"] == "exited", done
+        await c.wait_for(sid, "weigh 30 jobs 150", eventType="stdout")
+        await c.wait_for(sid, "len=2", eventType="stdout")
+
+        # Not paused any more: a clear NOT_PAUSED or PROCESS_EXITED, never a crash.
+        e = await c.error("debug_eval", sessionId=sid, expressions=["len"])
+        assert e.code in ("NOT_PAUSED", "PROCESS_EXITED"), e
+
+
+async def test_eval_reads_registers_and_optimized_locals_at_O2(strobe_home, fixtures_dir, tmp_path):
+    binary = fixtures_dir / "c_eval_O2"
+    async with mcp_client(strobe_home) as c:
+        sid = await paused(c, binary, tmp_path, **{"function": "weigh"})
+        r = results(await c.call("debug_eval", sessionId=sid, expressions=["len", "q->cap", "q->items[q->tail].name"]))
+        assert r["len"]["value"] == 4, r
+        assert r["q->cap"]["value"] == 8, r
+        assert r["q->items[q->tail].name"]["value"] == "gamma", r
