@@ -108,6 +108,10 @@ export const R = {
         const v = big(n);
         return Number(signed ? BigInt.asIntN(size * 8, v) : BigInt.asUintN(size * 8, v));
     },
+    /** A variable the daemon found unreadable at this line: every use fails with why. */
+    fail(why: string): never {
+        throw new Error(why);
+    },
     cstr(p: NativePointer): string {
         return readCString(p);
     },

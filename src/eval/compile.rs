@@ -7,9 +7,9 @@
 //! beyond 2^53 lose precision, as any JS number), pointers are NativePointers, and lvalues are
 //! the NativePointer of their address until read.
 
+use super::interp::find_member;
 use super::parser::{parse, BinOp, Expr, ExprKind, UnOp};
 use super::scope::Scope;
-use super::interp::find_member;
 use super::types;
 use super::EvalError;
 use crate::symbols::{DebugInfo, LocalVar, TypeId, TypeKind, VarLocation};
@@ -46,12 +46,19 @@ enum Kind {
 type R<T> = Result<T, EvalError>;
 
 fn err<T>(pos: usize, msg: impl Into<String>) -> R<T> {
-    Err(EvalError { message: msg.into(), pos: Some(pos) })
+    Err(EvalError {
+        message: msg.into(),
+        pos: Some(pos),
+    })
 }
 
 /// Compile a condition: the result is a JS boolean.
 pub fn compile_condition(src: &str, at: &PointScope<'_>) -> R<Compiled> {
-    let mut c = Compiler { at, types: Vec::new() };
+    let mut c = Compiler {
+        at,
+        types: Vec::new(),
+        lenient: false,
+    };
     let e = c.parse(src)?;
     let (js, k) = c.expr(&e)?;
     let js = c.truth(&js, k, e.pos)?;
@@ -60,7 +67,11 @@ pub fn compile_condition(src: &str, at: &PointScope<'_>) -> R<Compiled> {
 
 /// Compile one `{expression}` of a logpoint template: the result is a display value.
 pub fn compile_display(src: &str, at: &PointScope<'_>) -> R<Compiled> {
-    let mut c = Compiler { at, types: Vec::new() };
+    let mut c = Compiler {
+        at,
+        types: Vec::new(),
+        lenient: true,
+    };
     let e = c.parse(src)?;
     let (js, k) = c.expr(&e)?;
     let js = match k {
@@ -86,6 +97,9 @@ pub fn compile_display(src: &str, at: &PointScope<'_>) -> R<Compiled> {
 struct Compiler<'a, 'b> {
     at: &'a PointScope<'b>,
     types: Vec<TypeId>,
+    /// Templates: a variable that cannot be read at this line shows its reason on every hit
+    /// (`<error: ...>`) instead of refusing the logpoint; conditions refuse it when set.
+    lenient: bool,
 }
 
 impl Compiler<'_, '_> {
@@ -283,7 +297,10 @@ impl Compiler<'_, '_> {
                 }
             }
             ExprKind::SizeofType(t) => match types::lookup(self.info(), &t.base) {
-                Some(id) => Ok((format!("{}", if t.pointers > 0 { 8 } else { self.info().ty(id).size }), Kind::Num(self.prim("unsigned long")))),
+                Some(id) => Ok((
+                    format!("{}", if t.pointers > 0 { 8 } else { self.info().ty(id).size }),
+                    Kind::Num(self.prim("unsigned long")),
+                )),
                 None => err(t.pos, format!("unknown type '{}'", t.base)),
             },
             ExprKind::SizeofExpr(x) => {
@@ -308,25 +325,43 @@ impl Compiler<'_, '_> {
     fn identifier(&self, name: &str, pos: usize) -> R<(String, Kind)> {
         if let Some(v) = self.at.vars.iter().rev().find(|v| v.name == name) {
             let ty = self.at.scope.and_then(|s| s.var(name)).and_then(|sv| sv.ty);
-            let Some(ty) = ty else { return err(pos, format!("'{name}' has no type information")) };
-            return match &v.location {
-                VarLocation::Register { reg } => match self.ty_kind(ty) {
-                    TypeKind::Pointer { .. } => Ok((format!("c.{reg}"), Kind::Ptr(ty))),
-                    TypeKind::Float | TypeKind::Struct { .. } | TypeKind::Array { .. } => {
-                        err(pos, format!("'{name}' is in a register this condition cannot read"))
-                    }
-                    kind => {
-                        let signed = matches!(kind, TypeKind::Int { signed: true } | TypeKind::Enum { signed: true, .. } | TypeKind::Char { signed: true });
-                        Ok((format!("R.reg(c.{reg}, {}, {signed})", self.info().ty(ty).size), Kind::Num(ty)))
-                    }
-                },
-                VarLocation::Memory { base, offset } => Ok((format!("c.{base}.add({offset})"), Kind::Place(ty))),
-                VarLocation::Static { address } => Ok((format!("R.g(\"0x{address:x}\")"), Kind::Place(ty))),
-                VarLocation::Value { value } => Ok((format!("{value}"), Kind::Num(ty))),
-                VarLocation::OptimizedOut => err(pos, format!("'{name}' is optimized out at this line; pick a line where it is live")),
-                VarLocation::Unsupported { why } => err(pos, format!("'{name}' cannot be read here ({why})")),
+            let Some(ty) = ty else {
+                return err(pos, format!("'{name}' has no type information"));
+            };
+            let found = self.variable(name, ty, &v.location, pos);
+            return match found {
+                Err(e) if self.lenient => {
+                    let msg = serde_json::to_string(&e.message).unwrap_or_default();
+                    Ok((format!("R.fail({msg})"), Kind::Num(ty)))
+                }
+                other => other,
             };
         }
+        self.global_or_enumerator(name, pos)
+    }
+
+    fn variable(&self, name: &str, ty: TypeId, location: &VarLocation, pos: usize) -> R<(String, Kind)> {
+        match location {
+            VarLocation::Register { reg } => match self.ty_kind(ty) {
+                TypeKind::Pointer { .. } => Ok((format!("c.{reg}"), Kind::Ptr(ty))),
+                TypeKind::Float | TypeKind::Struct { .. } | TypeKind::Array { .. } => err(pos, format!("'{name}' is in a register this condition cannot read")),
+                kind => {
+                    let signed = matches!(
+                        kind,
+                        TypeKind::Int { signed: true } | TypeKind::Enum { signed: true, .. } | TypeKind::Char { signed: true }
+                    );
+                    Ok((format!("R.reg(c.{reg}, {}, {signed})", self.info().ty(ty).size), Kind::Num(ty)))
+                }
+            },
+            VarLocation::Memory { base, offset } => Ok((format!("c.{base}.add({offset})"), Kind::Place(ty))),
+            VarLocation::Static { address } => Ok((format!("R.g(\"0x{address:x}\")"), Kind::Place(ty))),
+            VarLocation::Value { value } => Ok((format!("{value}"), Kind::Num(ty))),
+            VarLocation::OptimizedOut => err(pos, format!("'{name}' is optimized out at this line; pick a line where it is live")),
+            VarLocation::Unsupported { why } => err(pos, format!("'{name}' cannot be read here ({why})")),
+        }
+    }
+
+    fn global_or_enumerator(&self, name: &str, pos: usize) -> R<(String, Kind)> {
         if let Some(g) = self.info().global(name) {
             let Some(ty) = g.ty else { return err(pos, format!("'{name}' has no type information")) };
             return Ok((format!("R.g(\"0x{:x}\")", g.address.wrapping_add(self.at.offset)), Kind::Place(ty)));
@@ -389,7 +424,8 @@ impl Compiler<'_, '_> {
                 return Ok((format!("{l}.add({sign}({r}) * {size})"), lk));
             }
             (BinOp::Sub, Some(size), Some(_)) => return Ok((format!("((R.pn({l}) - R.pn({r})) / {size})"), Kind::Num(self.prim("long")))),
-            (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge, Some(_), _) | (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge, _, Some(_)) => {
+            (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge, Some(_), _)
+            | (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge, _, Some(_)) => {
                 let n = |js: &str, k: Kind| if matches!(k, Kind::Ptr(_)) { format!("R.pn({js})") } else { js.to_string() };
                 return Ok((format!("(({} {} {}) ? 1 : 0)", n(&l, lk), js_cmp(op), n(&r, rk)), Kind::Num(boolean)));
             }
@@ -399,7 +435,13 @@ impl Compiler<'_, '_> {
             return err(pos, "this operator needs numbers or pointers");
         };
         let float = self.is_float(lt) || self.is_float(rt);
-        let result = if float { self.prim("double") } else if self.info().ty(lt).size >= self.info().ty(rt).size { lt } else { rt };
+        let result = if float {
+            self.prim("double")
+        } else if self.info().ty(lt).size >= self.info().ty(rt).size {
+            lt
+        } else {
+            rt
+        };
         let js = match op {
             BinOp::Add => format!("({l} + {r})"),
             BinOp::Sub => format!("({l} - {r})"),
@@ -431,5 +473,6 @@ fn js_cmp(op: BinOp) -> &'static str {
 }
 
 /// The registers a compiled expression may name (Frida's CpuContext fields).
-const REGISTERS: [&str; 17] =
-    ["rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip"];
+const REGISTERS: [&str; 17] = [
+    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip",
+];

@@ -90,17 +90,6 @@ impl Renderer<'_> {
                 self.structure(&t, bytes, addr, depth)
             }
             TypeKind::Array { element, count } => match count {
-                // A char buffer is text, as gdb prints it: up to the first NUL.
-                Some(n) if crate::symbols::types::is_c_char(&self.info.ty(*element)) && (*n as usize) <= bytes.len() => {
-                    let text = &bytes[..*n as usize];
-                    let end = text.iter().position(|b| *b == 0).unwrap_or(text.len());
-                    let shown = end.min(self.opts.max_string);
-                    let mut s = String::from_utf8_lossy(&text[..shown]).into_owned();
-                    if shown < end {
-                        s.push('…');
-                    }
-                    Value::String(s)
-                }
                 Some(n) => self.array_in(*element, *n, bytes, addr, depth),
                 None => Value::String(format!("<{}>", t.name)),
             },
