@@ -16,7 +16,7 @@ use crate::eval::parser::MAX_EXPRESSION_BYTES;
 use crate::eval::scope::scope_at;
 use crate::eval::unwind::{FrameRegs, Unwinder};
 use crate::eval::RenderOptions;
-use crate::symbols::{DebugInfo, LineTable};
+use crate::symbols::{DebugInfo, LineTable, LocalsInfo};
 
 pub const MAX_EXPRESSIONS: usize = 32;
 pub const MAX_DEPTH: u32 = 10;
@@ -68,6 +68,8 @@ impl EvalRequest {
 /// A paused frame, ready to evaluate in (`Engine::in_frame`).
 pub(crate) struct FrameContext<'a> {
     pub eval: Evaluator<'a>,
+    /// The frame's variables' types as declared (qualifiers kept), for locals listings.
+    pub declared: std::collections::HashMap<String, String>,
     /// `{index, function?, file?, line?, address}` of the frame.
     pub describe: Value,
 }
@@ -126,27 +128,40 @@ impl Engine {
         work: impl FnOnce(&FrameContext<'_>) -> T + Send + 'static,
     ) -> Result<T> {
         let symbols = self.session_symbols(session)?;
-        let info = DebugInfo::of(&symbols)?;
-        let binary = session.binary_path.clone();
         let frida = self.debugger_frida()?;
         let handle = tokio::runtime::Handle::current();
         let session = session.clone();
+        let engine = self.clone();
         let blocking = move || -> Result<T> {
             let mem = ProcessMemory::new(paused.pid);
-            let unwinder = Unwinder::cached(&binary).ok();
-            let slide = paused.slide;
+            let main_slide = paused.slide;
+            // Each frame's code may be in the program or in a shared library with DWARF
+            // (modules.rs): its file, its static address there, and its own load slide.
+            let module_of = |regs: &FrameRegs| {
+                let at = engine.locate(&session, regs.lookup_pc().wrapping_sub(main_slide));
+                let slide = main_slide.wrapping_add(at.offset);
+                (at, slide)
+            };
             let mut regs = FrameRegs { regs: paused.registers.clone(), caller: false };
             for n in 0..frame_index {
-                let caller = unwinder.as_ref().and_then(|u| u.caller(&regs, slide, &mem));
+                let (at, slide) = module_of(&regs);
+                let caller = Unwinder::cached(&at.path).ok().and_then(|u| u.caller(&regs, slide, &mem));
                 regs = caller.ok_or_else(|| {
                     StrobeError::validation(format!(
                         "frame {frame_index} is beyond the stack: only frames 0 to {n} can be unwound here (the backtrace of the pause lists them)."
                     ))
                 })?;
             }
-            let static_pc = regs.lookup_pc().wrapping_sub(slide);
-            let function = function_at(&symbols, static_pc).map(|f| f.name.clone());
-            let line = LineTable::cached(&binary).ok().and_then(|l| l.address_to_line(static_pc).map(|(f, n)| (f.to_string(), n)));
+            let (at, slide) = module_of(&regs);
+            let session_pc = regs.lookup_pc().wrapping_sub(main_slide);
+            let static_pc = at.static_addr;
+            let info = match paused.thread {
+                Some(_) => DebugInfo::of_path(&at.path)?,
+                None => DebugInfo::of(&symbols)?,
+            };
+            let unwinder = Unwinder::cached(&at.path).ok();
+            let function = function_at(&symbols, session_pc).map(|f| f.name.clone());
+            let line = LineTable::cached(&at.path).ok().and_then(|l| l.address_to_line(static_pc).map(|(f, n)| (f.to_string(), n)));
             // Without a paused thread only globals are in scope.
             let scope = if paused.thread.is_some() { scope_at(&info, static_pc) } else { None };
             let frame = Frame { scope, regs, slide, function: function.clone() };
@@ -177,7 +192,10 @@ impl Engine {
                     Place::None => Err("not a place in the target".into()),
                 }
             };
-            let mut describe = json!({ "index": frame_index, "address": hex(static_pc) });
+            let mut describe = json!({ "index": frame_index, "address": hex(session_pc) });
+            if at.offset != 0 {
+                describe["module"] = json!(at.path.file_name().map(|n| n.to_string_lossy().into_owned()));
+            }
             if paused.thread.is_none() {
                 describe = json!({ "globals": true });
             }
@@ -188,7 +206,16 @@ impl Engine {
                 describe["file"] = json!(file);
                 describe["line"] = json!(line);
             }
+            let declared = match paused.thread {
+                Some(_) => LocalsInfo::cached(&at.path)
+                    .ok()
+                    .and_then(|l| l.locals_at(static_pc).ok().flatten())
+                    .map(|f| f.vars.into_iter().map(|v| (v.name, v.type_name)).collect())
+                    .unwrap_or_default(),
+                None => Default::default(),
+            };
             let ctx = FrameContext {
+                declared,
                 eval: Evaluator { info: &info, mem: &mem, frame: &frame, unwinder: unwinder.as_deref(), writer: Some(&writer) },
                 describe,
             };

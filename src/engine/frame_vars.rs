@@ -38,7 +38,7 @@ impl Engine {
         let session = self.session(id)?;
         let paused = self.paused_thread(&session, thread_id)?;
         let opts = RenderOptions { depth: LOCALS_DEPTH, ..RenderOptions::default() };
-        let vars = self.in_frame(&session, paused.clone(), 0, move |f| f.eval.locals(&opts)).await?;
+        let vars = self.in_frame(&session, paused.clone(), 0, move |f| f.eval.locals(&opts, &f.declared)).await?;
         Ok((paused, vars))
     }
 

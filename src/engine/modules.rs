@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::debug_state::parse_hex;
 use super::{Engine, Session};
-use crate::symbols::{DebugInfo, LocalVar, LocalsInfo, SymbolIndex, VarLocation};
+use crate::symbols::{DebugInfo, SymbolIndex};
 
 /// A loaded library with DWARF.
 #[derive(Debug, Clone)]
@@ -142,19 +142,6 @@ impl Engine {
             }
         }
         Some((DebugInfo::of(symbols).ok()?, f.address))
-    }
-
-    /// The variables in scope at session address `pc`, from its module's DWARF, with static
-    /// locals at session addresses.
-    pub(crate) fn locals_at(&self, session: &Session, pc: u64) -> crate::error::Result<Vec<LocalVar>> {
-        let at = self.locate(session, pc);
-        let mut vars = LocalsInfo::cached(&at.path)?.locals_at(at.static_addr)?.map(|f| f.vars).unwrap_or_default();
-        for v in &mut vars {
-            if let VarLocation::Static { address } = &mut v.location {
-                *address = address.wrapping_add(at.offset);
-            }
-        }
-        Ok(vars)
     }
 
     /// Shared libraries with DWARF: (file, offset to session addresses, session range).

@@ -69,13 +69,12 @@ impl<'a> Evaluator<'a> {
     pub fn eval_to_json(&self, src: &str, opts: &RenderOptions) -> Json {
         match self.eval_str(src) {
             Ok(v) => {
-                let t = self.info.ty(v.ty);
                 let address = match v.place {
                     Place::Memory(a) => Some(a),
                     _ => None,
                 };
                 let value = render(self.info, v.ty, &v.bytes, address, self.mem, opts);
-                let mut out = json!({ "expression": src, "type": display_type(&t), "value": value });
+                let mut out = json!({ "expression": src, "type": type_name(self.info, v.ty), "value": value });
                 if let Some(a) = address {
                     out["address"] = json!(format!("0x{a:x}"));
                 }
@@ -96,7 +95,8 @@ impl<'a> Evaluator<'a> {
 
     /// Every variable in scope (inner declarations shadow outer ones), rendered:
     /// `{name, type, isParameter, location, value | error}`.
-    pub fn locals(&self, opts: &RenderOptions) -> Vec<Json> {
+    /// `declared` spells types as the source declares them (`const struct p * const`), by name.
+    pub fn locals(&self, opts: &RenderOptions, declared: &std::collections::HashMap<String, String>) -> Vec<Json> {
         let Some(scope) = &self.frame.scope else { return Vec::new() };
         let mut seen = std::collections::HashSet::new();
         let mut out: Vec<Json> = Vec::new();
@@ -104,7 +104,10 @@ impl<'a> Evaluator<'a> {
             if !seen.insert(var.name.as_str()) {
                 continue;
             }
-            let type_name = var.ty.map(|t| display_type(&self.info.ty(t))).unwrap_or_else(|| "?".into());
+            let type_name = match declared.get(&var.name) {
+                Some(d) => d.clone(),
+                None => var.ty.map(|t| type_name(self.info, t)).unwrap_or_else(|| "?".into()),
+            };
             let mut item = json!({ "name": var.name, "type": type_name, "isParameter": var.is_parameter });
             match self.variable(scope, var, 0) {
                 Ok(v) => {
@@ -815,6 +818,20 @@ impl Scalar {
 /// The type as a C programmer writes it (`struct node *`), not doubled qualifiers.
 pub fn display_type(t: &Type) -> String {
     t.name.replace("const const ", "const ")
+}
+
+/// `display_type`, naming a pointer by its target when the pointer was named before its
+/// target was complete (a struct that points to itself: ` *`).
+pub fn type_name(info: &DebugInfo, id: TypeId) -> String {
+    let t = info.ty(id);
+    match t.kind {
+        TypeKind::Pointer { target: Some(to) } if t.name.starts_with(' ') || t.name.is_empty() => {
+            let inner = info.ty(to);
+            let base = if inner.name.is_empty() { "?".to_string() } else { display_type(&inner) };
+            format!("{base} *")
+        }
+        _ => display_type(&t),
+    }
 }
 
 /// A member by name, through anonymous unions/structs and base classes; (offset, member).

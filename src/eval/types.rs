@@ -153,9 +153,7 @@ pub fn synthetic(info: &DebugInfo, ty: Type) -> TypeId {
     if let Some(&id) = known.get(&k) {
         return id;
     }
-    let mut store = info.store.lock().unwrap_or_else(|e| e.into_inner());
-    let id = store.types.len() as TypeId;
-    store.types.push(Arc::new(ty));
+    let id = info.store.lock().unwrap_or_else(|e| e.into_inner()).push(ty);
     known.insert(k, id);
     id
 }
