@@ -308,6 +308,18 @@ fn rust_cells_and_atomics_show_what_they_hold() {
 }
 
 #[test]
+fn rust_btree_map_in_key_order() {
+    let p = Stopped::launch("rust_values");
+    assert_eq!(p.render("values::TREE"), json!({"1": "one", "2": "two"}));
+    let big = p.render("values::BIG_TREE");
+    let expected: serde_json::Map<String, Value> = (0..40u32).map(|i| (i.to_string(), json!(i * i))).collect();
+    assert_eq!(big, Value::Object(expected.clone()), "a tree of internal nodes (height > 0)");
+    let keys: Vec<&String> = big.as_object().unwrap().keys().collect();
+    assert_eq!(keys, expected.keys().collect::<Vec<_>>(), "in key order");
+    assert_eq!(p.render("values::BTREE_SET"), json!(["a", "b"]));
+}
+
+#[test]
 fn rust_hash_map_and_set_entries() {
     let p = Stopped::launch("rust_values");
     assert_eq!(p.render("values::MAP"), json!({"1": "one", "2": "two", "3": "three"}));

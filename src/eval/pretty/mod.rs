@@ -9,6 +9,7 @@
 //! - `cpp_smart.rs`: `std::optional`, `std::unique_ptr`, `std::shared_ptr`, `std::atomic`.
 //! - `rust_std.rs`: Rust `HashMap` / `HashSet` (hashbrown table), `Rc` / `Arc`, tuples,
 //!   `NonZero`, cells and atomics.
+//! - `rust_btree.rs`: Rust `BTreeMap` / `BTreeSet` (B-tree walk, in key order).
 //! - `entries.rs`: how maps and sets of decoded entries become JSON.
 
 mod cpp_hash;
@@ -16,6 +17,7 @@ mod cpp_smart;
 mod cpp_string_vector;
 mod cpp_tree;
 mod entries;
+mod rust_btree;
 mod rust_std;
 
 use serde_json::Value;
@@ -49,12 +51,15 @@ pub(crate) fn render(r: &mut Renderer, t: &Type, id: TypeId, bytes: &[u8], addr:
             }
         }
         None if t.name.starts_with("HashMap<") => rust_std::hash_map(r, id, bytes, true, depth),
+        None if t.name.starts_with("BTreeMap<") => rust_btree::tree(r, id, bytes, true, depth),
+        None if t.name.starts_with("BTreeSet<") => rust_btree::tree(r, id, bytes, false, depth),
         None if t.name.starts_with("HashSet<") => rust_std::hash_map(r, id, bytes, false, depth),
         None if t.name.starts_with("Rc<") || t.name.starts_with("Arc<") => rust_std::counted(r, id, bytes, depth),
         None if t.name.starts_with("NonZero<") => rust_std::newtype(r, id, bytes, addr, depth),
         None if ["Cell<", "UnsafeCell<", "SyncUnsafeCell<", "ManuallyDrop<"].iter().any(|p| t.name.starts_with(p)) => {
             rust_std::cell(r, id, bytes, addr, depth, "value")
         }
+        None if t.name.starts_with("MaybeDangling<") => rust_std::cell(r, id, bytes, addr, depth, "__0"),
         None if t.name.starts_with("Atomic") => rust_std::cell(r, id, bytes, addr, depth, "v"),
         None if t.name.starts_with('(') => rust_std::tuple(r, t, bytes, addr, depth),
         None => None,
