@@ -359,7 +359,43 @@ impl<'a> Evaluator<'a> {
                 Place::Memory(a) => self.read_at(*element, a, pos),
                 _ => Ok(TypedValue { ty: *element, bytes: v.bytes[..self.info.ty(*element).size as usize].to_vec(), place: Place::None }),
             },
+            TypeKind::Struct { .. } => match self.smart_pointer(v, pos)? {
+                Some(p) => self.deref(&p, pos),
+                None => err(pos, format!("cannot dereference a value of type '{}' (not a pointer)", display_type(&t))),
+            },
             _ => err(pos, format!("cannot dereference a value of type '{}' (not a pointer)", display_type(&t))),
+        }
+    }
+
+    /// The raw pointer a libstdc++ smart pointer holds (`_M_head_impl` of unique_ptr,
+    /// `_M_ptr` of shared_ptr/weak_ptr), found through its nested implementation members.
+    fn smart_pointer(&self, v: &TypedValue, pos: usize) -> R<Option<TypedValue>> {
+        let t = self.info.ty(v.ty);
+        let smart = ["unique_ptr<", "shared_ptr<", "weak_ptr<"].iter().any(|n| t.name.contains(n));
+        let TypeKind::Struct { members, .. } = &t.kind else { return Ok(None) };
+        if !smart {
+            return Ok(None);
+        }
+        fn search(info: &DebugInfo, members: &[Member], depth: u32) -> Option<(u64, Member)> {
+            if depth > 8 {
+                return None;
+            }
+            for m in members {
+                let mt = info.ty(m.ty);
+                if (m.name == "_M_head_impl" || m.name == "_M_ptr") && matches!(mt.kind, TypeKind::Pointer { .. }) {
+                    return Some((m.offset, m.clone()));
+                }
+                if let TypeKind::Struct { members: inner, .. } = &mt.kind {
+                    if let Some((off, found)) = search(info, inner, depth + 1) {
+                        return Some((m.offset + off, found));
+                    }
+                }
+            }
+            None
+        }
+        match search(self.info, members, 0) {
+            Some((off, m)) => Ok(Some(self.field_value(v, off, &m, pos)?)),
+            None => Ok(None),
         }
     }
 
@@ -375,6 +411,11 @@ impl<'a> Evaluator<'a> {
         match &t.kind {
             TypeKind::Struct { members, .. } => match find_member(self.info, members, field, 0) {
                 Some((offset, m)) => self.field_value(&base, offset, &m, pos),
+                // `up->x` on a std::unique_ptr / std::shared_ptr: through the pointer it holds.
+                None if self.smart_pointer(&base, pos)?.is_some() => {
+                    let inner = self.smart_pointer(&base, pos)?.expect("checked");
+                    self.member(inner, field, pos)
+                }
                 None => {
                     let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
                     err(pos, format!("unknown field '{field}' in {}; fields: {}", display_type(&t), names.join(", ")))

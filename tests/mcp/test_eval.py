@@ -163,3 +163,67 @@ async def test_eval_reads_registers_and_optimized_locals_at_O2(strobe_home, fixt
         assert r["len"]["value"] == 4, r
         assert r["q->cap"]["value"] == 8, r
         assert r["q->items[q->tail].name"]["value"] == "gamma", r
+
+
+def marker_line(path, marker):
+    for i, text in enumerate(path.read_text().splitlines(), start=1):
+        if marker in text:
+            return i
+    raise AssertionError(marker)
+
+
+CPP = REPO / "tests" / "fixtures" / "cpp" / "containers.cpp"
+RUST = REPO / "tests" / "fixtures" / "rust" / "values.rs"
+
+
+async def stopped_before(c, binary, src, marker):
+    """Launch with a breakpoint on the line holding `marker` (set before main runs)."""
+    r = await c.call("debug_launch", command=str(binary), projectRoot=str(src.parent),
+                     breakpoints=[{"file": src.name, "line": marker_line(src, marker)}])
+    p = await c.call("debug_continue", sessionId=r["sessionId"], action="inspect", timeoutMs=30000)
+    assert p["status"] == "paused", p
+    return r["sessionId"]
+
+
+async def test_eval_cpp_containers_and_expressions_over_them(strobe_home, fixtures_dir):
+    async with mcp_client(strobe_home) as c:
+        sid = await stopped_before(c, fixtures_dir / "cpp_containers", CPP, "raise(SIGSTOP)")
+        exprs = ["g_vec", "g_vec[2]", "g_vec_str[1]", "g_map", "g_opt_some", "g_opt_none", "g_uptr->y",
+                 "g_short == \"hi\"", "g_long", "g_arr[3] + g_vec[0]", "g_derived.id", "g_color", "(int)g_color + 1",
+                 "sizeof(Point)", "g_node_a.next->next->value", "g_set", "g_umap", "g_span", "g_vec[3]"]
+        r = results(await c.call("debug_eval", sessionId=sid, expressions=exprs))
+        v = {e: r[e].get("value", r[e].get("error")) for e in exprs}
+        assert v["g_vec"] == [1, 2, 3], v
+        assert v["g_vec[2]"] == 3 and v["g_vec_str[1]"] == "yz", v
+        assert v["g_map"] == {"one": 1, "three": 3, "two": 2}, v
+        assert v["g_opt_some"] == 42 and v["g_opt_none"] is None, v
+        assert v["g_uptr->y"] == 2 and v["g_short == \"hi\""] is True, v
+        assert v["g_long"] == "a string that is longer than fifteen chars", v
+        assert v["g_arr[3] + g_vec[0]"] == 41 and v["g_derived.id"] == 7, v
+        assert v["g_color"] == "BLUE" and v["(int)g_color + 1"] == 3 and v["sizeof(Point)"] == 8, v
+        assert v["g_node_a.next->next->value"] == 1, v
+        assert v["g_set"] == [1, 3, 5] and v["g_span"] == [4, 5, 6], v
+        assert "out of range for length 3" in r["g_vec[3]"]["error"], r["g_vec[3]"]
+        await c.call("debug_session", action="stop", sessionId=sid)
+
+
+async def test_eval_rust_enums_options_and_strings(strobe_home, fixtures_dir):
+    async with mcp_client(strobe_home) as c:
+        sid = await stopped_before(c, fixtures_dir / "rust_values", RUST, "raise(19)")
+        exprs = ["NUMS", "NUMS[1] * 10", "NAME", "NAME == \"hello\"", "SOME", "NONE", "OK", "ERR", "FIELDLESS",
+                 "CIRCLE", "RECT", "NICHE_FLAG", "NICHE_OTHER", "OPT_NZ", "GREETING", "SLICE[2]", "WORDS[1]",
+                 "ANSWER + 1", "NUMS.len", "HUGE"]
+        r = results(await c.call("debug_eval", sessionId=sid, expressions=exprs))
+        v = {e: r[e].get("value", r[e].get("error")) for e in exprs}
+        assert v["NUMS"] == [1, 2, 3] and v["NUMS[1] * 10"] == 20 and v["NUMS.len"] == 3, v
+        assert v["NAME"] == "hello" and v["NAME == \"hello\""] is True, v
+        assert v["SOME"] == 5 and v["NONE"] is None, v
+        assert v["OK"] == {"Ok": 3} and v["ERR"] == {"Err": "bad"}, v
+        assert v["FIELDLESS"] == "Gamma", v
+        assert v["CIRCLE"] == {"Circle": 1.5} and v["RECT"] == {"Rect": {"w": 3, "h": 4}}, v
+        assert v["NICHE_FLAG"] == {"Flag": True} and v["NICHE_OTHER"] == "Other", v
+        assert v["OPT_NZ"] == 17, v
+        assert v["GREETING"] == "hi there" and v["SLICE[2]"] == 9 and v["WORDS[1]"] == "bc", v
+        assert v["ANSWER + 1"] == 43, v
+        assert v["HUGE"] in (18446744073709551615, "18446744073709551615"), v
+        await c.call("debug_session", action="stop", sessionId=sid)
