@@ -42,6 +42,29 @@ impl Engine {
         Ok((paused, vars))
     }
 
+    /// The session's paused threads, their `arguments` (the parameters, in order) rendered in
+    /// debug_eval's value model from the paused frame; an unreadable one shows `<why>`.
+    pub async fn paused_threads(self: &Arc<Engine>, session: &Arc<Session>) -> Vec<PausedThread> {
+        let mut out = session.debug.paused_threads();
+        for p in &mut out {
+            let opts = RenderOptions { depth: LOCALS_DEPTH, ..RenderOptions::default() };
+            let none = std::collections::HashMap::new();
+            let Ok(vars) = self.in_frame(session, p.clone(), 0, move |f| f.eval.locals(&opts, &none)).await else { continue };
+            let params: Vec<Value> = vars
+                .into_iter()
+                .filter(|v| v["isParameter"] == json!(true))
+                .map(|v| match v.get("value") {
+                    Some(x) => x.clone(),
+                    None => json!(format!("<{}>", v["error"].as_str().unwrap_or("unavailable"))),
+                })
+                .collect();
+            if !params.is_empty() {
+                p.arguments = Value::Array(params);
+            }
+        }
+        out
+    }
+
     /// Write a local of the paused frame: `name = value` through the evaluator. Register
     /// values take effect when the thread resumes.
     pub async fn set_local(self: &Arc<Engine>, id: &str, thread_id: Option<u64>, name: &str, value: Value) -> Result<Value> {

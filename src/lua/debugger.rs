@@ -80,9 +80,13 @@ pub fn add_methods<M: UserDataMethods<LuaSession>>(methods: &mut M) {
     });
 
     // session:paused() -> list of paused threads {threadId, breakpointId, file, line, function, backtrace, arguments}
-    methods.add_method("paused", |lua, this, ()| {
-        let s = this.engine.session(&this.id).map_err(lua_err)?;
-        to_lua(lua, &s.debug.paused_threads())
+    methods.add_async_method("paused", |lua, this: UserDataRef<LuaSession>, ()| {
+        let engine = this.engine.clone();
+        let id = this.id.clone();
+        async move {
+            let s = engine.session(&id).map_err(lua_err)?;
+            to_lua(&lua, &engine.paused_threads(&s).await)
+        }
     });
 
     // session:debug_state() -> {breakpoints, logpoints, pausedThreads}
@@ -97,7 +101,7 @@ pub fn add_methods<M: UserDataMethods<LuaSession>>(methods: &mut M) {
                         engine.refresh_hits(&s).await; // hits of points that did not stop
                     }
                     let (bp, lp) = s.debug.points();
-                    (bp, lp, s.debug.paused_threads())
+                    (bp, lp, engine.paused_threads(&s).await)
                 }
                 Err(_) => Default::default(),
             };

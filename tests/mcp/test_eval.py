@@ -117,6 +117,11 @@ async def test_eval_values_structs_pointers_and_strings(strobe_home, fixtures_di
         pair = r["*q->items@2"]["value"]
         assert [j["key"] for j in pair] == [10, 20] and r["*q->items@2"]["type"] == "struct job[2]"
         assert r["&q->items[1]"]["type"] == "struct job *"
+        # Pause reports show parameters in the same value model (one level), not raw hex.
+        st = await c.call("debug_session", action="status", sessionId=sid)
+        q, length, factor = st["pausedThreads"][0]["arguments"]
+        assert q["@"].startswith("0x") and q["len"] == 4 and q["label"] == "jobs", q
+        assert (length, factor) == (4, 1.5), st["pausedThreads"][0]["arguments"]
         assert int(r["$sp"]["value"] if isinstance(r["$sp"]["value"], str) else r["$sp"]["value"]["@"], 16) > 0
 
 
