@@ -122,3 +122,8 @@ fn mcp_script_watchdog_compact_answers() {
 fn mcp_eval_expressions() {
     pytest("test_eval.py");
 }
+
+#[test]
+fn mcp_traced_values() {
+    pytest("test_traced_values.py");
+}

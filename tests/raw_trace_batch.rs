@@ -26,9 +26,9 @@ impl Rng {
 
 fn sites() -> Vec<TraceSite> {
     vec![
-        TraceSite { function_name: "hot_leaf".into(), function_name_raw: "hot_leaf".into(), source_file: Some("/src/hot.c".into()), line_number: Some(12) },
-        TraceSite { function_name: "ns::Widget::draw".into(), function_name_raw: "_ZN2ns6Widget4drawEv".into(), source_file: None, line_number: None },
-        TraceSite { function_name: "quote\"and\\back".into(), function_name_raw: "q".into(), source_file: Some("/src/ü.rs".into()), line_number: Some(1) },
+        TraceSite { function_name: "hot_leaf".into(), function_name_raw: "hot_leaf".into(), source_file: Some("/src/hot.c".into()), line_number: Some(12), shape: None },
+        TraceSite { function_name: "ns::Widget::draw".into(), function_name_raw: "_ZN2ns6Widget4drawEv".into(), source_file: None, line_number: None, shape: None },
+        TraceSite { function_name: "quote\"and\\back".into(), function_name_raw: "q".into(), source_file: Some("/src/ü.rs".into()), line_number: Some(1), shape: None },
     ]
 }
 

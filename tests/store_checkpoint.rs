@@ -18,6 +18,7 @@ fn batch(store: &Store, len: usize, ts: &mut i64) -> RawTraceBatch {
             function_name_raw: "leaf".into(),
             source_file: Some("/src/leaf.c".into()),
             line_number: Some(3),
+            shape: None,
         }],
         threads: vec![TraceThread { thread_id: 77, thread_name: Some("main".into()) }],
         records: Vec::with_capacity(len),

@@ -183,8 +183,8 @@ fn raw_trace_batches_count_threads_and_null_returns() {
     let (_a, by_raw) = open();
     let (_b, by_events) = open();
     let sites = vec![
-        TraceSite { function_name: "hot".into(), function_name_raw: "_Z3hotv".into(), source_file: Some("a.c".into()), line_number: Some(3) },
-        TraceSite { function_name: "cold".into(), function_name_raw: "_Z4coldv".into(), source_file: None, line_number: None },
+        TraceSite { function_name: "hot".into(), function_name_raw: "_Z3hotv".into(), source_file: Some("a.c".into()), line_number: Some(3), shape: None },
+        TraceSite { function_name: "cold".into(), function_name_raw: "_Z4coldv".into(), source_file: None, line_number: None, shape: None },
     ];
     let threads = vec![
         TraceThread { thread_id: 1, thread_name: Some("main".into()) },

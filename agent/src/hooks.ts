@@ -104,11 +104,11 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             const ts = nowNs();
             ev[5] = ts;
             // One property on the invocation context: they are not free.
-            this.strobe = { call, parent, ts };
+            this.strobe = { call, parent, ts, ptrs: typed.pointers(args) };
             push(ev);
         },
         onLeave(retval) {
-            const entry: { call: number; parent: number | null; ts: number } | undefined = this.strobe;
+            const entry: { call: number; parent: number | null; ts: number; ptrs: NativePointer[] | null } | undefined = this.strobe;
             if (entry === undefined) return;
             const ts = nowNs();
             const tid = this.threadId;
@@ -122,7 +122,9 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
                 if (i >= 0) stack.length = i;
             }
             if (typed.active()) {
-                push([EXIT_TYPED, fnId, entry.call, entry.parent, tid, ts, typed.ret(this.context, retval), ts - entry.ts, typed.watches()] as unknown as AgentEvent);
+                const rec: unknown[] = [EXIT_TYPED, fnId, entry.call, entry.parent, tid, ts, typed.ret(this.context, retval), ts - entry.ts, typed.watches()];
+                if (entry.ptrs !== null) rec.push(typed.pointees(entry.ptrs));
+                push(rec as unknown as AgentEvent);
             } else {
                 push([EXIT, fnId, entry.call, entry.parent, tid, ts, retval.toString(), ts - entry.ts]);
             }

@@ -22,8 +22,11 @@ export interface TypeDesc {
     p?: number;
     l?: number;
     utf8?: boolean;
+    /** std::optional: offset of the engaged flag. */
+    g?: number;
     d?: [number, number] | null;
-    v?: [number | null, string, number, number][];
+    /** Rust enum variants: [discriminant value as decimal text | null, name, type, offset]. */
+    v?: [string | number | null, string, number, number][];
 }
 
 export const MAX_STRING = 1024;
@@ -106,6 +109,8 @@ function read(addr: NativePointer, id: number, depth: number, path: string[]): u
             }
             case "renum":
                 return readRustEnum(addr, t, depth, path);
+            case "opt": // std::optional<T>: the value, or null when disengaged
+                return addr.add(t.g ?? 0).readU8() === 0 ? null : read(addr.add(t.p ?? 0), t.of ?? -1, depth, path);
             case "void":
                 return null;
             case "fn":
@@ -161,7 +166,9 @@ function readExtended(addr: NativePointer): number {
 function readChar(addr: NativePointer, t: TypeDesc): string | number {
     const size = t.s ?? 1;
     const code = size === 4 ? addr.readU32() : size === 2 ? addr.readU16() : t.sg ? addr.readS8() : addr.readU8();
-    if (code >= 32 && code < 0x110000 && code !== 127 && !(code >= 0xd800 && code < 0xe000)) return String.fromCodePoint(code);
+    // One-byte characters beyond ASCII are bytes of some encoding: shown as numbers (as gdb does).
+    const printable = size === 1 ? code >= 32 && code < 127 : code >= 32 && code < 0x110000 && code !== 127 && !(code >= 0xd800 && code < 0xe000);
+    if (printable) return String.fromCodePoint(code);
     return code;
 }
 
@@ -173,7 +180,7 @@ function lengthAt(addr: NativePointer): number {
 
 /** Struct-like pointees are followed (depth is spent by the struct itself). */
 function followable(t: TypeDesc | undefined): boolean {
-    return t !== undefined && (t.k === "struct" || t.k === "rvec" || t.k === "rstr" || t.k === "rslice" || t.k === "renum");
+    return t !== undefined && (t.k === "struct" || t.k === "rvec" || t.k === "rstr" || t.k === "rslice" || t.k === "renum" || t.k === "opt");
 }
 
 function readPointer(p: NativePointer, t: TypeDesc, depth: number, path: string[]): unknown {
@@ -237,9 +244,13 @@ function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: strin
     if (depth <= 0) return `<${name}>`;
     // Probe the first byte: an unreadable struct is one value, not N unreadable fields.
     if ((t.s ?? 0) > 0) addr.readU8();
+    const fields = t.f ?? [];
+    // A Rust newtype (`NonZero<u32>(NonZeroU32Inner(5))`): its one field's value.
+    if (fields.length === 1 && fields[0][0] === "__0" && fields[0][4] === undefined) {
+        return read(addr.add(fields[0][1] as number), fields[0][2] as number, depth, path);
+    }
     const out: Record<string, unknown> = {};
     path.push(key);
-    const fields = t.f ?? [];
     for (let i = 0; i < fields.length && i < MAX_KEYS; i++) {
         const [fname, off, fid, bitOff, bitSize] = fields[i] as [string, number, number, number?, number?];
         const faddr = addr.add(off);

@@ -15,7 +15,7 @@
 // Return locations: {r: 0} rax, {r2: [0, 1]} rax:rdx, {x: 0} xmm0, {eb: ...} with integer
 // slots 0/1 = rax/rdx, {ind: 0} rax holds the address (sret), {none: why}.
 
-import { addTypes, currentDepth, readValue, TypeDesc, unreadable } from "./serialize.js";
+import { addTypes, currentDepth, readCString, readValue, typeDesc, TypeDesc, unreadable } from "./serialize.js";
 import { xmmAddress, XMM_UNAVAILABLE } from "./xmm.js";
 
 export interface Loc {
@@ -39,6 +39,8 @@ export interface ArgRecipe {
 export interface SerializeRecipe {
     args: ArgRecipe[];
     ret?: { t: number; at: Loc } | null;
+    /** argumentsAtExit: pointer parameters' pointees are read again at exit. */
+    exit?: boolean;
 }
 
 export interface WatchSpec {
@@ -209,10 +211,46 @@ export interface TypedHook {
     args(ctx: CpuContext, args: InvocationArguments): Record<string, unknown> | string[];
     ret(ctx: CpuContext, retval: InvocationReturnValue): unknown;
     watches(): Record<string, unknown> | null;
+    /** argumentsAtExit: the pointer parameters' values at entry (null: not asked for). */
+    pointers(args: InvocationArguments): NativePointer[] | null;
+    /** `{name: pointee now}` of those parameters, at exit. */
+    pointees(saved: NativePointer[]): Record<string, unknown>;
+}
+
+/** The value `p` points to now, read as pointer type `t` describes its target. */
+function pointee(p: NativePointer, t: number): unknown {
+    if (p.isNull()) return null;
+    const to = typeDesc(t)?.to;
+    if (to === undefined || to === null) return p.toString();
+    const target = typeDesc(to);
+    if (target === undefined || target.k === "void" || target.k === "fn") return p.toString();
+    if (target.k === "char" && (target.s ?? 1) === 1) return readCString(p);
+    return readValue(p, to);
 }
 
 export function typedHook(fnId: number, recipe: SerializeRecipe | undefined, argCount: number): TypedHook {
+    // Pointer parameters in integer registers, found once the type table is loaded.
+    let pointerArgs: ArgRecipe[] | null = null;
+    const ptrArgs = (): ArgRecipe[] => {
+        if (pointerArgs === null) pointerArgs = (recipe?.args ?? []).filter((a) => a.at.r !== undefined && typeDesc(a.t)?.k === "ptr");
+        return pointerArgs;
+    };
     return {
+        pointers(args) {
+            if (recipe?.exit !== true) return null;
+            return ptrArgs().map((a) => args[a.at.r as number]);
+        },
+        pointees(saved) {
+            const out: Record<string, unknown> = {};
+            ptrArgs().forEach((a, i) => {
+                try {
+                    out[a.n || `arg${i}`] = pointee(saved[i], a.t);
+                } catch (_) {
+                    out[a.n || `arg${i}`] = unreadable(saved[i]);
+                }
+            });
+            return out;
+        },
         active: () => recipe !== undefined || (watches.length > 0 && inScope(fnId)),
         args(ctx, args) {
             if (recipe === undefined) {

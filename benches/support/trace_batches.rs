@@ -23,6 +23,7 @@ fn batches(store: &Store, session: &str, n: usize) -> Vec<RawTraceBatch> {
                 function_name_raw: "hot_leaf".into(),
                 source_file: Some("/work/tests/fixtures/c/hotloop.c".into()),
                 line_number: Some(9),
+                shape: None,
             }],
             threads: vec![TraceThread { thread_id: 4242, thread_name: Some("hotloop".into()) }],
             records: Vec::with_capacity(len),

@@ -65,7 +65,7 @@ strobe = {}
 ---@field id string
 ---@field pid integer
 local Session = {}
----@param args {add?: string[], remove?: string[]}
+---@param args {add?: string[], remove?: string[], sampling?: table, argumentsAtExit?: boolean}
 ---@return StrobeTraceResult
 function Session:trace(args) end
 ---@param query table  same fields as debug_query

@@ -16,6 +16,8 @@ Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct childre
       add = { type = "array", items = { type = "string" }, description = "Patterns to add" },
       remove = { type = "array", items = { type = "string" }, description = "Patterns to remove" },
       clear = { type = "boolean", description = "Remove every pattern first (the session's, or the staged ones without sessionId)" },
+      argumentsAtExit = { type = "boolean",
+        description = "Exit events also show pointer parameters, read again at return (see a callee's writes through them): {\"r\": 101} for void bump(int *r, int by). Needs sessionId." },
       serializationDepth = { type = "integer", minimum = 1, maximum = 10,
         description = "How deep typed arguments, return values and watches expand structs (default 3). Needs sessionId." },
       watches = {
@@ -54,8 +56,8 @@ Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct childre
     if args.sampling and not args.sessionId then
       strobe.error("VALIDATION_ERROR", "sampling needs a sessionId: it changes hooks of a running session. Launch first, then debug_trace({sessionId, sampling = {disable = {'fn'}}}).")
     end
-    if (args.watches or args.serializationDepth) and not args.sessionId then
-      strobe.error("VALIDATION_ERROR", "watches and serializationDepth need a sessionId: they apply to a running session. Launch first, then call debug_trace with its sessionId.")
+    if (args.watches or args.serializationDepth or args.argumentsAtExit ~= nil) and not args.sessionId then
+      strobe.error("VALIDATION_ERROR", "watches, serializationDepth and argumentsAtExit need a sessionId: they apply to a running session. Launch first, then call debug_trace with its sessionId.")
     end
     local session = args.sessionId and strobe.session(args.sessionId)
     if session and args.serializationDepth then
@@ -66,7 +68,8 @@ Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct childre
       if args.clear then
         remove = session:trace({}).activePatterns
       end
-      r = session:trace({ add = args.add, remove = remove, sampling = args.sampling })
+      r = session:trace({ add = args.add, remove = remove, sampling = args.sampling,
+        argumentsAtExit = args.argumentsAtExit })
     else
       r = strobe.trace_pending({ add = args.add, remove = args.remove, clear = args.clear })
     end

@@ -195,6 +195,8 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
                     function_name_raw: f.raw_name.clone(),
                     source_file: f.file.clone(),
                     line_number: f.line.map(|l| l as i64),
+                    // Shapes name the session image's functions (an exec'd child has others).
+                    shape: if st.life.has_own_image(pid) { None } else { st.tracing.word_shapes.get(&r.func).cloned() },
                 });
                 next
             });

@@ -6,34 +6,35 @@ use std::sync::{Arc, Weak};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use super::output_lines::{Line, LineBuffers};
 use super::{lifecycle, monotonic_ns, Engine, Session};
 use crate::frida::HostEvent;
 use crate::store::event::{Event, EventType};
 
 pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEvent>) {
-    while let Some(ev) = rx.recv().await {
+    let mut lines = LineBuffers::default();
+    loop {
+        // Partial output lines wait for their newline until they are due (output_lines.rs).
+        let due = lines.next_due();
+        let ev = tokio::select! {
+            ev = rx.recv() => ev,
+            _ = tokio::time::sleep_until(due.unwrap_or_else(std::time::Instant::now).into()), if due.is_some() => {
+                let Some(engine) = engine.upgrade() else { return };
+                store_lines(&engine, lines.expired(std::time::Instant::now()));
+                continue;
+            }
+        };
+        let Some(ev) = ev else { return };
         let Some(engine) = engine.upgrade() else { return };
         match ev {
             HostEvent::Output { pid, fd, data } => {
                 if data.is_empty() {
-                    continue; // stream closed
+                    store_lines(&engine, lines.take(pid, Some(fd))); // stream closed
+                    continue;
                 }
                 if let Some(s) = engine.session_by_pid(pid) {
-                    let kind = if fd == 2 { EventType::Stderr } else { EventType::Stdout };
                     let ts = monotonic_ns() - s.start_mono_ns;
-                    // One event per line, so queries and cursors work line by line.
-                    let text = String::from_utf8_lossy(&data);
-                    let rows = text
-                        .split_inclusive('\n')
-                        .map(|line| {
-                            let mut e = Event::new(&s.id, kind, ts);
-                            e.pid = Some(pid as i64);
-                            e.text = Some(line.to_string());
-                            e
-                        })
-                        .collect();
-                    // Numbered after the trace events stamped before them (store/hold.rs).
-                    engine.store.insert_output(rows);
+                    store_lines(&engine, lines.push(pid, fd, &data, ts));
                 }
             }
             HostEvent::AgentMessage { pid, message, data } => {
@@ -68,8 +69,14 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                 }
             }
             // Exit status, exec and children: lifecycle.rs.
-            HostEvent::Detached { pid, reason } => lifecycle::on_detached(&engine, pid, &reason),
-            HostEvent::ExitStatus { pid, code, signal } => lifecycle::on_exit_status(&engine, pid, code, signal),
+            HostEvent::Detached { pid, reason } => {
+                store_lines(&engine, lines.take(pid, None));
+                lifecycle::on_detached(&engine, pid, &reason)
+            }
+            HostEvent::ExitStatus { pid, code, signal } => {
+                store_lines(&engine, lines.take(pid, None));
+                lifecycle::on_exit_status(&engine, pid, code, signal)
+            }
             HostEvent::ChildAdded { pid, parent_pid, origin, .. } => lifecycle::on_child_added(&engine, pid, parent_pid, origin),
             HostEvent::HostExited { status } => {
                 tracing::warn!("Frida host exited: {status}");
@@ -77,6 +84,24 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                 return;
             }
         }
+    }
+}
+
+/// One stdout/stderr event per line, so queries and cursors work line by line.
+fn store_lines(engine: &Engine, lines: Vec<Line>) {
+    let rows: Vec<Event> = lines
+        .into_iter()
+        .filter_map(|l| {
+            let s = engine.session_by_pid(l.pid)?;
+            let mut e = Event::new(&s.id, if l.fd == 2 { EventType::Stderr } else { EventType::Stdout }, l.ts);
+            e.pid = Some(l.pid as i64);
+            e.text = Some(l.text);
+            Some(e)
+        })
+        .collect();
+    if !rows.is_empty() {
+        // Numbered after the trace events stamped before them (store/hold.rs).
+        engine.store.insert_output(rows);
     }
 }
 
@@ -97,9 +122,8 @@ fn trace_rows(engine: &Engine, s: &Arc<Session>, pid: u32, list: &[Value]) -> Ve
             }
             _ => continue,
         };
-        let Some(f) = rec.get("fn").and_then(Value::as_u64).and_then(|i| symbols.functions.get(i as usize)) else {
-            continue;
-        };
+        let Some(f_index) = rec.get("fn").and_then(Value::as_u64) else { continue };
+        let Some(f) = symbols.functions.get(f_index as usize) else { continue };
         let ts = rec.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or(0);
         let mut e = Event::new(&s.id, kind, ts);
         e.id = engine.store.next_event_id();
@@ -113,16 +137,26 @@ fn trace_rows(engine: &Engine, s: &Arc<Session>, pid: u32, list: &[Value]) -> Ve
         let call = rec.get("call").and_then(Value::as_u64);
         e.parent_event_id = rec.get("parent").and_then(Value::as_u64).and_then(|p| st.open_calls.get(&key(p)).copied());
         e.watch_values = rec.get("watch").filter(|w| !w.is_null()).map(|w| w.to_string()); // watches.rs
+        // Raw words of a function with a word shape (word_shapes.rs): typed like the fast path's.
+        let shape = if st.life.has_own_image(pid) { None } else { st.tracing.word_shapes.get(&(f_index as u32)).cloned() };
         match kind {
             EventType::FunctionEnter => {
-                e.arguments = rec.get("args").map(|a| a.to_string());
+                e.arguments = rec.get("args").map(|a| match (&shape, a.as_array()) {
+                    (Some(shape), Some(words)) => typed_words(|out| shape.push_args(out, &words.iter().map(word_of).collect::<Vec<_>>())),
+                    _ => a.to_string(),
+                });
                 if let Some(c) = call {
                     st.open_calls.insert(key(c), e.id);
                 }
             }
             _ => {
-                e.return_value = rec.get("ret").map(|r| r.to_string());
+                e.return_value = rec.get("ret").map(|r| match (&shape, r.as_str()) {
+                    (Some(shape), Some(_)) => typed_words(|out| shape.push_ret(out, word_of(r))),
+                    _ => r.to_string(),
+                });
                 e.duration_ns = rec.get("dur").and_then(Value::as_f64).map(|d| d as i64);
+                // Pointer parameters read again at exit (args_at_exit.rs).
+                e.arguments = rec.get("args").filter(|a| a.is_object()).map(|a| a.to_string());
                 if let Some(c) = call {
                     st.open_calls.remove(&key(c));
                 }
@@ -131,4 +165,15 @@ fn trace_rows(engine: &Engine, s: &Arc<Session>, pid: u32, list: &[Value]) -> Ve
         rows.push(e);
     }
     rows
+}
+
+/// A raw word as the JS path sends it: a NativePointer's hex text.
+fn word_of(v: &Value) -> u64 {
+    v.as_str().and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()).unwrap_or(0)
+}
+
+fn typed_words(write: impl FnOnce(&mut Vec<u8>)) -> String {
+    let mut out = Vec::new();
+    write(&mut out);
+    String::from_utf8(out).unwrap_or_default()
 }

@@ -41,6 +41,8 @@ pub struct LaunchResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pause: Option<serde_json::Value>,
     pub warnings: Vec<String>,
+    /// A Python program: staged patterns were not applied (python_target.rs).
+    pub python_target: bool,
 }
 
 /// Resolve `command` like a shell would: a path with a slash is taken relative to `cwd`,
@@ -127,6 +129,7 @@ impl Engine {
             None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         };
         let binary = resolve_command(&req.command, &cwd)?;
+        let python = super::python_target::is_python(&binary);
 
         // One live session per binary: a second one would race on the same output.
         let live_same = self
@@ -205,7 +208,9 @@ impl Engine {
             // Libraries with DWARF join the symbols before staged hooks resolve (modules.rs).
             self.load_modules(&session).await;
             let mut applied = (0, 0, Vec::new());
-            if !pending.is_empty() {
+            if !pending.is_empty() && python {
+                applied.2.push(super::python_target::NOT_YET.to_string());
+            } else if !pending.is_empty() {
                 let r = self.apply_trace(&session, &pending, &[]).await?;
                 applied = (pending.len(), r.hooked_functions, r.warnings);
             }
@@ -221,15 +226,18 @@ impl Engine {
                     Some(ms) => Some(self.launch_pause(&session_id, ms).await?),
                     None => None,
                 };
+                let python_target = python && !pending.is_empty();
                 Ok(LaunchResult {
                     session_id,
                     pid,
                     pending_patterns_applied: pending_applied,
                     hooked_functions: hooked,
-                    staged_patterns: pending,
+                    // A Python target's staged patterns were not applied (python_target.rs).
+                    staged_patterns: if python { Vec::new() } else { pending },
                     breakpoints: points,
                     pause,
                     warnings,
+                    python_target,
                 })
             }
             Err(e) => {

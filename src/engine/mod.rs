@@ -1,6 +1,7 @@
 //! The engine: sessions over processes, symbols and the event store. Front ends
 //! (the MCP daemon, `strobe run`, the REPL) reach it only through the Lua runtime.
 
+mod args_at_exit; // exit events re-read pointer parameters' pointees
 mod backtrace; // pause and crash backtraces, symbolized per module (DWARF, ELF symbols)
 mod breakpoints;
 mod children; // hooks of followed forks and execs
@@ -13,6 +14,8 @@ mod eval; // debug_eval: expressions in a paused frame (src/eval)
 mod event_limits; // settings → per-session FIFO limits
 mod frame_vars;
 mod ingest;
+mod python_target; // tracing Python code is not supported yet: say so
+mod output_lines; // stdout/stderr pieces → one event per line
 mod launch;
 mod launch_points; // stopOnEntry, staged and launch breakpoints, set before the first instruction
 mod memory;
@@ -31,6 +34,7 @@ mod staging; // patterns and breakpoints staged for the next launch, per caller
 mod stepping;
 mod trace;
 mod watches;
+mod word_shapes; // typed text of fast-path hooks' raw words
 
 pub use launch::{LaunchRequest, LaunchResult};
 pub use launch_points::{LaunchPoint, Origin};

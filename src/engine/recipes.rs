@@ -9,7 +9,8 @@
 //! take the next of eight xmm registers (`x`, `eb`); the agent reads the copy Frida saved of
 //! them (agent/src/xmm.ts). `long double` goes on the stack and returns in x87 st0 (not read).
 //! Rust uses its own ABI: scalar pairs (`&str`, `&[T]`, `Option<u32>`) take two registers,
-//! other aggregates up to 16 bytes are cast to integers, larger ones are passed by address.
+//! other aggregates up to 8 bytes are cast to an integer, larger ones are passed by address
+//! (and returned through a hidden pointer passed first, like C's MEMORY class).
 
 use serde_json::{json, Value};
 
@@ -164,7 +165,8 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
         if t.size == 0 {
             return json!({ "none": "zero-sized" });
         }
-        if t.size > 16 {
+        let scalar_pair = ls.len() == 2 && !any_float && t.size <= 16;
+        if t.size > 16 || (t.size > 8 && !scalar_pair) {
             if ret {
                 return json!({ "ind": 0 });
             }
@@ -209,8 +211,9 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
     }
 }
 
-/// Does this signature gain from typed reads (strings, structs, Rust values)? Functions
-/// of plain integers keep the fast native hooks.
+/// Does this signature need typed reads in the target (strings, structs, floats, Rust
+/// values)? Functions of register-sized integers, bools, enums and pointers keep the fast
+/// native hooks: the daemon types their raw words (`engine/word_shapes.rs`).
 pub(crate) fn worth_serializing(info: &DebugInfo, sig: &Signature) -> bool {
     let rich = |ty: Option<TypeId>| {
         let Some(ty) = ty else { return false };
@@ -220,10 +223,11 @@ pub(crate) fn worth_serializing(info: &DebugInfo, sig: &Signature) -> bool {
                 let p = info.ty(to);
                 crate::symbols::types::is_c_char(&p) || is_aggregate(&p.kind)
             }
-            ref k => is_aggregate(k) || matches!(k, TypeKind::Enum { .. } | TypeKind::Bool | TypeKind::Float),
+            ref k => is_aggregate(k) || matches!(k, TypeKind::Float),
         }
     };
-    sig.params.iter().any(|p| rich(p.ty)) || rich(sig.ret)
+    // More than six parameters: the rest are on the stack, which only the JS path reads.
+    sig.params.len() > 6 || sig.params.iter().any(|p| rich(p.ty)) || rich(sig.ret)
 }
 
 /// The `serialize` recipe of a function: `{args: [{n, t, at}], ret: {t, at} | null}`,
@@ -239,6 +243,9 @@ pub(crate) fn serialize_recipe(info: &DebugInfo, sig: &Signature) -> (Value, Vec
         }
         json!({ "t": t, "at": at })
     });
+    if sig.closure_env {
+        slots.regs += 1; // then a closure's environment pointer, which DWARF does not list
+    }
     let args: Vec<Value> = sig
         .params
         .iter()

@@ -63,6 +63,11 @@ pub(crate) struct TracingState {
     /// The agent options set through `configure_tracing` (merged), for agents that join
     /// later: followed children, a re-attached root (children.rs).
     pub agent_options: serde_json::Map<String, serde_json::Value>,
+    /// Typed parameters and result of hooked functions of the session's image whose raw
+    /// words are stored (word_shapes.rs), by function id.
+    pub word_shapes: std::collections::HashMap<u32, std::sync::Arc<crate::store::word_shape::WordShape>>,
+    /// `debug_trace argumentsAtExit`: exit events carry pointer parameters' pointees.
+    pub args_at_exit: bool,
 }
 
 /// Highest `events_bin` batch seq received from each agent (a followed child has its own

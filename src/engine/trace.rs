@@ -30,6 +30,8 @@ pub struct TraceResult {
     pub events_lost: u64,
     /// Hot functions currently recorded 1 call in N (see engine/sampling.rs).
     pub sampled_functions: Vec<super::sampling::SampledFunction>,
+    /// The target runs Python code, whose functions cannot be traced (python_target.rs).
+    pub python_target: bool,
 }
 
 fn parse_all(patterns: &[String]) -> Result<Vec<Pattern>> {
@@ -45,6 +47,17 @@ impl Engine {
         };
         let session = self.session(id)?;
         session.ensure_running()?;
+        if !add.is_empty() && super::python_target::is_python(&session.binary_path) {
+            parse_all(add)?;
+            let patterns = session.state.lock().unwrap().patterns.iter().map(|p| p.as_str().to_string()).collect();
+            return Ok(TraceResult {
+                mode: "runtime".into(),
+                active_patterns: patterns,
+                warnings: vec![super::python_target::NOT_YET.to_string()],
+                python_target: true,
+                ..Default::default()
+            });
+        }
         self.apply_trace(&session, add, remove).await
     }
 

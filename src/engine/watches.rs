@@ -331,9 +331,14 @@ impl Engine {
             Some((i, a)) => (&**i, *a),
             None => (info, symbols.functions[fn_index as usize].address),
         };
+        // `argumentsAtExit`: pointer parameters' pointees are read again at exit (JS path).
+        let at_exit = session.state.lock().unwrap().tracing.args_at_exit;
         match info.signature(address) {
-            Some(sig) if super::recipes::worth_serializing(info, &sig) => {
-                let (recipe, roots) = super::recipes::serialize_recipe(info, &sig);
+            Some(sig) if super::recipes::worth_serializing(info, &sig) || (at_exit && super::args_at_exit::has_pointer_param(info, &sig)) => {
+                let (mut recipe, roots) = super::recipes::serialize_recipe(info, &sig);
+                if at_exit {
+                    recipe["exit"] = json!(true);
+                }
                 (Some(recipe), roots)
             }
             _ => (None, Vec::new()),
@@ -361,6 +366,7 @@ impl Engine {
             }
             if let Some(recipe) = recipe {
                 spec["serialize"] = recipe;
+                session.state.lock().unwrap().tracing.word_shapes.remove(&i);
                 if !Arc::ptr_eq(&own, &info) {
                     if let Value::Object(m) = own.agent_types(&r) {
                         tables.extend(m);
@@ -369,10 +375,19 @@ impl Engine {
                     continue;
                 }
                 roots.extend(r);
-            } else if target != SpecsFor::OtherImage && self.watched(session, symbols, i) {
-                spec["watches"] = json!(true);
-                for_watch.push(i);
-                continue;
+            } else {
+                // Raw words, typed by the daemon (word_shapes.rs): only the declared parameters.
+                if let Some(shape) = own.signature(address).and_then(|sig| super::word_shapes::word_shape(&own, &sig)) {
+                    spec["argCount"] = json!(shape.hidden + shape.params.len());
+                    if target != SpecsFor::OtherImage {
+                        session.state.lock().unwrap().tracing.word_shapes.insert(i, std::sync::Arc::new(shape));
+                    }
+                }
+                if target != SpecsFor::OtherImage && self.watched(session, symbols, i) {
+                    spec["watches"] = json!(true);
+                    for_watch.push(i);
+                    continue;
+                }
             }
             not_for_watch.push(i);
         }

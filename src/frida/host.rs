@@ -645,7 +645,8 @@ fn frida_message_body(raw: Value) -> Value {
 /// [1, fn, call, parent, tid, ts, ret, dur]        -> {k:"exit",  fn, call, parent, tid, ts, ret, dur}
 /// [2, tid, name]                                  -> {k:"thread", tid, name}
 /// [10, fn, call, parent, tid, ts, args, watch]     -> {k:"enter", .., args, watch}   (typed)
-/// [11, fn, call, parent, tid, ts, ret, dur, watch] -> {k:"exit", .., ret, dur, watch} (typed)
+/// [11, fn, call, parent, tid, ts, ret, dur, watch, args?] -> {k:"exit", .., ret, dur, watch, args?} (typed;
+///     args: pointer parameters read again at exit, `argumentsAtExit`)
 /// ```
 pub fn expand_events(message: &mut Value) {
     let Some(obj) = message.as_object_mut() else { return };
@@ -682,10 +683,13 @@ pub fn expand_events(message: &mut Value) {
             m.insert("args".into(), it.next().unwrap_or(Value::Null));
             m.insert("watch".into(), it.next().unwrap_or(Value::Null));
         } else if kind == Some(11) {
-            // [11, .., ret, dur, watch values]
+            // [11, .., ret, dur, watch values, pointer parameters at exit?]
             m.insert("ret".into(), it.next().unwrap_or(Value::Null));
             m.insert("dur".into(), it.next().unwrap_or(Value::Null));
             m.insert("watch".into(), it.next().unwrap_or(Value::Null));
+            if let Some(args) = it.next().filter(|a| !a.is_null()) {
+                m.insert("args".into(), args);
+            }
         } else {
             m.insert("ret".into(), it.next().unwrap_or(Value::Null));
             m.insert("dur".into(), it.next().unwrap_or(Value::Null));

@@ -43,6 +43,9 @@ struct TraceArgs {
     remove: Vec<String>,
     /// `{disable = {...}, enable = {...}}`: hot-function sampling per pattern.
     sampling: Option<crate::engine::sampling::SamplingRequest>,
+    /// Exit events also carry pointer parameters' pointees (engine/args_at_exit.rs).
+    #[serde(rename = "argumentsAtExit")]
+    arguments_at_exit: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -78,6 +81,9 @@ impl UserData for LuaSession {
             let id = this.id.clone();
             async move {
                 let a: TraceArgs = args(&lua, v, "session:trace")?;
+                if let Some(on) = a.arguments_at_exit {
+                    engine.set_arguments_at_exit(&id, on).await.map_err(lua_err)?;
+                }
                 let mut r = engine.trace(Some(&id), &a.add, &a.remove).await.map_err(lua_err)?;
                 if let Some(sampling) = &a.sampling {
                     let u = engine.set_sampling(&id, sampling).await.map_err(lua_err)?;

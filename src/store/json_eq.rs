@@ -2,7 +2,8 @@
 //!
 //! Numbers compare numerically (`5 == 5.0`); a number equals a string holding the same
 //! number in decimal or `0x` hex (`5 == "5"`, `255 == "0xff"`), because pointers arrive as
-//! hex strings and callers often quote numbers; arrays and objects compare element-wise
+//! hex strings and callers often quote numbers; a target string holding a decimal number
+//! (`"40"`) equals a stored number or numeric string of the same value (`40`, `"0x28"`); arrays and objects compare element-wise
 //! with the same rule; everything else compares exactly. A stored value that is not JSON
 //! equals only the identical string.
 
@@ -44,7 +45,7 @@ fn scalar_fast_path(stored: &str, target: &Value) -> Option<bool> {
         }
         Value::String(s) => {
             if quoted {
-                Some(inner == s)
+                Some(inner == s || decimal_target_equals(inner, s))
             } else if bare_number {
                 let x = serde_json::from_str::<serde_json::Number>(t).ok().and_then(|x| num_of(&x))?;
                 Some(num_of_text(s).is_some_and(|y| nums_equal(x, y)))
@@ -88,6 +89,14 @@ fn num_of_text(s: &str) -> Option<Num> {
     t.parse::<f64>().ok().filter(|f| f.is_finite()).map(Num::Float)
 }
 
+/// A target string holding a decimal number (`"40"`, `"-3"`, `"2.5"`) equals a stored
+/// string holding the same number in any notation (`"0x28"`: a pointer-sized word).
+fn decimal_target_equals(stored: &str, target: &str) -> bool {
+    let t = target.trim();
+    let decimal = !t.is_empty() && !t.contains(['x', 'X']) && t.parse::<f64>().is_ok();
+    decimal && matches!((num_of_text(stored), num_of_text(t)), (Some(x), Some(y)) if nums_equal(x, y))
+}
+
 fn nums_equal(a: Num, b: Num) -> bool {
     match (a, b) {
         (Num::Int(x), Num::Int(y)) => x == y,
@@ -102,6 +111,7 @@ pub(crate) fn values_equal(a: &Value, b: &Value) -> bool {
             (Some(x), Some(y)) => nums_equal(x, y),
             _ => false,
         },
+        (Value::String(x), Value::String(y)) => x == y || decimal_target_equals(x, y),
         (Value::Number(n), Value::String(s)) | (Value::String(s), Value::Number(n)) => {
             match (num_of(n), num_of_text(s)) {
                 (Some(x), Some(y)) => nums_equal(x, y),
@@ -130,6 +140,11 @@ mod tests {
         assert!(json_text_equals("\"0xff\"", &json!(255)));
         assert!(json_text_equals("\"0xFF\"", &json!("0xFF")));
         assert!(!json_text_equals("\"0xff\"", &json!("0xFF")), "strings compare exactly");
+        assert!(json_text_equals("\"0x28\"", &json!("40")), "a decimal target string compares as a number");
+        assert!(json_text_equals("[\"0x28\"]", &json!(["40"])));
+        assert!(!json_text_equals("\"0x28\"", &json!("41")));
+        assert!(!json_text_equals("\"abc\"", &json!("40")));
+        assert!(json_text_equals("40", &json!("40")));
         assert!(json_text_equals("-3", &json!(-3)));
         assert!(!json_text_equals("5.5", &json!(5)));
         assert!(!json_text_equals("6", &json!(5)));

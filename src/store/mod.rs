@@ -21,6 +21,7 @@ mod rawstmt;
 mod scan;
 /// Fast-path trace rows as plain integers (`Store::insert_trace_batch`).
 pub mod raw_batch;
+pub mod word_shape;
 /// Age and size limits on retained sessions.
 pub mod retention;
 pub(crate) mod schema;
@@ -206,7 +207,7 @@ impl Store {
             }
         }
         // Formatted here, on the producer's thread: the writer is the pipeline's one serial stage.
-        let texts = raw_batch::TraceTexts::format(&batch.records);
+        let texts = raw_batch::TraceTexts::format(&batch.records, &batch.sites);
         if self.tx.send(Msg::TraceBatch(batch, texts)).is_err() {
             tracing::error!("event store: the writer thread has stopped; trace events dropped");
         }

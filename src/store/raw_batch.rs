@@ -7,7 +7,10 @@
 //! What gets stored is exactly what `RawTraceBatch::to_events` + `Store::insert` would store
 //! (tests/raw_trace_batch.rs compares the query output of both paths).
 
+use std::sync::Arc;
+
 use super::event::{Event, EventType};
+use super::word_shape::WordShape;
 
 /// Argument words a record carries at most (the agent's `rec-v2` layout).
 pub const MAX_TRACE_ARGS: usize = 6;
@@ -19,6 +22,9 @@ pub struct TraceSite {
     pub function_name_raw: String,
     pub source_file: Option<String>,
     pub line_number: Option<i64>,
+    /// The function's typed parameters and result, when all travel in integer registers:
+    /// its words are stored as typed JSON (`word_shape.rs`) instead of hex.
+    pub shape: Option<Arc<WordShape>>,
 }
 
 /// A thread of the batch (its pid is the batch's).
@@ -63,17 +69,26 @@ pub struct RawTraceBatch {
 /// `extra` of a sampled row, as `encode_extra` writes it for `sampled: Some(true)`.
 pub(crate) const SAMPLED_EXTRA: &str = r#"{"sampled":true}"#;
 
-/// The `arguments` (enter) or `return_value` (exit) text of a record: a JSON array of hex
-/// strings, or one hex string — how the JS path prints NativePointers.
-pub(crate) fn format_words(r: &RawTraceRecord) -> String {
+/// The `arguments` (enter) or `return_value` (exit) text of a record: typed by the site's
+/// shape, or else a JSON array of hex strings, or one hex string — how the JS path prints
+/// NativePointers.
+pub(crate) fn format_words(r: &RawTraceRecord, shape: Option<&WordShape>) -> String {
     let mut bytes = Vec::new();
-    push_words(r, &mut bytes);
-    // Only ASCII was written.
+    push_words(r, shape, &mut bytes);
+    // Only valid UTF-8 was written.
     String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// `format_words`' text appended to `out`.
-fn push_words(r: &RawTraceRecord, out: &mut Vec<u8>) {
+fn push_words(r: &RawTraceRecord, shape: Option<&WordShape>, out: &mut Vec<u8>) {
+    if let Some(shape) = shape {
+        if r.exit {
+            shape.push_ret(out, r.words[0]);
+        } else {
+            shape.push_args(out, &r.words[..(r.nargs as usize).min(MAX_TRACE_ARGS)]);
+        }
+        return;
+    }
     if r.exit {
         push_hex_json(out, r.words[0]);
         return;
@@ -110,15 +125,16 @@ pub(crate) struct TraceTexts {
 }
 
 impl TraceTexts {
-    pub(crate) fn format(records: &[RawTraceRecord]) -> TraceTexts {
+    pub(crate) fn format(records: &[RawTraceRecord], sites: &[TraceSite]) -> TraceTexts {
         // About 16 bytes per enter argument, 20 per return value.
         let mut bytes = Vec::with_capacity(records.len() * 24);
         let mut ends = Vec::with_capacity(records.len());
         for r in records {
-            push_words(r, &mut bytes);
+            let shape = sites.get(r.site as usize).and_then(|s| s.shape.as_deref());
+            push_words(r, shape, &mut bytes);
             ends.push(bytes.len() as u32);
         }
-        // One validation of the whole buffer; only ASCII was written.
+        // One validation of the whole buffer; only valid UTF-8 was written.
         TraceTexts { text: String::from_utf8(bytes).unwrap_or_default(), ends }
     }
 
@@ -157,7 +173,7 @@ impl RawTraceBatch {
             e.line_number = site.line_number;
             e.sampled = r.sampled.then_some(true);
             e.parent_event_id = (r.parent_event_id != 0).then_some(r.parent_event_id);
-            let text = format_words(r);
+            let text = format_words(r, site.shape.as_deref());
             if r.exit {
                 e.return_value = Some(text);
                 e.duration_ns = Some(r.duration_ns);
@@ -189,12 +205,16 @@ mod tests {
         }
     }
 
+    fn format_words_hex(r: &RawTraceRecord) -> String {
+        format_words(r, None)
+    }
+
     #[test]
     fn words_format_like_native_pointers() {
-        assert_eq!(format_words(&rec(false, 2, [0, u64::MAX, 7, 0, 0, 0])), r#"["0x0","0xffffffffffffffff"]"#);
-        assert_eq!(format_words(&rec(false, 0, [1; 6])), "[]");
-        assert_eq!(format_words(&rec(false, 200, [0xdead_beef; 6])).matches("0xdeadbeef").count(), MAX_TRACE_ARGS);
-        assert_eq!(format_words(&rec(true, 3, [0x1f, 9, 9, 9, 9, 9])), "\"0x1f\"");
+        assert_eq!(format_words_hex(&rec(false, 2, [0, u64::MAX, 7, 0, 0, 0])), r#"["0x0","0xffffffffffffffff"]"#);
+        assert_eq!(format_words_hex(&rec(false, 0, [1; 6])), "[]");
+        assert_eq!(format_words_hex(&rec(false, 200, [0xdead_beef; 6])).matches("0xdeadbeef").count(), MAX_TRACE_ARGS);
+        assert_eq!(format_words_hex(&rec(true, 3, [0x1f, 9, 9, 9, 9, 9])), "\"0x1f\"");
     }
 
     #[test]
@@ -209,9 +229,9 @@ mod tests {
     #[test]
     fn batch_texts_are_each_records_format_words() {
         let records = [rec(false, 2, [0, 0xab, 0, 0, 0, 0]), rec(true, 0, [0x1f; 6]), rec(false, 0, [1; 6]), rec(true, 0, [0; 6])];
-        let texts = TraceTexts::format(&records);
+        let texts = TraceTexts::format(&records, &[]);
         for (i, r) in records.iter().enumerate() {
-            assert_eq!(texts.get(i), format_words(r), "record {i}");
+            assert_eq!(texts.get(i), format_words(r, None), "record {i}");
         }
         assert_eq!(texts.get(4), "");
     }

@@ -4,6 +4,9 @@
 //! - x86-64 binaries;
 //! - C compile units: a C++ exception would unwind through the wrapper's frame, which has
 //!   no unwind info (the process aborts); Rust does not promise the System V convention;
+//!   and not built by GCC with optimization, whose interprocedural register allocation
+//!   lets callers keep values in caller-saved registers the callee leaves alone (the
+//!   wrapper clobbers them; `variables.rs` marks such units as not C for this purpose);
 //! - not variadic (`al` counts vector registers; extra arguments live on the stack);
 //! - at most 6 parameters, each an integer, bool, char, enum or pointer of at most 8 bytes
 //!   (no float/double: they travel in xmm registers; no struct or union by value);

@@ -14,6 +14,7 @@
 
 mod abi;
 mod cache;
+mod cxx_std; // std::string and std::optional as their values
 mod demangle;
 mod dwarf;
 mod dwarf_unit;

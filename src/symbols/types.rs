@@ -119,6 +119,9 @@ pub struct Signature {
     pub c_language: bool,
     /// Declared with `...` (`DW_TAG_unspecified_parameters`).
     pub variadic: bool,
+    /// A Rust closure whose environment pointer DWARF does not list: it comes first, in
+    /// the first integer register, before the listed parameters.
+    pub closure_env: bool,
 }
 
 /// A global or static variable.
@@ -224,7 +227,8 @@ const MAX_AGENT_TYPES: usize = 4000;
 /// `{k:"struct", n, s, u, f:[[name, offset, type, bitOffset?, bitSize?]]}`,
 /// `{k:"array", n, of, c}`, `{k:"enum", n, s, sg, e:{value:name}}`,
 /// `{k:"rstr", n, s, p, l}`, `{k:"rslice", n, s, p, l, of}`, `{k:"rvec", n, s, p, l, of, utf8}`,
-/// `{k:"renum", n, s, d:[offset,size]|null, v:[[value|null, name, type, offset]]}`,
+/// `{k:"renum", n, s, d:[offset,size]|null, v:[["value"|null, name, type, offset]]}`,
+/// `{k:"opt", n, s, g, p, of}` (`std::optional`: engaged flag at g, value at p, cxx_std.rs),
 /// `{k:"void"|"fn"|"unknown", n}`.
 pub(crate) fn agent_table(store: &TypeStore, roots: &[TypeId]) -> Value {
     let mut out = Map::new();
@@ -234,7 +238,7 @@ pub(crate) fn agent_table(store: &TypeStore, roots: &[TypeId]) -> Value {
             continue;
         }
         let t = store.get(id);
-        let (desc, refs) = agent_desc(&t);
+        let (desc, refs) = super::cxx_std::special_desc(store, id).unwrap_or_else(|| agent_desc(&t));
         out.insert(id.to_string(), desc);
         todo.extend(refs);
     }
@@ -274,7 +278,9 @@ fn agent_desc(t: &Type) -> (Value, Vec<TypeId>) {
             (json!({"k": "rvec", "n": n, "s": t.size, "p": ptr, "l": len, "of": element, "utf8": utf8}), vec![*element])
         }
         TypeKind::RustEnum { discr, variants } => {
-            let v: Vec<Value> = variants.iter().map(|v| json!([v.value, v.name, v.ty, v.offset])).collect();
+            // Discriminant values as decimal text: niche values such as 2^63 lose digits as
+            // JavaScript numbers (the agent compares text).
+            let v: Vec<Value> = variants.iter().map(|v| json!([v.value.map(|x| x.to_string()), v.name, v.ty, v.offset])).collect();
             let d = discr.map(|d| json!([d.offset, d.size]));
             (json!({"k": "renum", "n": n, "s": t.size, "d": d, "v": v}), variants.iter().map(|v| v.ty).collect())
         }

@@ -152,6 +152,13 @@ impl DebugInfo {
                             rust = l == gimli::DW_LANG_Rust;
                             c = matches!(l, gimli::DW_LANG_C89 | gimli::DW_LANG_C | gimli::DW_LANG_C99 | gimli::DW_LANG_C11 | gimli::DW_LANG_C17);
                         }
+                        // GCC's interprocedural register allocation (on from -O1) lets a caller
+                        // keep values in registers the callee is known not to touch, which a
+                        // native call wrapper clobbers: such units are not offered to wrappers.
+                        let producer = self.attr_string(unit, e, gimli::DW_AT_producer).unwrap_or_default();
+                        if producer.starts_with("GNU ") && gcc_ipa_ra(&producer) {
+                            c = false;
+                        }
                     }
                     gimli::DW_TAG_namespace => {
                         let name = self.attr_string(unit, e, gimli::DW_AT_name).unwrap_or_else(|| "(anonymous namespace)".into());
@@ -162,6 +169,15 @@ impl DebugInfo {
                             if let Ok(Some(addr)) = self.dwarf.attr_address(unit, v) {
                                 if addr != 0 {
                                     found_functions.push((addr, e.offset()));
+                                }
+                            }
+                        } else if e.attr_value(gimli::DW_AT_ranges)?.is_some() {
+                            // Split in hot and cold parts (GCC -O2): the entry is one range's start.
+                            if let Ok(mut ranges) = self.dwarf.die_ranges(unit, e) {
+                                while let Ok(Some(r)) = ranges.next() {
+                                    if r.begin != 0 {
+                                        found_functions.push((r.begin, e.offset()));
+                                    }
                                 }
                             }
                         }
@@ -293,6 +309,12 @@ impl DebugInfo {
             if ret.is_none() {
                 ret = e.attr_value(gimli::DW_AT_type).ok()?.and_then(|v| die_offset(unit, v));
             }
+            if ret.is_none() {
+                // A C++ method defined out of its class: the result type is on the declaration.
+                if let Ok(Some(AttributeValue::UnitRef(decl))) = e.attr_value(gimli::DW_AT_specification) {
+                    ret = unit.entry(decl).ok().and_then(|d| d.attr_value(gimli::DW_AT_type).ok().flatten()).and_then(|v| die_offset(unit, v));
+                }
+            }
             match e.attr_value(gimli::DW_AT_abstract_origin).ok()? {
                 Some(AttributeValue::UnitRef(o)) if o != target => {
                     if self.has_params(unit, target) {
@@ -324,12 +346,16 @@ impl DebugInfo {
             let artificial = matches!(src.attr_value(gimli::DW_AT_artificial).ok().flatten(), Some(AttributeValue::Flag(true)));
             params.push((name, ty, artificial));
         }
+        let (rust, c_language) = (self.units[ui].rust, self.units[ui].c);
+        // rustc lists a closure's environment as an unnamed first parameter only when it is
+        // passed by value; a `&self` environment pointer still takes the first register.
+        let closure = rust && self.attr_string(unit, &unit.entry(target).ok()?, gimli::DW_AT_name).is_some_and(|n| n.starts_with("{closure#"));
+        let closure_env = closure && params.first().is_none_or(|p| !p.0.is_empty());
         let params = params
             .into_iter()
             .map(|(name, ty, artificial)| Param { name, ty: ty.map(|d| self.resolve(d)), artificial })
             .collect();
-        let (rust, c_language) = (self.units[ui].rust, self.units[ui].c);
-        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust, c_language, variadic })
+        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust, c_language, variadic, closure_env })
     }
 
     fn has_params(&self, unit: &gimli::Unit<AR>, off: UnitOffset) -> bool {
@@ -381,4 +407,19 @@ fn strsim(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// Whether a GCC producer string (`GNU C17 12.2.0 -mtune=generic -g -O2`) says the unit was
+/// built with interprocedural register allocation: optimized, and not `-fno-ipa-ra`.
+fn gcc_ipa_ra(producer: &str) -> bool {
+    let mut on = false;
+    for flag in producer.split_whitespace() {
+        match flag {
+            "-O0" | "-fno-ipa-ra" => on = false,
+            "-fipa-ra" => on = true,
+            f if f.starts_with("-O") => on = true,
+            _ => {}
+        }
+    }
+    on
 }

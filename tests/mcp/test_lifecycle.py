@@ -12,6 +12,13 @@ from conftest import REPO, mcp_client, pid_alive, _sleep
 
 pytestmark = pytest.mark.anyio
 
+
+def first_arg(e):
+    """The first argument of an integer-only function: typed by the daemon from the hook's
+    words ({"n": 1}), or a raw word in processes without the session's image (an exec)."""
+    args = e["arguments"]
+    return next(iter(args.values())) if isinstance(args, dict) else int(args[0], 16)
+
 # Children are followed by default; STROBE_FOLLOW_CHILDREN=0 in the daemon's environment
 # turns it off. The fixtures set it either way so each test says what it relies on.
 @pytest.fixture
@@ -86,7 +93,7 @@ async def test_crash_capture(strobe_home, fixtures_dir, mode):
 
         # Everything that led up to the crash is in the timeline, before it.
         enters = await query_all(c, sid, eventType="function_enter", function={"equals": "step"})
-        assert [int(e["arguments"][0], 16) for e in enters] == [1, 2, 3]
+        assert [first_arg(e) for e in enters] == [1, 2, 3]
         assert all(e["eventId"] < crash["eventId"] for e in enters)
         crash_in = await query_all(c, sid, eventType="function_enter", function={"equals": "crash_in"})
         assert len(crash_in) == 1 and crash_in[0]["eventId"] < crash["eventId"]
@@ -278,7 +285,7 @@ async def test_fork_children_are_followed(strobe_home, fixtures_dir, follow_chil
         await c.wait_for(sid, f"child pid {child_pid} work 3", eventType="stdout")
 
         children = await query_all(c, sid, eventType="function_enter", function={"equals": "child_work"})
-        assert [int(e["arguments"][0], 16) for e in children] == [1, 2, 3], children
+        assert [first_arg(e) for e in children] == [1, 2, 3], children
         assert {e["pid"] for e in children} == {child_pid}
         parents = await query_all(c, sid, eventType="function_enter", function={"equals": "parent_work"})
         assert {e["pid"] for e in parents} == {pid} and len(parents) == 3, parents
@@ -307,7 +314,7 @@ async def test_exec_child_is_reinstrumented(strobe_home, fixtures_dir, follow_ch
         out = "".join(e["text"] for e in await query_all(c, sid, eventType="stdout"))
         child_pid = int(re.search(r"execd pid (\d+) work 1", out).group(1))
         execd = await query_all(c, sid, eventType="function_enter", function={"equals": "execd_work"})
-        assert [int(e["arguments"][0], 16) for e in execd] == [1, 2, 3], execd
+        assert [first_arg(e) for e in execd] == [1, 2, 3], execd
         assert {e["pid"] for e in execd} == {child_pid}
         assert child_pid != pid
 
@@ -352,7 +359,7 @@ async def test_thread_names_and_pids_on_events(strobe_home, fixtures_dir):
         evs = await query_all(c, sid, eventType="function_enter")
         assert len(evs) == 2 + 3 + 3 + 3, evs
         assert all(e["pid"] == pid for e in evs)
-        by_arg = {int(e["arguments"][0], 16): e for e in evs}
+        by_arg = {first_arg(e): e for e in evs}
         assert by_arg[0]["threadName"] == "threads" and by_arg[0]["threadId"] == pid
         assert {by_arg[i]["threadName"] for i in (10, 11, 12)} == {"worker-1"}
         assert {by_arg[i]["threadName"] for i in (20, 21, 22)} == {"worker-2"}
@@ -361,7 +368,7 @@ async def test_thread_names_and_pids_on_events(strobe_home, fixtures_dir):
         assert by_arg[100]["threadId"] == by_arg[20]["threadId"]
         # The threadName filter of debug_query works on these names.
         hits = await query_all(c, sid, threadName={"contains": "worker"})
-        assert {int(e["arguments"][0], 16) for e in hits if e["eventType"] == "function_enter"} == {10, 11, 12, 20, 21, 22}
+        assert {first_arg(e) for e in hits if e["eventType"] == "function_enter"} == {10, 11, 12, 20, 21, 22}
         out = await query_all(c, sid, eventType="stdout")
         assert all(e["pid"] == pid for e in out)
 

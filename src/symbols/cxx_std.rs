@@ -1,0 +1,44 @@
+//! libstdc++ containers shown as gdb's pretty-printers show them, for the agent's typed
+//! reads (`types.rs::agent_table`): `std::string` as its text (the `rstr` descriptor: data
+//! pointer and length), `std::optional<T>` as its value or `null` (`opt`: engaged flag and
+//! value offsets). Other layouts keep their plain struct view.
+
+use serde_json::{json, Value};
+
+use super::types::{TypeKind, TypeStore};
+use super::TypeId;
+
+/// The offset and type of member `name` somewhere inside `id` (bases and nested members
+/// included, depth-first), as an offset from `id`'s start.
+fn find_member(store: &TypeStore, id: TypeId, name: &str, depth: u32) -> Option<(u64, TypeId)> {
+    if depth > 6 {
+        return None;
+    }
+    let t = store.get(id);
+    let TypeKind::Struct { members, .. } = &t.kind else { return None };
+    members.iter().find(|m| m.name == name).map(|m| (m.offset, m.ty)).or_else(|| {
+        members.iter().find_map(|m| find_member(store, m.ty, name, depth + 1).map(|(o, ty)| (m.offset + o, ty)))
+    })
+}
+
+/// A descriptor for a libstdc++ type the agent reads specially, and the types it refers to.
+pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<TypeId>)> {
+    let t = store.get(id);
+    if !matches!(t.kind, TypeKind::Struct { .. }) {
+        return None;
+    }
+    let n = &t.name;
+    let bare = n.trim_start_matches("class ").trim_start_matches("struct ");
+    let bare = bare.strip_prefix("std::").unwrap_or(bare).strip_prefix("__cxx11::").unwrap_or(bare);
+    if bare.starts_with("basic_string<char,") || bare == "string" {
+        let (p, _) = find_member(store, id, "_M_p", 0)?;
+        let (l, _) = find_member(store, id, "_M_string_length", 0)?;
+        return Some((json!({"k": "rstr", "n": n, "s": t.size, "p": p, "l": l}), vec![]));
+    }
+    if bare.starts_with("optional<") {
+        let (engaged, _) = find_member(store, id, "_M_engaged", 0)?;
+        let (value, of) = find_member(store, id, "_M_value", 0)?;
+        return Some((json!({"k": "opt", "n": n, "s": t.size, "g": engaged, "p": value, "of": of}), vec![of]));
+    }
+    None
+}
