@@ -43,7 +43,7 @@ impl ModuleNames {
 }
 
 /// Lowest PT_LOAD address of a file without DWARF (0 for shared libraries).
-fn image_base_of(p: &Path) -> u64 {
+pub(super) fn image_base_of(p: &Path) -> u64 {
     use object::{Object, ObjectSegment};
     let Ok(data) = std::fs::read(p) else { return 0 };
     object::File::parse(&*data).ok().and_then(|o| o.segments().map(|s| s.address()).min()).unwrap_or(0)

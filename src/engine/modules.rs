@@ -72,7 +72,10 @@ impl Engine {
     /// Index the modules of `list` (`{path, base, size}`) that have DWARF; true if any did.
     pub(crate) fn add_modules(&self, session: &Session, list: &[Value]) -> bool {
         let main = super::canonical_or_same(&session.binary_path);
-        let main_index = self.symbols.get(&session.binary_path).ok();
+        // A program without DWARF of its own still gets its libraries' (an empty index first).
+        let main_index = self.symbols.get(&session.binary_path).ok().or_else(|| {
+            Some(Arc::new(SymbolIndex { binary: main.clone(), image_base: super::backtrace::image_base_of(&main), functions: Vec::new() }))
+        });
         let mut added = Vec::new();
         {
             let mut st = session.state.lock().unwrap();
@@ -135,7 +138,7 @@ impl Engine {
     /// its static address there.
     pub(crate) fn function_dwarf(&self, session: &Session, symbols: &SymbolIndex, id: u32) -> Option<(Arc<DebugInfo>, u64)> {
         let f = symbols.functions.get(id as usize)?;
-        if symbols.binary == session.binary_path {
+        if symbols.binary == super::canonical_or_same(&session.binary_path) {
             let lib = session.state.lock().unwrap().modules.libs.iter().find(|m| id >= m.first && id < m.first + m.count).cloned();
             if let Some(m) = lib {
                 return Some((DebugInfo::of(&m.index).ok()?, f.address.wrapping_sub(m.offset)));

@@ -281,3 +281,23 @@ async def test_backtrace_matches_gdb(strobe_home, fixtures_dir, tmp_path):
         got = [(f["function"], Path(f["file"]).name, f["line"]) for f in p["backtrace"] if f.get("file")]
         assert got == expected, (got, expected)
         await c.call("debug_session", action="stop", sessionId=sid)
+
+
+async def test_library_code_of_a_program_without_debug_info(strobe_home, fixtures_dir, tmp_path):
+    """Item 12: only the library was built with -g (the executable is stripped): its
+    functions are still traced and broken on."""
+    go = tmp_path / "go"
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "frames_app_nodebug"), args=["lib", str(go)], projectRoot=str(SRC))
+        sid = r["sessionId"]
+        await c.wait_for(sid, "ready lib", eventType="stdout")
+        t = await c.call("debug_trace", sessionId=sid, add=["lib_add"])
+        assert t["hookedFunctions"] == 1, t
+        await c.call("debug_breakpoint", sessionId=sid, add=[{"file": "frames_lib.c", "line": line_of("LIB_LEAF_BODY", LIB)}])
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused" and p["function"] == "lib_leaf", p
+        assert names(p["backtrace"])[:2] == ["lib_leaf", "lib_entry"], p["backtrace"]
+        m = await c.call("debug_memory", sessionId=sid, targets=[{"variable": "lib_total"}])
+        assert m["results"][0]["value"] == 20, m
+        await c.call("debug_session", action="stop", sessionId=sid)
