@@ -45,6 +45,8 @@ interface Point {
     logpoint: boolean;
     hits: number;
     condition: Evaluator | null;
+    /** The compiled condition (debug_eval's language), run before anything else per hit. */
+    fast: (() => unknown) | null;
     template: (string | Evaluator)[];
     probes: Probe[];
     conditionErrors: number;
@@ -151,11 +153,35 @@ function lazyArgs(vars: Record<string, unknown>, params: VarRecipe[]): Value[] {
     return args;
 }
 
+/** Run a point's compiled condition; a failure is reported (up to 20 times) and is false. */
+function fastHolds(p: Point): boolean {
+    try {
+        p.hits++; // `hit` would be this number
+        try {
+            return Boolean(p.fast!());
+        } finally {
+            p.hits--;
+        }
+    } catch (e) {
+        if (p.conditionErrors++ < MAX_CONDITION_ERRORS) {
+            const threadId = Process.getCurrentThreadId();
+            send({ type: "conditionError", breakpointId: p.spec.id, condition: p.spec.compiled?.source ?? null, error: errorText(e), threadId, ts: nowNs() });
+        }
+        return false;
+    }
+}
+
 function onHit(p: Point, cpu: CpuContext, index: number): void {
     if (!p.active) return;
     setHitCpu(cpu);
+    // A compiled condition (the daemon's, from DWARF) reads only what it names: run it before
+    // building anything else, so a false one costs little more than the hook itself. (A
+    // line of several addresses first tells a new execution from the rest of one.)
+    const multi = p.spec.addresses.length >= 2;
+    if (p.fast !== null && !multi && !fastHolds(p)) return;
     const threadId = Process.getCurrentThreadId();
     if (sameExecution(p, threadId, cpu, index)) return;
+    if (p.fast !== null && multi && !fastHolds(p)) return;
     const frame: Frame = { cpu, pending: new Map() };
     const recipes = p.spec.vars ?? [];
     const vars: Record<string, unknown> = varsObject(frame, recipes);
@@ -207,7 +233,8 @@ export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; inst
         spec,
         logpoint,
         hits: 0,
-        condition: spec.compiled?.condition !== undefined ? compileFast(spec.compiled.condition, spec.compiled.types) : spec.condition ? compile(spec.condition, "condition") : null,
+        condition: spec.compiled?.condition === undefined && spec.condition ? compile(spec.condition, "condition") : null,
+        fast: spec.compiled?.condition !== undefined ? compileFast(spec.compiled.condition, spec.compiled.types) : null,
         template: !logpoint ? [] : spec.compiled?.template !== undefined ? compiledTemplate(spec.compiled) : compileTemplate(spec.message ?? ""),
         probes: [],
         conditionErrors: 0,

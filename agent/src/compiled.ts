@@ -9,6 +9,8 @@ import { addTypes, readCString, readValue, TypeDesc, typeDesc } from "./serializ
 
 export interface CompiledSpec {
     condition?: string;
+    /** The condition as the user wrote it (for condition_error events). */
+    source?: string;
     template?: (string | { js: string } | { legacy: string })[];
     types?: Record<string, TypeDesc>;
 }

@@ -40,6 +40,7 @@ pub(crate) fn compile_point(binary: &Path, offset: u64, vars: &[LocalVar], pc: u
             None => {
                 let out = compile_condition(&c, &at).map_err(|e| eval_error("condition", &c, e))?;
                 compiled["condition"] = json!(out.js);
+                compiled["source"] = json!(c);
                 roots.extend(out.types);
                 spec["condition"] = Value::Null;
             }

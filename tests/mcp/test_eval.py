@@ -232,3 +232,30 @@ async def test_eval_rust_enums_options_and_strings(strobe_home, fixtures_dir):
         assert v["ANSWER + 1"] == 43, v
         assert v["HUGE"] in (18446744073709551615, "18446744073709551615"), v
         await c.call("debug_session", action="stop", sessionId=sid)
+
+
+async def test_compiled_conditions_and_templates_in_the_expression_language(strobe_home, fixtures_dir, tmp_path):
+    go = tmp_path / "go"
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "c_eval"), args=[str(go)], projectRoot=str(SRC.parent))
+        sid = r["sessionId"]
+        await c.wait_for(sid, "ready", eventType="stdout")
+        # A condition over struct fields through pointers, a logpoint template in the same
+        # language, and a condition that reads through a null pointer at run time.
+        await c.call("debug_breakpoint", sessionId=sid, add=[
+            {"function": "weigh", "message": "len={len} tail={q->items[q->tail].name} state={top->state}"},
+            {"function": "run", "condition": "q->items[3].next->key > 0"},
+            {"function": "weigh", "condition": "q->items[q->tail].key == 30 && len == 4 && g_scale * 2 == 6"},
+        ])
+        bad = await c.error("debug_breakpoint", sessionId=sid, add=[{"function": "weigh", "condition": "len >"}])
+        assert bad.code == "EVAL_ERROR" and "column" in bad.message, bad.message
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused" and p["function"] == "weigh", p
+        errors = await c.call("debug_query", sessionId=sid, eventType="condition_error", verbose=True)
+        assert errors["totalCount"] == 1 and "q->items[3].next->key > 0" in errors["events"][0]["text"], errors
+        await c.call("debug_continue", sessionId=sid, action="continue", timeoutMs=30000)
+        logs = await c.call("debug_query", sessionId=sid, eventType="logpoint", verbose=True)
+        # At weigh's entry `top` is not assigned yet: its placeholder says why, the others show values.
+        message = logs["events"][0].get("logpointMessage") or logs["events"][0]["text"]
+        assert message.startswith("len=4 tail=gamma state="), message
