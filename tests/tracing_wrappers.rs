@@ -277,8 +277,9 @@ async fn a_breakpoint_demotes_wrappers_and_step_out_lands_in_the_caller() {
     let p = h.engine.wait_for_pause(&id, timeout).await.expect("pause");
     assert_eq!((p.status.as_str(), p.function.as_deref()), ("paused", Some("w_leaf")), "{p:?}");
     let out = h.engine.continue_session(&id, StepAction::parse("step-out").unwrap(), None, timeout).await.expect("step out");
+    // Step-out runs the rest of the call's line and stops on the caller's next one.
     let call_line = common::line_of("c/wrapped.c", "WMID_CALLS");
-    assert_eq!((out.function.as_deref(), out.line), (Some("w_mid"), Some(call_line)), "{out:?}");
+    assert_eq!((out.function.as_deref(), out.line), (Some("w_mid"), Some(call_line + 1)), "{out:?}");
     let done = h.engine.continue_session(&id, StepAction::parse("continue").unwrap(), None, timeout).await.expect("continue");
     assert_eq!(done.status, "exited", "{done:?}");
     h.engine.store().flush();

@@ -65,8 +65,9 @@ void on_enter (GumInvocationContext * ic)
   gum_invocation_context_replace_nth_argument (ic, 0, &call->replacement);
 }
 
-/* At main's entry: an alternate stack of ours unless the thread has one. */
-void on_main (GumInvocationContext * ic)
+/* At main's entry (called from the agent, on the main thread): an alternate stack of ours
+ * unless the thread has one. */
+void on_main (void * unused)
 {
   StackT current, ss;
 
@@ -116,13 +117,34 @@ export function enlargeSignalStacks(): string | null {
     const cm = new CModule(ALTSTACK_C, { mmap, munmap, sigaltstack_original: sigaltstack, page_size: pageSize, min_bytes: minBytes });
     parts.push(cm, pageSize, minBytes);
     Interceptor.attach(sigaltstack, { onEnter: cm.on_enter, onLeave: cm.on_leave });
-    const main = Process.mainModule.findSymbolByName("main");
-    if (main !== null) {
-        try {
-            Interceptor.attach(main, { onEnter: cm.on_main });
-        } catch (_) {
-            // main not hookable: overflows on the main thread stay unreported
-        }
-    }
+    module = cm;
     return null;
+}
+
+let module: CModule | null = null;
+
+/**
+ * Give the main thread an alternate stack when `main` starts. Only for a program that has not
+ * reached `main` yet (spawned suspended, or just exec'd): hooking the `main` of a running
+ * process (a re-attached agent, a fork) guards nothing and was seen to disturb the hooks
+ * installed after it.
+ */
+export function guardMainThread(): void {
+    if (module === null) return;
+    const main = Process.mainModule.findSymbolByName("main");
+    if (main === null) return;
+    // Once: the hook goes as soon as main has started (a hook left on main for the life of
+    // the process was seen to disturb a later re-attached agent's hooks).
+    const setup = new NativeFunction(module.on_main, "void", ["pointer"]);
+    let listener: InvocationListener | null = null;
+    try {
+        listener = Interceptor.attach(main, function () {
+            setup(ptr(0));
+            const l = listener;
+            listener = null;
+            if (l !== null) setImmediate(() => l.detach());
+        });
+    } catch (_) {
+        // main not hookable: overflows on the main thread stay unreported
+    }
 }

@@ -14,6 +14,7 @@ import { nowNs } from "./clock.js";
 import { batchesSent as jsBatchesSent, flush, markExiting, stats } from "./events.js";
 import { configure as configureTracing, drainFast, fastBatchesSent, fastStats, setSampling, SamplingRequest, TracingOptions } from "./fastpath.js";
 import { activeCount, currentSlide, errorText, removeAll, setImageBase, updateHooks, HooksRequest, HooksResult } from "./hooks.js";
+import { guardMainThread } from "./altstack.js";
 import { installCrashHandler } from "./crash.js";
 import { startThreadObserver } from "./threads.js";
 import { debuggerExports } from "./debugger_rpc.js";
@@ -29,6 +30,8 @@ interface InitParams {
     imageBase?: string;
     /** The host follows forks (child gating), set by the host itself. */
     followChildren?: boolean;
+    /** The process already runs its `main` (a re-attach, a fork): leave `main` unhooked. */
+    mainStarted?: boolean;
 }
 
 let sessionId: string | null = null;
@@ -37,6 +40,7 @@ let exitReported = false;
 function init(params: InitParams): object {
     sessionId = params.sessionId ?? null;
     const slide = setImageBase(params.imageBase ?? null);
+    if (params.mainStarted !== true) guardMainThread();
     const main = Process.mainModule;
     const floatRegisters = prepareXmm();
     // Under child gating Frida unloads the agent copy a fork leaves in the child, wrapper

@@ -345,6 +345,8 @@ async fn instrument(
         "sessionId": s.id,
         "imageBase": format!("0x{image_base:x}"),
         "followChildren": super::children::follow_children(),
+        // A re-attach or a fork runs the same image past `main`; an exec starts it anew.
+        "mainStarted": same_image,
     });
     frida.host().attach(pid, frida.agent_js(), init).await?;
     let Some(symbols) = symbols else { return Ok(()) };

@@ -231,7 +231,8 @@ async def test_stack_overflow_is_a_crash_with_a_summarised_backtrace(strobe_home
         recursion = [f for f in bt if f.get("function") == "recurse" and f.get("repeated", 1) > 1]
         assert recursion and sum(f["repeated"] for f in recursion) >= 40, bt
         assert any(f.get("omittedFrames", 0) > 1000 for f in bt), bt
-        assert bt[-1].get("function") == "main", bt
+        # main, then possibly libc's start frames (gdb shows __libc_start_call_main below main too).
+        assert "main" in [f.get("function") for f in bt[-3:]], bt
 
 
 # --- item 6: ids follow time, so a cursor reads the timeline in order ---------------------------
