@@ -54,6 +54,8 @@ struct Recipe {
     type_name: String,
     size: u64,
     is_struct: bool,
+    /// A pointer to a struct: shown as the pointer's value plus the pointee's `fields`.
+    is_struct_pointer: bool,
 }
 
 fn validation(msg: String) -> StrobeError {
@@ -71,7 +73,18 @@ impl Engine {
                     types.extend(m);
                 }
                 let spec = json!({ "label": v, "addr": format!("0x{:x}", r.address), "ops": r.ops, "type": r.ty });
-                Ok(Recipe { spec, label: v.clone(), type_name: ty.name.clone(), size: ty.size, is_struct: matches!(ty.kind, TypeKind::Struct { .. }) })
+                let is_struct_pointer = match ty.kind {
+                    TypeKind::Pointer { target: Some(t) } => matches!(info.ty(t).kind, TypeKind::Struct { .. }),
+                    _ => false,
+                };
+                Ok(Recipe {
+                    spec,
+                    label: v.clone(),
+                    type_name: ty.name.clone(),
+                    size: ty.size,
+                    is_struct: matches!(ty.kind, TypeKind::Struct { .. }),
+                    is_struct_pointer,
+                })
             }
             (None, Some(a)) => {
                 let addr = parse_address(a)?;
@@ -93,7 +106,7 @@ impl Engine {
                     types.insert(ty.to_string(), json!({ "k": "array", "n": format!("{hint}[{count}]"), "of": id, "c": count }));
                 }
                 let spec = json!({ "label": a, "addr": format!("0x{addr:x}"), "noSlide": true, "type": ty });
-                Ok(Recipe { spec, label: a.clone(), type_name: if count > 1 { format!("{hint}[{count}]") } else { hint.to_string() }, size, is_struct: false })
+                Ok(Recipe { spec, label: a.clone(), type_name: if count > 1 { format!("{hint}[{count}]") } else { hint.to_string() }, size, is_struct: false, is_struct_pointer: false })
             }
             _ => Err(validation("Each target needs exactly one of 'variable' (e.g. \"gClock->counter\"), 'expr' (e.g. \"q->items[2].key\") or 'address' (with 'size' and 'type').".to_string())),
         }
@@ -212,6 +225,13 @@ impl Engine {
                     out["value"] = Value::Null;
                 } else if r.is_struct && a.get("value").is_some_and(Value::is_object) {
                     out["value"] = json!(format!("<{}>", r.type_name));
+                    out["fields"] = a["value"].clone();
+                } else if r.is_struct_pointer && a.get("value").is_some_and(Value::is_object) {
+                    // One shape for a struct and a pointer to one: the pointer's own value, and
+                    // the pointee's members in `fields`.
+                    let at = a.get("address").and_then(Value::as_str).and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+                    let pointer = at.and_then(|at| crate::eval::Memory::read_u64(&crate::eval::ProcessMemory::new(pid), at).ok());
+                    out["value"] = pointer.map_or(Value::Null, |p| json!(format!("0x{p:x}")));
                     out["fields"] = a["value"].clone();
                 } else {
                     out["value"] = a.get("value").cloned().unwrap_or(Value::Null);
