@@ -216,7 +216,14 @@ impl Engine {
             };
             let ctx = FrameContext {
                 declared,
-                eval: Evaluator { info: &info, mem: &mem, frame: &frame, unwinder: unwinder.as_deref(), writer: Some(&writer) },
+                eval: Evaluator {
+                    info: &info,
+                    mem: &mem,
+                    frame: &frame,
+                    unwinder: unwinder.as_deref(),
+                    writer: Some(&writer),
+                    caller: Default::default(),
+                },
                 describe,
             };
             Ok(work(&ctx))

@@ -76,9 +76,16 @@ impl PointTarget {
         let mut first_err: Option<StrobeError> = None;
         for (path, offset) in self.files() {
             match LineTable::cached(path).and_then(|t| t.resolve_line(file, line)) {
-                Ok(mut r) => {
+                Ok(mut r) if !r.addresses.is_empty() => {
                     r.addresses.iter_mut().for_each(|a| *a = a.wrapping_add(offset));
                     return Ok(r);
+                }
+                // The line table names the line but no instruction is its own (optimized code).
+                Ok(r) => {
+                    first_err = Some(StrobeError::new(
+                        crate::error::ErrorCode::NoCodeAtLine,
+                        format!("Line {} of '{}' has no instructions of its own in this build (optimized away or merged into another line). Break on a nearby line or on the function.", r.line, r.file),
+                    ))
                 }
                 // "No code at line N" of a file a module has beats "no such file" of the others.
                 Err(e) if e.code == crate::error::ErrorCode::NoCodeAtLine || first_err.is_none() => first_err = Some(e),

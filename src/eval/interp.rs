@@ -52,6 +52,8 @@ pub struct Evaluator<'a> {
     pub unwinder: Option<&'a Unwinder>,
     /// None: the evaluation may not write (conditions, reads).
     pub writer: Option<Writer<'a>>,
+    /// The caller's registers, unwound on first need (entry values).
+    pub caller: std::cell::OnceCell<Option<FrameRegs>>,
 }
 
 /// Largest `x@n` and array read, in bytes.
@@ -283,6 +285,10 @@ impl<'a> Evaluator<'a> {
                     mem: self.mem,
                     unwinder: self.unwinder,
                     frame_base: scope.frame_base.as_ref(),
+                    caller: self
+                        .caller
+                        .get_or_init(|| self.unwinder.and_then(|u| u.caller(&self.frame.regs, self.frame.slide, self.mem)))
+                        .as_ref(),
                 };
                 match ctx.locate(expr, size).map_err(|m| EvalError::at(pos, &format!("'{}': {m}", var.name)))? {
                     Located::Memory(a) => self.read_at(ty, a, pos),

@@ -34,6 +34,8 @@ pub struct LocationContext<'a> {
     pub unwinder: Option<&'a Unwinder>,
     /// The function's `DW_AT_frame_base`.
     pub frame_base: Option<&'a Expression<AR>>,
+    /// The caller's registers, for `DW_OP_entry_value` (entry_value.rs).
+    pub caller: Option<&'a FrameRegs>,
 }
 
 const MAX_STEPS: usize = 256;
@@ -41,7 +43,7 @@ const MAX_STEPS: usize = 256;
 impl LocationContext<'_> {
     /// Locate a value of `size` bytes described by `expr`.
     pub fn locate(&self, expr: &Expression<AR>, size: u64) -> Result<Located, String> {
-        let pieces = self.run(expr, 0)?;
+        let pieces = self.pieces(expr)?;
         match pieces.as_slice() {
             [] => Err("optimized out at this pc".into()),
             [p] if p.size_in_bits.is_none() || p.size_in_bits == Some(size * 8) => match &p.location {
@@ -89,12 +91,17 @@ impl LocationContext<'_> {
         Ok(self.register(reg)?.wrapping_add_signed(off))
     }
 
+    /// The pieces `expr` evaluates to in this frame.
+    pub fn pieces(&self, expr: &Expression<AR>) -> Result<Vec<gimli::Piece<AR>>, String> {
+        self.run(expr, 0)
+    }
+
     fn run(&self, expr: &Expression<AR>, depth: u32) -> Result<Vec<gimli::Piece<AR>>, String> {
         if depth > 4 {
             return Err("location expression nests too deeply".into());
         }
         let mut eval = expr.clone().evaluation(self.encoding);
-        let mut state = eval.evaluate().map_err(|e| format!("location expression: {e}"))?;
+        let mut state = eval.evaluate().map_err(explain)?;
         let mut steps = 0;
         loop {
             steps += 1;
@@ -142,17 +149,28 @@ impl LocationContext<'_> {
                     let vt = gimli::ValueType::from_encoding(enc, size).unwrap_or(gimli::ValueType::Generic);
                     eval.resume_with_base_type(vt)
                 }
-                EvaluationResult::RequiresEntryValue(_) => {
-                    return Err("optimized out at this pc (its value at function entry, DW_OP_entry_value, is not recoverable here)".into())
-                }
+                EvaluationResult::RequiresEntryValue(entry) => match self.caller {
+                    Some(caller) => eval.resume_with_entry_value(DwValue::Generic(super::entry_value::recover(self, &entry, caller)?)),
+                    None => return Err("optimized out at this pc (its value at function entry: no caller frame to recover it from)".into()),
+                },
                 EvaluationResult::RequiresTls(_) => return Err("a thread-local variable (not supported yet)".into()),
                 EvaluationResult::RequiresAtLocation(_) | EvaluationResult::RequiresParameterRef(_) => {
                     return Err("a location that refers to another DIE (not supported)".into())
                 }
             };
-            state = next.map_err(|e| format!("location expression: {e}"))?;
+            state = next.map_err(explain)?;
         }
         Ok(eval.result())
+    }
+}
+
+/// gimli's evaluation errors, said for the reader of a value.
+fn explain(e: gimli::Error) -> String {
+    match e {
+        gimli::Error::IntegralTypeRequired | gimli::Error::UnsupportedTypeOperation => {
+            "computed from a floating-point register value (vector registers are not captured at pauses yet)".into()
+        }
+        other => format!("location expression: {other}"),
     }
 }
 

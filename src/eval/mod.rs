@@ -6,12 +6,14 @@
 //! - `scope.rs`: the variables in scope at a PC, with their DWARF location expressions.
 //! - `location.rs`: a location expression → where the value is, with `gimli::Evaluation`.
 //! - `unwind.rs`: the registers of caller frames, from `.eh_frame`.
+//! - `entry_value.rs`: `DW_OP_entry_value` through the caller's call-site parameters.
 //! - `interp.rs`: evaluation of a parsed expression to a typed value.
 //! - `compile.rs`: conditions and logpoint templates compiled to JS the agent runs per hit.
 //! - `memory.rs`: [`Memory`], reads of a live process (process_vm_readv, page-cached).
 //! - `render.rs` + `pretty/`: a typed value → JSON (depth-limited, containers pretty-printed).
 
 pub mod compile;
+pub mod entry_value;
 pub mod interp;
 pub mod lexer;
 pub mod location;

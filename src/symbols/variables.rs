@@ -45,6 +45,7 @@ pub struct DebugInfo {
     /// The expression evaluator's named types and the types it adds (`eval/types.rs`).
     pub(crate) eval_names: OnceLock<Arc<crate::eval::types::NameIndex>>,
     pub(crate) eval_synthetic: Mutex<HashMap<String, TypeId>>,
+    pub(crate) eval_call_sites: OnceLock<crate::eval::entry_value::CallSites>,
 }
 
 type Stamp = (u64, Option<SystemTime>);
@@ -107,6 +108,7 @@ impl DebugInfo {
             x86_64: obj.architecture() == object::Architecture::X86_64,
             eval_names: OnceLock::new(),
             eval_synthetic: Mutex::new(HashMap::new()),
+            eval_call_sites: OnceLock::new(),
         };
         let mut headers = info.dwarf.units();
         while let Ok(Some(header)) = headers.next() {

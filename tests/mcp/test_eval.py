@@ -259,3 +259,25 @@ async def test_compiled_conditions_and_templates_in_the_expression_language(stro
         # At weigh's entry `top` is not assigned yet: its placeholder says why, the others show values.
         message = logs["events"][0].get("logpointMessage") or logs["events"][0]["text"]
         assert message.startswith("len=4 tail=gamma state="), message
+
+
+async def test_entry_values_of_optimized_parameters_like_gdb(strobe_home, fixtures_dir, tmp_path):
+    """At -O2, `q` in weigh's last line lives only as DW_OP_entry_value(rdi): recovered from
+    the caller's call site as gdb does (q@entry); `len`, which the caller did not record, says so."""
+    binary = fixtures_dir / "c_eval_O2"
+    line = line_of("WEIGH_RETURN")
+    expected = gdb_print(binary, line, ["q->cap", "q->items[q->tail].key"])
+    async with mcp_client(strobe_home) as c:
+        sid = await paused(c, binary, tmp_path, file="eval.c", line=line)
+        r = results(await c.call("debug_eval", sessionId=sid, expressions=["q->cap", "q->items[q->tail].key", "len"]))
+        assert str(r["q->cap"]["value"]) == expected["q->cap"] == "8", (r, expected)
+        assert str(r["q->items[q->tail].key"]["value"]) == expected["q->items[q->tail].key"], (r, expected)
+        assert "optimized out" in r["len"]["error"], r["len"]
+        # A line the optimizer left without instructions of its own: a clear error (it used to
+        # crash the Lua worker with an index out of bounds), and the session keeps working.
+        try:
+            await c.call("debug_breakpoint", sessionId=sid, add=[{"file": "eval.c", "line": line_of("WEIGH_RESULT")}])
+        except Exception as e:  # noqa: BLE001 - the code is what matters
+            assert getattr(e, "code", None) == "NO_CODE_AT_LINE", e
+        again = results(await c.call("debug_eval", sessionId=sid, expressions=["q->cap"]))
+        assert again["q->cap"]["value"] == 8
