@@ -281,3 +281,31 @@ async def test_entry_values_of_optimized_parameters_like_gdb(strobe_home, fixtur
             assert getattr(e, "code", None) == "NO_CODE_AT_LINE", e
         again = results(await c.call("debug_eval", sessionId=sid, expressions=["q->cap"]))
         assert again["q->cap"]["value"] == 8
+
+
+RVO = REPO / "tests" / "fixtures" / "cpp" / "rvo.cpp"
+
+
+async def test_a_named_return_value_is_read_through_the_hidden_pointer(strobe_home, fixtures_dir, tmp_path):
+    """C++ NRVO: `b` lives in the caller's buffer, located by DW_OP_fbreg + DW_OP_deref
+    (issue 14 item 6: it read as 'b cannot be read here'). Values as gdb prints them."""
+    binary = fixtures_dir / "cpp_rvo"
+    line = marker_line(RVO, "RVO_RETURN")
+    cmd = ["gdb", "-batch", "-nx", "-ex", f"break rvo.cpp:{line}", "-ex", "run",
+           "-ex", "print b.count", "-ex", "print b.cells[0]", "-ex", "print b.cells[7]", str(binary)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    expected = [m.group(1) for m in re.finditer(r"^\$\d+ = (.*)$", out, re.M)]
+    assert expected == ["3", "7", "-1"], out
+    go = tmp_path / "go"
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(binary), args=[str(go)], projectRoot=str(RVO.parent))
+        sid = r["sessionId"]
+        await c.wait_for(sid, "ready", eventType="stdout")
+        await c.call("debug_breakpoint", sessionId=sid, add=[{"file": "rvo.cpp", "line": line}])
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused", p
+        b = next(v for v in p["locals"] if v["name"] == "b")
+        assert b["value"]["count"] == 3 and b["value"]["cells"][0] == 7, b
+        got = results(await c.call("debug_eval", sessionId=sid, expressions=["b.count", "b.cells[0]", "b.cells[7]"]))
+        assert [str(got[e]["value"]) for e in ["b.count", "b.cells[0]", "b.cells[7]"]] == expected, got
