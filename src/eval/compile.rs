@@ -8,7 +8,7 @@
 //! the NativePointer of their address until read.
 
 use super::interp::find_member;
-use super::parser::{parse, BinOp, Expr, ExprKind, UnOp};
+use super::parser::{parse, string_comparison, BinOp, Expr, ExprKind, UnOp};
 use super::scope::Scope;
 use super::types;
 use super::EvalError;
@@ -390,23 +390,16 @@ impl Compiler<'_, '_> {
             let js_op = if op == BinOp::And { "&&" } else { "||" };
             return Ok((format!("(({l} {js_op} {r}) ? 1 : 0)"), Kind::Num(boolean)));
         }
-        if matches!(op, BinOp::Eq | BinOp::Ne) {
-            let lit = match (&left.kind, &right.kind) {
-                (_, ExprKind::Str(s)) => Some((left, s)),
-                (ExprKind::Str(s), _) => Some((right, s)),
-                _ => None,
+        if let Some((other, s)) = string_comparison(op, left, right) {
+            let (js, k) = self.rvalue(other)?;
+            let text = match k {
+                Kind::Ptr(_) => format!("R.cstr({js})"),
+                Kind::Place(t) if matches!(self.ty_kind(t), TypeKind::Array { .. }) => format!("R.cstr({js})"),
+                _ => return err(other.pos, "only a char* or char[] compares with a string literal in a condition"),
             };
-            if let Some((other, s)) = lit {
-                let (js, k) = self.rvalue(other)?;
-                let text = match k {
-                    Kind::Ptr(_) => format!("R.cstr({js})"),
-                    Kind::Place(t) if matches!(self.ty_kind(t), TypeKind::Array { .. }) => format!("R.cstr({js})"),
-                    _ => return err(other.pos, "only a char* or char[] compares with a string literal in a condition"),
-                };
-                let lit = serde_json::to_string(s).unwrap_or_default();
-                let js_op = if op == BinOp::Eq { "===" } else { "!==" };
-                return Ok((format!("(({text} {js_op} {lit}) ? 1 : 0)"), Kind::Num(boolean)));
-            }
+            let lit = serde_json::to_string(s).unwrap_or_default();
+            let js_op = if op == BinOp::Eq { "===" } else { "!==" };
+            return Ok((format!("(({text} {js_op} {lit}) ? 1 : 0)"), Kind::Num(boolean)));
         }
         let (l, lk) = self.rvalue(left)?;
         let (r, rk) = self.rvalue(right)?;

@@ -7,7 +7,7 @@
 use serde_json::{json, Value as Json};
 
 use super::location::{Located, LocationContext};
-use super::parser::{parse, BinOp, Expr, ExprKind, TypeName, UnOp};
+use super::parser::{parse, string_comparison, BinOp, Expr, ExprKind, TypeName, UnOp};
 use super::scope::{Scope, VarSource};
 use super::types;
 use super::unwind::{FrameRegs, Unwinder};
@@ -574,17 +574,10 @@ impl<'a> Evaluator<'a> {
             return Ok(self.bool_value(self.truthy(&r, right.pos)?));
         }
         // String comparisons: `name == "bob"` on char*, char[], std::string, String, &str.
-        if matches!(op, BinOp::Eq | BinOp::Ne) {
-            let lit = match (&left.kind, &right.kind) {
-                (_, ExprKind::Str(s)) => Some((left, s)),
-                (ExprKind::Str(s), _) => Some((right, s)),
-                _ => None,
-            };
-            if let Some((other, s)) = lit {
-                let v = self.eval(other)?;
-                let text = self.text_of(&v, other.pos)?;
-                return Ok(self.bool_value((text == *s) == (op == BinOp::Eq)));
-            }
+        if let Some((other, s)) = string_comparison(op, left, right) {
+            let v = self.eval(other)?;
+            let text = self.text_of(&v, other.pos)?;
+            return Ok(self.bool_value((text == *s) == (op == BinOp::Eq)));
         }
         let l = self.eval(left)?;
         let r = self.eval(right)?;

@@ -70,6 +70,18 @@ pub enum BinOp {
     Or,
 }
 
+/// `x == "text"` / `"text" != x`: the non-literal side and the literal, for string comparison.
+pub fn string_comparison<'e>(op: BinOp, left: &'e Expr, right: &'e Expr) -> Option<(&'e Expr, &'e String)> {
+    if !matches!(op, BinOp::Eq | BinOp::Ne) {
+        return None;
+    }
+    match (&left.kind, &right.kind) {
+        (_, ExprKind::Str(s)) => Some((left, s)),
+        (ExprKind::Str(s), _) => Some((right, s)),
+        _ => None,
+    }
+}
+
 /// A type as written: `struct node`, `unsigned long`, `std::string`, with `*`s.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TypeName {
