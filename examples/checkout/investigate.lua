@@ -34,7 +34,8 @@ for _, e in ipairs(calls) do
     local parent = by_id[e.parentEventId]
     local caller = parent and parent["function"] or "?"
     callers[caller] = (callers[caller] or 0) + 1
-    if caller == "order_total" and tonumber(e.arguments[2]) >= 10 then example = example or e end
+    -- Arguments come by parameter name, typed from DWARF: {amount_cents = ..., quantity = ...}.
+    if caller == "order_total" and e.arguments.quantity >= 10 then example = example or e end
   end
 end
 print("== apply_discount callers:")
@@ -43,7 +44,7 @@ for caller, n in pairs(callers) do print(string.format("   %-12s %d calls", call
 session:stop()
 
 if example then
-  local amount, qty = tonumber(example.arguments[1]), tonumber(example.arguments[2])
+  local amount, qty = example.arguments.amount_cents, example.arguments.quantity
   print(string.format(
     "FOUND: order_total calls apply_discount(%d, %d) on the running total after line_total already discounted the line.",
     amount, qty))

@@ -50,7 +50,7 @@ strobe = {}
 ---@field line? integer
 ---@field durationNs? integer
 ---@field parentEventId? string
----@field arguments? any[]
+---@field arguments? table parameters by name (typed from DWARF), or raw words where no DWARF describes them
 ---@field returnValue? any
 ---@field text? string
 
