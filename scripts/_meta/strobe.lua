@@ -104,6 +104,11 @@ function Session:locals(args) end
 ---@param args {name: string, value: number|string|boolean, threadId?: integer}
 ---@return {name: string, type: string, location: string, previousValue: any, newValue: any}
 function Session:set_local(args) end
+---gdb's `print` at a pause (debug_eval): expressions over the paused frame, from DWARF.
+---A plain string evaluates one expression and returns its result alone.
+---@param args string|{expressions: string[], threadId?: integer, frame?: integer, depth?: integer, format?: "natural"|"hex"}
+---@return table `{threadId, pid, frame, results = {{expression, type, value, address?} | {expression, error, position}}}`, or one result
+function Session:eval(args) end
 
 
 -- Investigations (debug_script only: scripts/lib/investigate.lua wraps its sessions).
