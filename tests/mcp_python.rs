@@ -127,3 +127,8 @@ fn mcp_eval_expressions() {
 fn mcp_traced_values() {
     pytest("test_traced_values.py");
 }
+
+#[test]
+fn mcp_races_and_process_accounting() {
+    pytest("test_races.py");
+}

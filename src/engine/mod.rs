@@ -322,6 +322,15 @@ impl Engine {
         ids
     }
 
+    /// Sessions whose target process still runs: what the session limits count (an
+    /// exited or crashed session stays queryable but holds no process).
+    pub fn running_session_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> =
+            self.sessions.lock().unwrap().values().filter(|s| s.is_running()).map(|s| s.id.clone()).collect();
+        ids.sort();
+        ids
+    }
+
     /// Write bytes to a live target's stdin.
     pub async fn send_stdin(self: &Arc<Engine>, id: &str, data: &[u8]) -> Result<()> {
         let s = self.session(id)?;

@@ -87,7 +87,8 @@ impl Sandbox {
             lua.create_async_function(move |_, v: Value| {
                 let (raw, seen, engine) = (raw_launch.clone(), seen.clone(), engine.clone());
                 async move {
-                    let live = engine.live_session_ids();
+                    // Only running targets count (exited and crashed ones hold no process).
+                    let live = engine.running_session_ids();
                     let mine = seen.borrow().iter().filter(|id| live.contains(id)).count();
                     if mine >= MAX_LIVE_SESSIONS {
                         return Err(super::lua_err(StrobeError::new(

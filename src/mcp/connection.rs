@@ -211,7 +211,8 @@ impl Connection {
     fn reserve_launch(&self) -> Result<LaunchSlot<'_>, StrobeError> {
         let mut global = LAUNCHING.lock().unwrap();
         let mut mine_launching = self.launching.lock().unwrap();
-        let live = self.engine.live_session_ids();
+        // Only running targets count: exited and crashed sessions hold no process.
+        let live = self.engine.running_session_ids();
         let mine = self.launched.lock().unwrap().iter().filter(|id| live.contains(id)).count();
         if let Some(e) = session_limit_error(mine + *mine_launching, live.len() + *global) {
             return Err(e);
