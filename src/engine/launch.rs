@@ -79,8 +79,9 @@ fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf> {
     Ok(canonical_or_same(&candidate))
 }
 
-/// `{binary}-{YYYY-MM-DD}-{HHhMM}`, local time, with `-2`, `-3`… on collision.
-fn session_id_for(engine: &Engine, binary: &Path) -> Result<String> {
+/// `{binary}-{YYYY-MM-DD}-{HHhMM}`, local time, with `-2`, `-3`… on collision. `taken`
+/// says whether an id is in use (live, launching or stored).
+fn session_id_for(binary: &Path, taken: impl Fn(&str) -> Result<bool>) -> Result<String> {
     let name: String = binary
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
@@ -89,9 +90,6 @@ fn session_id_for(engine: &Engine, binary: &Path) -> Result<String> {
         .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' })
         .collect();
     let base = format!("{name}-{}", chrono::Local::now().format("%Y-%m-%d-%Hh%M"));
-    let taken = |id: &str| -> Result<bool> {
-        Ok(engine.sessions.lock().unwrap().contains_key(id) || engine.store.session_id_exists(id)?)
-    };
     if !taken(&base)? {
         return Ok(base);
     }
@@ -102,6 +100,48 @@ fn session_id_for(engine: &Engine, binary: &Path) -> Result<String> {
         }
     }
     unreachable!()
+}
+
+/// A binary and session id held by one launch until it has registered its session (or
+/// failed): concurrent launches of the same binary see it and are refused before spawning.
+struct Reservation<'a> {
+    engine: &'a Engine,
+    binary: PathBuf,
+    id: String,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.engine.launching.lock().unwrap().remove(&self.binary);
+    }
+}
+
+impl Engine {
+    /// One live session per binary (a second would race on the same output), checked and
+    /// reserved atomically with the session id, under the sessions lock.
+    fn reserve_launch(&self, binary: &Path) -> Result<Reservation<'_>> {
+        let sessions = self.sessions.lock().unwrap();
+        let mut launching = self.launching.lock().unwrap();
+        let existing = sessions
+            .values()
+            .find(|s| s.is_running() && s.binary_path == binary)
+            .map(|s| s.id.clone())
+            .or_else(|| launching.get(binary).cloned());
+        if let Some(existing) = existing {
+            return Err(StrobeError::new(
+                ErrorCode::SessionExists,
+                format!(
+                    "Session '{existing}' is already active for {}. Call debug_session {{action: 'stop', sessionId: '{existing}'}} before relaunching.",
+                    binary.display()
+                ),
+            ));
+        }
+        let id = session_id_for(binary, |id| {
+            Ok(sessions.contains_key(id) || launching.values().any(|l| l == id) || self.store.session_id_exists(id)?)
+        })?;
+        launching.insert(binary.to_path_buf(), id.clone());
+        Ok(Reservation { engine: self, binary: binary.to_path_buf(), id })
+    }
 }
 
 impl Engine {
@@ -131,23 +171,8 @@ impl Engine {
         let binary = resolve_command(&req.command, &cwd)?;
         let python = super::python_target::is_python(&binary);
 
-        // One live session per binary: a second one would race on the same output.
-        let live_same = self
-            .sessions
-            .lock()
-            .unwrap()
-            .values()
-            .find(|s| s.is_running() && s.binary_path == binary)
-            .map(|s| s.id.clone());
-        if let Some(existing) = live_same {
-            return Err(StrobeError::new(
-                ErrorCode::SessionExists,
-                format!(
-                    "Session '{existing}' is already active for {}. Call debug_session {{action: 'stop', sessionId: '{existing}'}} before relaunching.",
-                    binary.display()
-                ),
-            ));
-        }
+        // Held until the session is registered or the launch failed (dropped on return).
+        let reservation = self.reserve_launch(&binary)?;
 
         // Staged patterns were parsed when staged; stops are resolved against the binary
         // now, so a bad one fails before anything runs.
@@ -163,7 +188,7 @@ impl Engine {
         };
 
         let frida = self.frida().await?;
-        let session_id = session_id_for(self, &binary)?;
+        let session_id = reservation.id.clone();
         let mut argv = vec![binary.display().to_string()];
         argv.extend(req.args.iter().cloned());
         let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| !k.starts_with("STROBE_")).collect();
@@ -184,7 +209,7 @@ impl Engine {
         // Register before resuming so the very first bytes of output find their session.
         self.sessions.lock().unwrap().insert(session_id.clone(), session.clone());
         self.by_pid.lock().unwrap().insert(pid, session.clone());
-        self.store.create_session(&SessionRow {
+        let created = self.store.create_session(&SessionRow {
             id: session_id.clone(),
             binary_path: binary.display().to_string(),
             project_root: session.project_root.display().to_string(),
@@ -193,7 +218,14 @@ impl Engine {
             ended_at: None,
             status: "running".into(),
             exit_code: None,
-        })?;
+        });
+        if let Err(e) = created {
+            // Nothing half-registered and no suspended process left behind.
+            let _ = frida.host().kill(pid).await;
+            self.sessions.lock().unwrap().remove(&session_id);
+            self.by_pid.lock().unwrap().remove(&pid);
+            return Err(e);
+        }
         // Settings are read now (not cached): the FIFO limit, and warnings about bad values.
         let settings_warnings = self.apply_event_limit(&session_id, &session.project_root).warnings;
 

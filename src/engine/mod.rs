@@ -88,6 +88,9 @@ pub struct Engine {
     frida: Mutex<Arc<OnceCell<Arc<FridaRuntime>>>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     by_pid: Mutex<HashMap<u32, Arc<Session>>>,
+    /// Launches under way: binary → the session id reserved for it (launch.rs), so two
+    /// concurrent launches of one binary cannot both spawn.
+    launching: Mutex<HashMap<PathBuf, String>>,
     /// Patterns and breakpoints staged with no session, per caller (staging.rs).
     staged: Mutex<HashMap<StageScope, Staged>>,
     /// The multi-threaded runtime that owns the host's I/O tasks.
@@ -114,6 +117,7 @@ impl Engine {
             frida: Mutex::new(Arc::new(OnceCell::new())),
             sessions: Mutex::new(HashMap::new()),
             by_pid: Mutex::new(HashMap::new()),
+            launching: Mutex::new(HashMap::new()),
             staged: Mutex::new(HashMap::new()),
             runtime: tokio::runtime::Handle::current(),
         }))

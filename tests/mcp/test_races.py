@@ -43,3 +43,57 @@ async def test_exited_and_crashed_sessions_do_not_count_against_the_limit(strobe
         r = await c.call("debug_launch", command=str(sleepers[0]), args=["60"], projectRoot=str(tmp_path))
         assert r["pid"] > 0
         await c.call("debug_session", action="stop", sessionId=r["sessionId"])
+
+
+def processes_of(binary) -> list:
+    """Pids of the processes running `binary` (by /proc/PID/exe or argv[0]), zombies excluded."""
+    target = os.path.realpath(binary)
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            exe = os.readlink(f"/proc/{entry}/exe")
+        except OSError:
+            exe = ""
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            argv0 = ""
+        if (exe == target or argv0 == target) and pid_alive(int(entry)):
+            pids.append(int(entry))
+    return sorted(pids)
+
+
+@pytest.mark.parametrize("clients", [2, 4])
+async def test_concurrent_launches_of_one_binary_leave_one_session(strobe_home, tmp_path, clients):
+    # Launches of one binary at the same moment from different clients: one wins, the
+    # others are SESSION_EXISTS, and no losing launch leaves a (suspended) process behind.
+    (binary,) = copies_of("sleep", tmp_path, 1, "racer")
+    from contextlib import AsyncExitStack
+    async with AsyncExitStack() as stack:
+        cs = [await stack.enter_async_context(mcp_client(strobe_home)) for _ in range(clients)]
+        won, lost = [], []
+
+        async def launch(c):
+            try:
+                won.append(await c.call("debug_launch", command=str(binary), args=["60"], projectRoot=str(tmp_path)))
+            except ToolError as e:
+                lost.append(e)
+
+        async with anyio.create_task_group() as tg:
+            for c in cs:
+                tg.start_soon(launch, c)
+        assert len(won) == 1, (won, lost)
+        assert [e.code for e in lost] == ["SESSION_EXISTS"] * (clients - 1), lost
+        winner = won[0]
+        # Give a stray process time to show up, then: exactly the winner's target runs.
+        await _sleep(1.0)
+        assert processes_of(binary) == [winner["pid"]]
+        listed = await cs[0].call("debug_session", action="list")
+        running = [s for s in listed["sessions"] if s.get("status") == "running"]
+        assert [s["sessionId"] for s in running] == [winner["sessionId"]], listed
+        # Stopping the one session kills the one process.
+        await cs[0].call("debug_session", action="stop", sessionId=winner["sessionId"])
+        assert processes_of(binary) == []
