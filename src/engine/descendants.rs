@@ -52,6 +52,19 @@ pub(crate) fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
+/// SIGKILL `root`, its descendants and `children` (reported children that may have left
+/// the tree), read before the root dies (its orphans move to init). Returns the pids killed.
+pub(crate) fn kill_family(root: u32, children: &[u32]) -> Vec<u32> {
+    let mut family = vec![root];
+    family.extend(descendants(root));
+    family.extend(children.iter().filter(|c| !family.contains(c)).collect::<Vec<_>>());
+    family
+        .into_iter()
+        // SAFETY: kill(2) with a pid and a signal number touches no memory of ours.
+        .filter(|&pid| running(pid) && unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) } == 0)
+        .collect()
+}
+
 /// Whether `pid` is still running: it exists and is not a zombie.
 pub(crate) fn running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

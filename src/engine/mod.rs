@@ -171,13 +171,20 @@ impl Engine {
     }
 
     /// Called by the ingest loop when the host process died: every live session lost
-    /// its instrumentation, and the next launch starts a fresh host.
+    /// its instrumentation, and the next launch starts a fresh host. Its targets (and what
+    /// they started) are killed: nothing could stop them later, and they would run on as
+    /// orphans, perhaps suspended or with threads held at a breakpoint.
     fn on_host_exited(&self, status: &str) {
         *self.frida.lock().unwrap() = Arc::new(OnceCell::new());
         let sessions: Vec<Arc<Session>> = self.sessions.lock().unwrap().values().cloned().collect();
         for s in sessions {
             if s.is_running() {
-                s.mark_exited(None, Some(format!("the Frida host exited ({status})")));
+                let children = s.state.lock().unwrap().life.live_children();
+                let killed = descendants::kill_family(s.pid, &children);
+                if !killed.is_empty() {
+                    tracing::warn!("session {}: killed {killed:?}, orphaned by the Frida host's exit", s.id);
+                }
+                s.mark_exited(None, Some(format!("killed: the Frida host exited ({status})")));
                 let _ = self.store.update_session_status(&s.id, "exited", Some(now_unix()), None);
             }
         }

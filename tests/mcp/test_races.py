@@ -97,3 +97,45 @@ async def test_concurrent_launches_of_one_binary_leave_one_session(strobe_home, 
         # Stopping the one session kills the one process.
         await cs[0].call("debug_session", action="stop", sessionId=winner["sessionId"])
         assert processes_of(binary) == []
+
+
+def children_of(pid: int) -> list:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+async def test_a_dead_frida_host_takes_its_targets_with_it(strobe_home, tmp_path):
+    # A target that writes nothing, then kill -9 of the Frida host (the daemon's Python
+    # child): the target must not run on as an orphan of init while Strobe thinks it ended.
+    (binary,) = copies_of("sleep", tmp_path, 1, "quiet")
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(binary), args=["600"], projectRoot=str(tmp_path))
+        sid, pid = r["sessionId"], r["pid"]
+        assert pid_alive(pid)
+        daemon = int((strobe_home / "strobe.pid").read_text().strip())
+        hosts = []
+        for child in children_of(daemon):
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if b"python" in f.read():
+                    hosts.append(child)
+        assert len(hosts) == 1, hosts
+        os.kill(hosts[0], 9)
+        deadline = time.monotonic() + 10
+        while pid_alive(pid) and time.monotonic() < deadline:
+            await _sleep(0.1)
+        assert not pid_alive(pid), f"target {pid} still runs after the Frida host died"
+        st = await c.wait_status(sid, "exited", timeout=10)
+        assert "Frida host" in (st.get("exitReason") or ""), st
+        # The next launch starts a fresh host.
+        r = await c.call("debug_launch", command=str(binary), args=["600"], projectRoot=str(tmp_path))
+        assert pid_alive(r["pid"])
+        await c.call("debug_session", action="stop", sessionId=r["sessionId"])
+        assert not pid_alive(r["pid"])
