@@ -139,3 +139,24 @@ async def test_a_dead_frida_host_takes_its_targets_with_it(strobe_home, tmp_path
         assert pid_alive(r["pid"])
         await c.call("debug_session", action="stop", sessionId=r["sessionId"])
         assert not pid_alive(r["pid"])
+
+
+async def test_a_script_limit_counts_running_targets_only(strobe_home, tmp_path):
+    # debug_script's own limit (10 live sessions per script) had the same defect.
+    copies_of("true", tmp_path, 10, "quick")
+    copies_of("sleep", tmp_path, 1, "last")
+    script = f"""
+for i = 0, 9 do
+  local s = strobe.launch{{command="{tmp_path}/quick" .. i, projectRoot="{tmp_path}"}}
+  for _ = 1, 600 do
+    if not s:is_running() then break end
+    strobe.sleep(50)
+  end
+end
+local last = strobe.launch{{command="{tmp_path}/last0", args={{"60"}}, projectRoot="{tmp_path}"}}
+return {{eleventh = last.id}}
+"""
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_script", script=script, timeoutMs=90000)
+        assert "error" not in r, r
+        assert r["result"]["eleventh"].startswith("last0"), r
