@@ -60,6 +60,13 @@ fn main() -> ExitCode {
         }
     };
     let config = EngineConfig::from_env();
+    // The in-process commands keep a database in the home too: private to this user.
+    if matches!(cli.command, Command::Run { .. } | Command::Repl { connect: false }) {
+        if let Err(e) = strobe::paths::secure_home(&config.home) {
+            eprintln!("strobe: cannot secure {}: {e}", config.home.display());
+            return ExitCode::FAILURE;
+        }
+    }
     let result: anyhow::Result<ExitCode> = rt.block_on(async {
         match cli.command {
             Command::Daemon => {

@@ -132,3 +132,8 @@ fn mcp_traced_values() {
 fn mcp_races_and_process_accounting() {
     pytest("test_races.py");
 }
+
+#[test]
+fn mcp_hardening() {
+    pytest("test_hardening.py");
+}

@@ -2,12 +2,14 @@
 //! client, and shuts down after a spell with no clients (30 minutes by default).
 
 use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::net::UnixListener;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{UnixListener, UnixStream};
 
 use super::connection::Connection;
 use crate::engine::{Engine, EngineConfig};
@@ -26,7 +28,8 @@ fn idle_timeout() -> Duration {
 /// Run the daemon until idle or signalled. Returns Ok(false) when another daemon
 /// already owns this `STROBE_HOME`.
 pub async fn run(config: EngineConfig) -> anyhow::Result<bool> {
-    std::fs::create_dir_all(&config.home)?;
+    // Private to this user whatever the umask: the db and log hold program output and memory.
+    crate::paths::secure_home(&config.home)?;
     // One daemon per home: the lock is released by the OS if we die.
     let lock = File::create(config.home.join("strobe.lock"))?;
     if lock.try_lock().is_err() {
@@ -37,6 +40,8 @@ pub async fn run(config: EngineConfig) -> anyhow::Result<bool> {
     let pid_file = config.home.join("strobe.pid");
     let _ = std::fs::remove_file(&socket); // stale: we hold the lock, so nobody serves it
     let listener = UnixListener::bind(&socket)?;
+    // Only this user may connect (the home is 0700 too; the peer check below is the last word).
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     std::fs::write(&pid_file, format!("{}\n", std::process::id()))?;
 
     let engine = Engine::new(config.clone())?;
@@ -67,6 +72,12 @@ pub async fn run(config: EngineConfig) -> anyhow::Result<bool> {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                // `strobe/eval` runs Lua (so any command) as us: same user only.
+                if let Err(why) = check_peer(&stream) {
+                    tracing::warn!("refused a connection: {why}");
+                    refuse(stream, why);
+                    continue;
+                }
                 active.fetch_add(1, Ordering::SeqCst);
                 let conn = Connection::new(engine.clone(), lua.clone());
                 let (active, last) = (active.clone(), last_activity.clone());
@@ -100,5 +111,41 @@ fn remove_if_ours(socket: &Path, pid_file: &Path) {
     if ours {
         let _ = std::fs::remove_file(socket);
         let _ = std::fs::remove_file(pid_file);
+    }
+}
+
+/// The connecting process must run as the daemon's own user (SO_PEERCRED).
+fn check_peer(stream: &UnixStream) -> Result<(), String> {
+    let cred = stream.peer_cred().map_err(|e| format!("cannot read the peer's credentials: {e}"))?;
+    peer_uid_allowed(cred.uid(), unsafe { libc::geteuid() })
+}
+
+fn peer_uid_allowed(peer: u32, own: u32) -> Result<(), String> {
+    if peer == own {
+        Ok(())
+    } else {
+        Err(format!("uid {peer} may not use this daemon (it serves uid {own} only)"))
+    }
+}
+
+/// Tell the refused client why (one JSON-RPC error), then close.
+fn refuse(mut stream: UnixStream, why: String) {
+    tokio::spawn(async move {
+        let msg = super::protocol::error_response(&serde_json::Value::Null, super::protocol::INVALID_REQUEST, format!("Connection refused: {why}"));
+        let _ = stream.write_all(format!("{msg}\n").as_bytes()).await;
+        let _ = stream.shutdown().await;
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn peer_check_reads_real_credentials() {
+        let (a, _b) = UnixStream::pair().unwrap();
+        assert!(check_peer(&a).is_ok(), "our own uid is let in");
+        let e = peer_uid_allowed(65534, 0).unwrap_err();
+        assert!(e.contains("uid 65534"), "{e}");
     }
 }

@@ -37,9 +37,9 @@ pub async fn run(home: &Path) -> anyhow::Result<()> {
 }
 
 fn start_daemon(home: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(home)?;
+    crate::paths::secure_home(home)?; // the log is created 0600 before the daemon writes to it
     let exe = std::env::current_exe()?;
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(home.join("daemon.log"))?;
+    let log = std::fs::OpenOptions::new().append(true).open(home.join("daemon.log"))?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("daemon").stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
     // Its own session: the daemon must outlive this proxy and its client's signals.
