@@ -6,9 +6,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+use super::lines::{next_line, Line, MAX_LINE_BYTES};
 use super::protocol::*;
 use crate::engine::{Engine, StageScope};
 use crate::error::{ErrorCode, StrobeError};
@@ -79,9 +80,21 @@ impl Connection {
                 }
             }
         });
-        let mut lines = BufReader::new(reader).lines();
+        let mut reader = BufReader::new(reader);
         let mut tasks = tokio::task::JoinSet::new();
-        while let Ok(Some(line)) = lines.next_line().await {
+        while let Ok(Some(line)) = next_line(&mut reader, MAX_LINE_BYTES).await {
+            let line = match line {
+                Line::Text(line) => line,
+                Line::TooLong(n) => {
+                    let msg = format!("Request too long: {n} bytes (the limit is {} MiB per line). Send smaller requests.", MAX_LINE_BYTES >> 20);
+                    let _ = out_tx.send(error_response(&Value::Null, INVALID_REQUEST, msg));
+                    continue;
+                }
+                Line::NotUtf8 => {
+                    let _ = out_tx.send(error_response(&Value::Null, PARSE_ERROR, "Parse error: the line is not valid UTF-8"));
+                    continue;
+                }
+            };
             if line.trim().is_empty() {
                 continue;
             }

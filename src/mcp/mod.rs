@@ -3,5 +3,6 @@
 
 pub mod connection;
 pub mod daemon;
+pub mod lines;
 pub mod protocol;
 pub mod proxy;

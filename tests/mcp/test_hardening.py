@@ -103,3 +103,18 @@ def test_another_uid_is_refused(raw, strobe_home):
     assert len(replies) == 1, out.stdout
     assert "error" in replies[0] and "uid 65534" in replies[0]["error"]["message"], replies
     raw.still_works()  # our own uid still gets in
+
+
+def test_over_long_line_gets_an_error_and_the_connection_works(raw):
+    # 17 MiB, over the 16 MiB cap; the daemon must not keep it, and must answer.
+    raw.send(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (17 << 20) + b'"}}\n')
+    r = raw.recv()
+    assert r["error"]["code"] == -32600 and "16 MiB" in r["error"]["message"], r
+    raw.still_works()
+
+
+def test_invalid_utf8_gets_a_parse_error_and_the_connection_works(raw):
+    raw.send(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xff\xfe"}\n')
+    r = raw.recv()
+    assert r["error"]["code"] == -32700, r
+    raw.still_works()
