@@ -28,6 +28,8 @@ pub struct Connection {
     launched: Mutex<BTreeSet<String>>,
     /// Launches of this connection under way (counted against its limit).
     launching: Mutex<usize>,
+    /// `initialize` received: only it and `ping` are served before.
+    initialized: std::sync::atomic::AtomicBool,
 }
 
 
@@ -50,7 +52,7 @@ impl Drop for LaunchSlot<'_> {
 impl Connection {
     pub fn new(engine: Arc<Engine>, lua: LuaHost) -> Arc<Connection> {
         let id = NEXT_CONNECTION_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Arc::new(Connection { id, engine, lua, launched: Mutex::new(BTreeSet::new()), launching: Mutex::new(0) })
+        Arc::new(Connection { id, engine, lua, launched: Mutex::new(BTreeSet::new()), launching: Mutex::new(0), initialized: Default::default() })
     }
 
     /// Serve until the peer closes its side, then clean up its sessions.
@@ -59,10 +61,10 @@ impl Connection {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
+        let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
         let write_task = tokio::spawn(async move {
             while let Some(msg) = out_rx.recv().await {
-                let mut line = msg.to_string();
+                let mut line = msg;
                 line.push('\n');
                 if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
                     break;
@@ -75,7 +77,7 @@ impl Connection {
         let notify_task = tokio::spawn(async move {
             while let Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) = changes.recv().await {
                 let msg = json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
-                if notify_out.send(msg).is_err() {
+                if notify_out.send(msg.to_string()).is_err() {
                     break;
                 }
             }
@@ -87,11 +89,11 @@ impl Connection {
                 Line::Text(line) => line,
                 Line::TooLong(n) => {
                     let msg = format!("Request too long: {n} bytes (the limit is {} MiB per line). Send smaller requests.", MAX_LINE_BYTES >> 20);
-                    let _ = out_tx.send(error_response(&Value::Null, INVALID_REQUEST, msg));
+                    let _ = out_tx.send(error_response(&Value::Null, INVALID_REQUEST, msg).to_string());
                     continue;
                 }
                 Line::NotUtf8 => {
-                    let _ = out_tx.send(error_response(&Value::Null, PARSE_ERROR, "Parse error: the line is not valid UTF-8"));
+                    let _ = out_tx.send(error_response(&Value::Null, PARSE_ERROR, "Parse error: the line is not valid UTF-8").to_string());
                     continue;
                 }
             };
@@ -132,23 +134,28 @@ impl Connection {
         }
     }
 
-    /// Handle one line; `None` for notifications.
-    pub async fn handle_line(&self, line: &str) -> Option<Value> {
+    /// Handle one line; the encoded answer, `None` for notifications.
+    pub async fn handle_line(&self, line: &str) -> Option<String> {
         let msg: Value = match serde_json::from_str(line) {
             Ok(v) => v,
-            Err(e) => return Some(error_response(&Value::Null, PARSE_ERROR, format!("Parse error: {e}"))),
+            Err(e) => return Some(error_response(&Value::Null, PARSE_ERROR, format!("Parse error: {e}")).to_string()),
         };
         if let Some(batch) = msg.as_array() {
+            if batch.is_empty() {
+                return Some(error_response(&Value::Null, INVALID_REQUEST, "Invalid Request: an empty batch").to_string());
+            }
             // JSON-RPC batches: answer each request, skip notifications.
+            let raw = raw_batch_ids(line);
             let mut out = Vec::new();
-            for m in batch {
+            for (i, m) in batch.iter().enumerate() {
                 if let Some(r) = self.handle_message(m).await {
-                    out.push(r);
+                    out.push(encode(r, raw.get(i).and_then(Option::as_deref)));
                 }
             }
-            return (!out.is_empty()).then_some(Value::Array(out));
+            return (!out.is_empty()).then(|| format!("[{}]", out.join(",")));
         }
-        self.handle_message(&msg).await
+        let raw = raw_id(line);
+        self.handle_message(&msg).await.map(|r| encode(r, raw.as_deref()))
     }
 
     async fn handle_message(&self, msg: &Value) -> Option<Value> {
@@ -163,6 +170,11 @@ impl Connection {
             return id.map(|id| error_response(&id, INVALID_REQUEST, "Invalid Request: 'jsonrpc' must be \"2.0\""));
         }
         let id = id?; // notifications (initialized, cancelled, ...) need no answer
+        if method == "initialize" {
+            self.initialized.store(true, std::sync::atomic::Ordering::SeqCst);
+        } else if method != "ping" && !self.initialized.load(std::sync::atomic::Ordering::SeqCst) {
+            return Some(error_response(&id, INVALID_REQUEST, format!("Invalid Request: send 'initialize' before '{method}'")));
+        }
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         Some(match method {
             "initialize" => response(&id, initialize_result(params.get("protocolVersion").and_then(Value::as_str))),
@@ -176,7 +188,11 @@ impl Connection {
                     return Some(error_response(&id, INVALID_PARAMS, "tools/call needs params.name (the tool to call)"));
                 };
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
-                response(&id, self.call_tool(name, args).await)
+                match self.call_tool(name, args).await {
+                    Ok(result) => response(&id, result),
+                    // The MCP spec: an unknown tool is a protocol error, not a tool result.
+                    Err(e) => error_response(&id, INVALID_PARAMS, e.message),
+                }
             }
             // Not MCP: `strobe repl --connect` evaluates Lua in the daemon's runtime.
             "strobe/eval" => match self.lua.eval_as(self.scope(), params.get("code").and_then(Value::as_str).unwrap_or("")).await {
@@ -191,13 +207,14 @@ impl Connection {
         })
     }
 
-    async fn call_tool(&self, name: &str, args: Value) -> Value {
+    /// The tool's MCP result; `Err` (a protocol error) only when no tool has that name.
+    async fn call_tool(&self, name: &str, args: Value) -> Result<Value, StrobeError> {
         // Settings are re-read on every call: an edited events.maxPerSession applies now.
         self.engine.apply_event_limits();
         let _slot = if name == "debug_launch" {
             match self.reserve_launch() {
                 Ok(slot) => Some(slot),
-                Err(e) => return tool_error(&e),
+                Err(e) => return Ok(tool_error(&e)),
             }
         } else {
             None
@@ -214,9 +231,10 @@ impl Connection {
                     let mut mine = self.launched.lock().unwrap();
                     mine.extend(kept.iter().filter_map(Value::as_str).map(String::from));
                 }
-                tool_result(&result)
+                Ok(tool_result(&result))
             }
-            Err(e) => tool_error(&e),
+            Err(e) if e.code == ErrorCode::ValidationError && e.message.starts_with("Unknown tool") => Err(e),
+            Err(e) => Ok(tool_error(&e)),
         }
     }
 
@@ -233,6 +251,36 @@ impl Connection {
         *global += 1;
         *mine_launching += 1;
         Ok(LaunchSlot(self))
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct IdOnly {
+    id: Option<Box<serde_json::value::RawValue>>,
+}
+
+/// The request's id as sent: ids beyond 64-bit integers parse as floats, and must be
+/// echoed byte for byte, not rounded.
+fn raw_id(line: &str) -> Option<Box<serde_json::value::RawValue>> {
+    serde_json::from_str::<IdOnly>(line).ok()?.id
+}
+
+fn raw_batch_ids(line: &str) -> Vec<Option<Box<serde_json::value::RawValue>>> {
+    let items: Vec<Box<serde_json::value::RawValue>> = serde_json::from_str(line).unwrap_or_default();
+    items.iter().map(|m| raw_id(m.get())).collect()
+}
+
+/// A response as one line, with the id exactly as the client wrote it when the parsed
+/// id lost precision (a float). Responses begin `{"jsonrpc":"2.0","id":` (ordered keys).
+fn encode(mut resp: Value, raw: Option<&serde_json::value::RawValue>) -> String {
+    let (Some(raw), true) = (raw, resp.get("id").is_some_and(Value::is_f64)) else {
+        return resp.to_string();
+    };
+    resp["id"] = Value::Null;
+    let text = resp.to_string();
+    match text.strip_prefix(r#"{"jsonrpc":"2.0","id":null"#) {
+        Some(rest) => format!(r#"{{"jsonrpc":"2.0","id":{}{rest}"#, raw.get()),
+        None => text,
     }
 }
 

@@ -47,7 +47,10 @@ impl RemoteBackend {
             )
         })?;
         let reader = BufReader::new(stream.try_clone()?);
-        Ok(RemoteBackend { writer: stream, reader, next_id: 0 })
+        let mut backend = RemoteBackend { writer: stream, reader, next_id: 0 };
+        // The daemon serves nothing but `initialize` and `ping` before `initialize`.
+        backend.call("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "strobe-repl", "version": env!("CARGO_PKG_VERSION") } }))?;
+        Ok(backend)
     }
 
     fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {

@@ -93,12 +93,14 @@ def _raw_exchange(home, lines):
 async def test_malformed_json_rpc(strobe_home):
     async with mcp_client(strobe_home):
         replies = _raw_exchange(strobe_home, [
+            json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
             "{not json",
             json.dumps({"jsonrpc": "2.0", "id": 1, "method": "no/such/method"}),
             json.dumps({"jsonrpc": "2.0", "id": 2}),
             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {}}),
             json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
         ])
+        assert "result" in replies.pop(0)
         assert replies[0]["error"]["code"] == -32700
         assert replies[1]["error"]["code"] == -32601
         assert replies[2]["error"]["code"] == -32600

@@ -118,3 +118,43 @@ def test_invalid_utf8_gets_a_parse_error_and_the_connection_works(raw):
     r = raw.recv()
     assert r["error"]["code"] == -32700, r
     raw.still_works()
+
+
+def test_empty_batch_is_an_invalid_request(raw):
+    raw.send(b"[]\n")
+    r = raw.recv()
+    assert r["error"]["code"] == -32600 and r["id"] is None, r
+    raw.still_works()
+
+
+def test_ids_beyond_64_bits_are_echoed_exactly(raw):
+    for big in [b"18446744073709551617", b"-9223372036854775809", b"123456789012345678901234567890"]:
+        raw.send(b'{"jsonrpc":"2.0","id":' + big + b',"method":"ping"}\n')
+        line = raw.proc.stdout.readline()
+        assert line.startswith(b'{"jsonrpc":"2.0","id":' + big + b","), line
+    raw.send(b'[{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"}]\n')
+    line = raw.proc.stdout.readline()
+    assert b'"id":18446744073709551617,' in line, line
+
+
+def test_requests_before_initialize_are_refused(strobe_home):
+    c = Raw(strobe_home)
+    r = c.ask({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert r["error"]["code"] == -32600 and "initialize" in r["error"]["message"], r
+    c.still_works()  # ping is allowed before initialize
+    c.initialize()
+    assert "tools" in c.ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]
+    c.close()
+
+
+def test_unknown_tool_is_a_json_rpc_error(raw):
+    r = raw.ask({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}})
+    assert r["error"]["code"] == -32602 and "no_such_tool" in r["error"]["message"], r
+
+
+def test_float_for_an_integer_field_is_a_validation_error_naming_it(raw):
+    r = raw.ask({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "debug_query", "arguments": {"sessionId": "x", "limit": 5.0}}})
+    assert r["result"]["isError"], r
+    body = json.loads(r["result"]["content"][0]["text"])
+    assert body["error"] == "VALIDATION_ERROR" and "limit" in body["message"] and "integer" in body["message"], body

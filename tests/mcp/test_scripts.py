@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from mcp.shared.exceptions import McpError
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -126,8 +127,10 @@ async def test_hot_reload_adds_changes_breaks_and_deletes_a_tool(strobe_home):
 
         await eventually("the deleted tool disappears", gone)
         await eventually("list_changed is sent again", lambda: _value(len(c.list_changed) > before))
-        e = await c.error("hello")
-        assert e.code == "VALIDATION_ERROR" and "Unknown tool" in e.message
+        # An unknown tool is a JSON-RPC error (-32602), as the MCP spec says.
+        with pytest.raises(McpError) as e:
+            await c.call("hello")
+        assert e.value.error.code == -32602 and "Unknown tool" in e.value.error.message
 
 
 async def _value(v):
