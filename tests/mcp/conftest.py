@@ -14,6 +14,11 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+try:  # a JSON-RPC error answer: MCPError in the 2.x SDK, McpError in 1.x
+    from mcp.shared.exceptions import MCPError
+except ImportError:
+    from mcp.shared.exceptions import McpError as MCPError
+
 REPO = Path(__file__).resolve().parents[2]
 
 

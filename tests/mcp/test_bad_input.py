@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from conftest import REPO, mcp_client, pid_alive, _sleep
+from conftest import MCPError, REPO, mcp_client, pid_alive, _sleep
 
 pytestmark = pytest.mark.anyio
 
@@ -15,8 +15,10 @@ pytestmark = pytest.mark.anyio
 async def test_tool_errors_carry_spec_codes(strobe_home, fixtures_dir, tmp_path):
     src = str(REPO / "tests" / "fixtures")
     async with mcp_client(strobe_home) as c:
-        e = await c.error("debug_nonexistent")
-        assert e.code == "VALIDATION_ERROR" and "debug_launch" in e.message
+        # An unknown tool is a JSON-RPC error (MCP spec), listing the tools there are.
+        with pytest.raises(MCPError) as unknown:
+            await c.call("debug_nonexistent")
+        assert unknown.value.error.code == -32602 and "debug_launch" in unknown.value.error.message
 
         e = await c.error("debug_launch", projectRoot=src)
         assert e.code == "VALIDATION_ERROR" and "command" in e.message

@@ -12,11 +12,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from mcp.shared.exceptions import McpError
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from conftest import REPO, Client, _sleep, strobe_bin, strobe_env
+from conftest import MCPError, REPO, Client, _sleep, strobe_bin, strobe_env
 
 pytestmark = pytest.mark.anyio
 
@@ -128,7 +127,7 @@ async def test_hot_reload_adds_changes_breaks_and_deletes_a_tool(strobe_home):
         await eventually("the deleted tool disappears", gone)
         await eventually("list_changed is sent again", lambda: _value(len(c.list_changed) > before))
         # An unknown tool is a JSON-RPC error (-32602), as the MCP spec says.
-        with pytest.raises(McpError) as e:
+        with pytest.raises(MCPError) as e:
             await c.call("hello")
         assert e.value.error.code == -32602 and "Unknown tool" in e.value.error.message
 
