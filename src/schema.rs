@@ -41,7 +41,9 @@ fn check(schema: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
             _ => true,
         };
         if !ok {
-            errors.push(format!("{path} must be {}, got {} {v}", describe_type(t), type_name(v)));
+            // A number is shown as written: "got number 5.0" says why 5.0 is not an integer.
+            let got = if v.is_number() { format!("number {v}") } else { type_name(v).to_string() };
+            errors.push(format!("{path} must be {}, got {got}", describe_type(t)));
             return;
         }
     }
@@ -157,5 +159,11 @@ mod tests {
     #[test]
     fn wrong_top_level_type() {
         assert_eq!(validate(&schema(), &json!([1])), vec!["args must be an object, got array".to_string()]);
+    }
+
+    #[test]
+    fn integer_fields_take_integers_only() {
+        let errs = validate(&schema(), &json!({"limit": 5.0}));
+        assert!(errs.iter().any(|e| e.contains("limit") && e.contains("integer") && e.contains("5.0")), "{errs:?}");
     }
 }
