@@ -4,6 +4,7 @@ malformed JSON-RPC gets an error while the same connection keeps working. Raw by
 
 import json
 import os
+import select
 import socket
 import stat
 import subprocess
@@ -26,16 +27,22 @@ class Raw:
     def __init__(self, home: Path, umask=None):
         pre = (lambda: os.umask(umask)) if umask is not None else None
         self.proc = subprocess.Popen([strobe_bin(), "mcp"], env=strobe_env(home), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, preexec_fn=pre)
+                                     stdout=subprocess.PIPE, preexec_fn=pre, bufsize=0)
 
     def send(self, data: bytes):
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
-    def recv(self):
-        line = self.proc.stdout.readline()
+    def recv_line(self, timeout=60) -> bytes:
+        """One reply line; a missing reply fails the test instead of hanging it."""
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, f"no reply within {timeout}s"
+        line = self.proc.stdout.readline()  # unbuffered: select above saw all there is
         assert line, "the connection was dropped without a reply"
-        return json.loads(line)
+        return line
+
+    def recv(self):
+        return json.loads(self.recv_line())
 
     def ask(self, msg) -> dict:
         self.send(json.dumps(msg).encode() + b"\n")
@@ -130,10 +137,10 @@ def test_empty_batch_is_an_invalid_request(raw):
 def test_ids_beyond_64_bits_are_echoed_exactly(raw):
     for big in [b"18446744073709551617", b"-9223372036854775809", b"123456789012345678901234567890"]:
         raw.send(b'{"jsonrpc":"2.0","id":' + big + b',"method":"ping"}\n')
-        line = raw.proc.stdout.readline()
+        line = raw.recv_line()
         assert line.startswith(b'{"jsonrpc":"2.0","id":' + big + b","), line
     raw.send(b'[{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"}]\n')
-    line = raw.proc.stdout.readline()
+    line = raw.recv_line()
     assert b'"id":18446744073709551617,' in line, line
 
 
