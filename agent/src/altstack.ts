@@ -126,23 +126,19 @@ let module: CModule | null = null;
 /**
  * Give the main thread an alternate stack when `main` starts. Only for a program that has not
  * reached `main` yet (spawned suspended, or just exec'd): hooking the `main` of a running
- * process (a re-attached agent, a fork) guards nothing and was seen to disturb the hooks
- * installed after it.
+ * process (a re-attached agent, a fork) guards nothing.
  */
 export function guardMainThread(): void {
     if (module === null) return;
     const main = Process.mainModule.findSymbolByName("main");
     if (main === null) return;
-    // Once: the hook goes as soon as main has started (a hook left on main for the life of
-    // the process was seen to disturb a later re-attached agent's hooks).
+    // A JavaScript listener calling the native setup: a native (CModule) listener left on main
+    // was seen to break a later re-attached agent's hooks, and detaching this one right after
+    // main started raced with the program's fork (a forked child hung, 3 of 8 runs).
     const setup = new NativeFunction(module.on_main, "void", ["pointer"]);
-    let listener: InvocationListener | null = null;
     try {
-        listener = Interceptor.attach(main, function () {
+        Interceptor.attach(main, function () {
             setup(ptr(0));
-            const l = listener;
-            listener = null;
-            if (l !== null) setImmediate(() => l.detach());
         });
     } catch (_) {
         // main not hookable: overflows on the main thread stay unreported
