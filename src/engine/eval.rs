@@ -16,7 +16,7 @@ use crate::eval::parser::MAX_EXPRESSION_BYTES;
 use crate::eval::scope::scope_at;
 use crate::eval::unwind::{FrameRegs, Unwinder};
 use crate::eval::RenderOptions;
-use crate::symbols::{DebugInfo, LineTable, LocalsInfo};
+use crate::symbols::{DebugInfo, LineTable};
 
 pub const MAX_EXPRESSIONS: usize = 32;
 pub const MAX_DEPTH: u32 = 10;
@@ -68,8 +68,10 @@ impl EvalRequest {
 /// A paused frame, ready to evaluate in (`Engine::in_frame`).
 pub(crate) struct FrameContext<'a> {
     pub eval: Evaluator<'a>,
-    /// The frame's variables' types as declared (qualifiers kept), for locals listings.
-    pub declared: std::collections::HashMap<String, String>,
+    /// The file holding the frame's code and the frame's static address in it (for the
+    /// declared spelling of locals' types, `Engine::locals`).
+    pub module: std::path::PathBuf,
+    pub static_pc: u64,
     /// `{index, function?, file?, line?, address}` of the frame.
     pub describe: Value,
 }
@@ -206,16 +208,9 @@ impl Engine {
                 describe["file"] = json!(file);
                 describe["line"] = json!(line);
             }
-            let declared = match paused.thread {
-                Some(_) => LocalsInfo::cached(&at.path)
-                    .ok()
-                    .and_then(|l| l.locals_at(static_pc).ok().flatten())
-                    .map(|f| f.vars.into_iter().map(|v| (v.name, v.type_name)).collect())
-                    .unwrap_or_default(),
-                None => Default::default(),
-            };
             let ctx = FrameContext {
-                declared,
+                module: at.path.clone(),
+                static_pc,
                 eval: Evaluator {
                     info: &info,
                     mem: &mem,

@@ -38,7 +38,15 @@ impl Engine {
         let session = self.session(id)?;
         let paused = self.paused_thread(&session, thread_id)?;
         let opts = RenderOptions { depth: LOCALS_DEPTH, ..RenderOptions::default() };
-        let vars = self.in_frame(&session, paused.clone(), 0, move |f| f.eval.locals(&opts, &f.declared)).await?;
+        let vars = self.in_frame(&session, paused.clone(), 0, move |f| {
+            // Types as the source spells them (qualifiers kept), only when listing locals.
+            let declared = crate::symbols::LocalsInfo::cached(&f.module)
+                .ok()
+                .and_then(|l| l.locals_at(f.static_pc).ok().flatten())
+                .map(|frame| frame.vars.into_iter().map(|v| (v.name, v.type_name)).collect())
+                .unwrap_or_default();
+            f.eval.locals(&opts, &declared)
+        }).await?;
         Ok((paused, vars))
     }
 
