@@ -17,6 +17,8 @@ pub mod schema;
 pub mod engine;
 /// The embedded Lua runtime: the `strobe` module and script loading.
 pub mod lua;
+/// debug_test runs: processes, output, stuck detection (the policy is Lua, `adapters/`).
+pub mod testrun;
 /// MCP: protocol, connections, daemon, stdio proxy.
 pub mod mcp;
 /// Layered settings (defaults, `$STROBE_HOME/settings.json`, project file).

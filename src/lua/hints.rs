@@ -14,6 +14,15 @@ pub const STEPS_KEY: &str = "strobe.scenario_steps";
 /// Run every rule registered for `when`; a rule that fails (or runs past its budget)
 /// is logged and skipped, so a broken hint never breaks the tool that asked.
 fn run_rules(lua: &Lua, when: &str, ctx: Value) -> mlua::Result<Vec<String>> {
+    Ok(run_rules_values(lua, when, ctx)?
+        .into_iter()
+        .filter_map(|v| v.as_string().and_then(|s| s.to_str().ok().map(|s| s.to_string())))
+        .filter(|s| !s.is_empty())
+        .collect())
+}
+
+/// Every rule's answer for `when`, whatever its type (test rules return pattern lists).
+fn run_rules_values(lua: &Lua, when: &str, ctx: Value) -> mlua::Result<Vec<Value>> {
     let rules: Option<Table> = lua.named_registry_value(HINTS_KEY)?;
     let mut out = Vec::new();
     let Some(rules) = rules else { return Ok(out) };
@@ -24,9 +33,9 @@ fn run_rules(lua: &Lua, when: &str, ctx: Value) -> mlua::Result<Vec<String>> {
         }
         let rule: Function = def.get("rule")?;
         let budget = super::watchdog::Budget::slice(super::watchdog::HINT_SLICE, "a hint rule");
-        match super::watchdog::with_budget(budget, || rule.call::<Option<String>>(ctx.clone())) {
-            Ok(Some(text)) if !text.is_empty() => out.push(text),
-            Ok(_) => {}
+        match super::watchdog::with_budget(budget, || rule.call::<Value>(ctx.clone())) {
+            Ok(Value::Nil) => {}
+            Ok(v) => out.push(v),
             Err(e) => {
                 let name: String = def.get::<Option<String>>("name")?.unwrap_or_else(|| "?".into());
                 tracing::warn!("hint rule '{name}' failed: {e}");
@@ -53,6 +62,15 @@ pub fn register(lua: &Lua, strobe: &Table) -> mlua::Result<()> {
         lua.create_function(|lua, (when, ctx): (String, Value)| {
             let texts = run_rules(lua, &when, ctx)?;
             Ok((!texts.is_empty()).then(|| texts.join(" ")))
+        })?,
+    )?;
+    // strobe.hint_values(when, ctx) -> every non-nil answer (a rule may return a table).
+    strobe.set(
+        "hint_values",
+        lua.create_function(|lua, (when, ctx): (String, Value)| {
+            let t = lua.create_sequence_from(run_rules_values(lua, &when, ctx)?)?;
+            t.set_metatable(Some(lua.array_metatable()));
+            Ok(t)
         })?,
     )?;
     strobe.set(

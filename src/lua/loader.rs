@@ -1,5 +1,5 @@
 //! Loading (and reloading) the script set: `lib/` modules for `require`, `tools/`,
-//! `hints/` and `scenario/` definitions. Each file keeps its last good version: when a
+//! `hints/` and `scenario/` definitions, and the test adapters of `adapters/`. Each file keeps its last good version: when a
 //! new version fails to load, the old one stays and the error (file and line) is
 //! reported. Versions that are replaced or deleted get their `on_unload` called, so
 //! they can tear down what they registered.
@@ -15,7 +15,7 @@ use super::scripts::{ScriptFile, ScriptSources};
 use super::tools::{self, LoadedTool, ToolInfo};
 
 /// Script kinds whose files return a definition table.
-const KINDS: [&str; 3] = ["tools", "hints", "scenario"];
+const KINDS: [&str; 4] = ["tools", "hints", "scenario", "adapters"];
 
 /// A script that failed to load, as tool responses report it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -97,6 +97,12 @@ fn load_def(lua: &Lua, kind: &str, file: &ScriptFile) -> Result<Table, String> {
             def.get::<Function>("rule").map_err(|_| format!("{o}: a hint returns {{ name, when, rule = function(ctx) ... end }}: 'rule' must be a function"))?;
             def.get::<String>("when").map_err(|_| format!("{o}: a hint needs a string 'when' (e.g. \"launch\", \"trace\")"))?;
         }
+        "adapters" => {
+            def.get::<String>("name").map_err(|_| format!("{o}: an adapter needs a string 'name' (e.g. \"cargo\")"))?;
+            for f in ["detect", "suite_command", "parse_output"] {
+                def.get::<Function>(f).map_err(|_| format!("{o}: an adapter needs '{f} = function(...) ... end' (see docs/lua-api.md, Test adapters)"))?;
+            }
+        }
         _ => {
             def.get::<String>("name").map_err(|_| format!("{o}: a scenario step needs a string 'name'"))?;
             def.get::<Function>("run").map_err(|_| format!("{o}: a scenario step needs 'run = function(ctx, args) ... end'"))?;
@@ -114,7 +120,6 @@ impl Loaded {
         for (_, files) in &kinds {
             all.extend(files.iter().cloned());
         }
-        all.extend(sources.list("adapters"));
         let fp = fingerprint(&all);
         if self.fingerprint == Some(fp) {
             return ReloadOutcome { reloaded: false, tools_changed: false };
@@ -238,7 +243,12 @@ impl Loaded {
         for (_, g) in self.good.iter().filter(|(n, _)| n.starts_with("scenario/")) {
             steps.set(g.def.get::<String>("name")?, g.def.clone())?;
         }
-        lua.set_named_registry_value(super::hints::STEPS_KEY, steps)
+        lua.set_named_registry_value(super::hints::STEPS_KEY, steps)?;
+        let adapters = lua.create_table()?;
+        for (_, g) in self.good.iter().filter(|(n, _)| n.starts_with("adapters/")) {
+            adapters.set(g.def.get::<String>("name")?, g.def.clone())?;
+        }
+        lua.set_named_registry_value(super::test::ADAPTERS_KEY, adapters)
     }
 }
 

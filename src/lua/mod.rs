@@ -27,11 +27,13 @@ mod settings;
 mod spawn;
 mod staging; // strobe.trace_pending, strobe.stage_breakpoints, strobe.staged
 mod symbols;
+mod test;
 mod time;
 mod tools;
 mod util;
 mod watchdog;
 mod worker;
+mod xml;
 
 pub use loader::ScriptError;
 pub use runtime::{EvalOutput, LuaHost, RunOutcome, ToolInfo};
@@ -58,6 +60,8 @@ fn register_modules(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Re
     hints::register(lua, strobe)?; // strobe.hints, strobe.hint, strobe.scenario_steps
     pretty::register(lua, strobe)?; // strobe.inspect
     settings::register(lua, strobe, engine)?; // strobe.settings
+    test::register(lua, strobe)?; // strobe.test.run/status/adapters and the run primitives
+    xml::register(lua, strobe)?; // strobe.xml.decode
     Ok(())
 }
 

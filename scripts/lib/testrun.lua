@@ -1,0 +1,113 @@
+-- Test runs (debug_test, strobe.test.run/status): choose an adapter (adapters/*.lua),
+-- start its command directly or under Frida, and shape progress and results. The core
+-- (src/testrun/) owns the process, its output and the stuck detector.
+local traced = require("testrun_traced")
+local shape = require("testrun_shape")
+
+local M = {}
+
+local function fail(msg) strobe.error("VALIDATION_ERROR", msg) end
+
+local function adapter_names()
+  local names = {}
+  for name in pairs(strobe.test.adapters()) do names[#names + 1] = name end
+  table.sort(names)
+  return names
+end
+
+-- The adapter for `root`: the one named by `framework`, else the most confident detector.
+function M.pick(root, framework, ctx)
+  local adapters = strobe.test.adapters()
+  if framework then
+    for name, a in pairs(adapters) do
+      if name:lower() == framework:lower() then return a end
+    end
+    fail(("Unknown framework '%s'. Known: %s. Omit 'framework' to auto-detect."):format(framework, table.concat(adapter_names(), ", ")))
+  end
+  local best, best_score = nil, 0
+  for _, name in ipairs(adapter_names()) do
+    local a = adapters[name]
+    local ok, score = pcall(a.detect, root, ctx)
+    if ok and type(score) == "number" and score > best_score then best, best_score = a, score end
+    if not ok then strobe.log.warn("adapter " .. name .. " detect failed: " .. tostring(score)) end
+  end
+  if not best then
+    fail(("No test framework detected in %s (looked for %s). Pass 'framework', and 'command' for a test binary (Catch2, Google Test)."):format(root, table.concat(adapter_names(), ", ")))
+  end
+  return best
+end
+
+local function merged_env(a, b)
+  local env = {}
+  for k, v in pairs(a or {}) do env[k] = v end
+  for k, v in pairs(b or {}) do env[k] = v end
+  return env
+end
+
+-- Start a run; returns {testRunId, status = "running", framework}.
+function M.run(args)
+  local root = args.projectRoot
+  if not root or root == "" then
+    fail("'projectRoot' is required for action 'run': the directory holding the project's tests, e.g. {action: 'run', projectRoot: '/src/app'}.")
+  end
+  if not strobe.fs.is_dir(root) then
+    fail(("projectRoot '%s' is not a directory. Pass the root of the project whose tests to run."):format(root))
+  end
+  if args.command and not strobe.fs.exists(args.command) and not args.command:find("^[%w_.-]+$") then
+    fail(("command '%s' does not exist. Pass the path of the built test binary (e.g. build/tests)."):format(args.command))
+  end
+  local ctx = { root = root, command = args.command, level = args.level, test = args.test, scratch = strobe.test.scratch() }
+  local adapter = M.pick(root, args.framework, ctx)
+  ctx.framework = adapter.name
+  if adapter.needs_command and not args.command then
+    fail(("framework '%s' runs a built test binary: pass 'command' (its path), e.g. {projectRoot, command: 'build/unit_tests'}."):format(adapter.name))
+  end
+  local spec
+  if args.test then
+    spec = (adapter.single_test_command or adapter.suite_command)(ctx, args.test)
+  else
+    spec = adapter.suite_command(ctx, args.level)
+  end
+  ctx.outputs = spec.outputs
+  local meta = { adapter = adapter.name, ctx = ctx }
+  local env = merged_env(spec.env, args.env)
+  if args.tracePatterns or args.watches then
+    return traced.start(adapter, ctx, env, args, meta)
+  end
+  local id = strobe.test.start{
+    cmd = spec.cmd, cwd = spec.cwd or root, env = env, meta = meta,
+    killOnStuck = args.killOnStuck or false, stuckMs = args.stuckMs,
+  }
+  return { testRunId = id, status = "running", framework = adapter.name }
+end
+
+-- Stop a run (its whole process tree); the next status gives what it had reported.
+function M.kill(id)
+  local r = strobe.test.get(id)
+  if r.sessionId then
+    pcall(strobe.stop_session, r.sessionId, true)
+  else
+    strobe.test.kill(id)
+  end
+  return { testRunId = id, status = r.status == "running" and "stopping" or "completed" }
+end
+
+function M.status(id)
+  local r = strobe.test.get(id)
+  if r.result then
+    return { testRunId = id, status = "completed", sessionId = r.sessionId, result = r.result }
+  end
+  local adapter = strobe.test.adapters()[r.meta.adapter]
+  if not adapter then
+    strobe.error("INTERNAL_ERROR", ("adapter '%s' of run %s is no longer loaded"):format(r.meta.adapter, id))
+  end
+  if r.sessionId then traced.refresh(r) end
+  if r.status == "running" then
+    return { testRunId = id, status = "running", sessionId = r.sessionId, progress = shape.progress(adapter, r) }
+  end
+  local result = shape.result(adapter, r)
+  strobe.test.finish(id, result)
+  return { testRunId = id, status = "completed", sessionId = r.sessionId, result = result }
+end
+
+return M
