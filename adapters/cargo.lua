@@ -142,7 +142,7 @@ local function diagnostics(evts)
   return out
 end
 
-function A.parse_output(stdout, stderr, exit)
+function A.parse_output(stdout, stderr, exit, ctx)
   local evts = events(stdout)
   local r = { summary = { passed = 0, failed = 0, skipped = 0 }, failures = {}, durations = {} }
   local started = {}
@@ -164,6 +164,14 @@ function A.parse_output(stdout, stderr, exit)
     end
   end
   r.unfinished = next(started)
+  if r.unfinished and exit ~= 0 and not (ctx and ctx.killed) then
+    -- The process died inside a test (abort, signal, stack overflow): that test failed.
+    local last = stderr:match("([^\n]+)\n?$") or ""
+    r.summary.failed = r.summary.failed + 1
+    r.failures[#r.failures + 1] = {
+      name = r.unfinished, message = "the test process died while this test ran: " .. last, stack = {},
+    }
+  end
   r.compileErrors = diagnostics(evts)
   if #r.compileErrors == 0 and exit ~= 0 and r.summary.passed + r.summary.failed + r.summary.skipped == 0 then
     r.details = stderr:sub(-4000)
@@ -210,7 +218,10 @@ end
 -- Under Frida the test binary runs itself (not cargo): build it first, then find the
 -- binary that holds `test`.
 function A.traced_command(ctx, test)
-  local build = strobe.exec{ cmd = { "cargo", "test", "--no-run", "--message-format=json" }, cwd = ctx.root, env = ENV }
+  local env = {}
+  for k, v in pairs(ENV) do env[k] = v end
+  for k, v in pairs(ctx.env or {}) do env[k] = v end
+  local build = strobe.exec{ cmd = { "cargo", "test", "--no-run", "--message-format=json" }, cwd = ctx.root, env = env }
   local exes = {}
   for _, e in ipairs(events(build.stdout)) do
     if e.reason == "compiler-artifact" and e.executable and e.profile and e.profile.test then
@@ -223,7 +234,7 @@ function A.traced_command(ctx, test)
   local chosen = exes[1]
   if test then
     for _, exe in ipairs(exes) do
-      local l = strobe.exec{ cmd = { exe, test, "--list" }, cwd = ctx.root }
+      local l = strobe.exec{ cmd = { exe, test, "--list" }, cwd = ctx.root, env = env }
       if l.stdout:find(": test", 1, true) then chosen = exe break end
     end
   end

@@ -137,3 +137,15 @@ fn mcp_races_and_process_accounting() {
 fn mcp_hardening() {
     pytest("test_hardening.py");
 }
+
+#[test]
+fn mcp_debug_test() {
+    setup_toolchains();
+    pytest("test_debug_test.py");
+}
+
+/// Toolchains the debug_test fixtures need (Google Test, Catch2, Go), installed by the
+/// project's own script when missing.
+fn setup_toolchains() {
+    run(Command::new("bash").arg(repo().join("tests").join("setup").join("toolchains.sh")));
+}

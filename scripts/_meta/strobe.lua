@@ -300,3 +300,60 @@ function strobe.hints(when, ctx) end
 function strobe.hint(when, ctx) end
 ---@return table<string, table>
 function strobe.scenario_steps() end
+
+-- Test runs (debug_test): scripts/lib/testrun.lua over the core's run registry.
+strobe.test = {}
+
+---Start a test run; poll it with strobe.test.status. (async)
+---@param args {projectRoot: string, framework?: string, level?: string, test?: string, command?: string, tracePatterns?: string[], watches?: table, env?: table<string,string>, killOnStuck?: boolean}
+---@return {testRunId: string, status: string, framework: string, sessionId?: string}
+function strobe.test.run(args) end
+
+---@param id string
+---@return {testRunId: string, status: "running"|"completed", progress?: table, result?: table, sessionId?: string}
+function strobe.test.status(id) end
+
+---Stop a run's whole process tree.
+---@param id string
+function strobe.test.stop(id) end
+
+---The loaded adapters (adapters/*.lua) by name.
+---@return table<string, table>
+function strobe.test.adapters() end
+
+---Spawn a test command in its own process group, collect its output, watch it for stuck tests.
+---@param args {cmd: string[], cwd: string, env?: table<string,string>, meta?: table, killOnStuck?: boolean, stuckMs?: integer[]}
+---@return string id
+function strobe.test.start(args) end
+
+---@param id string
+---@return {status: string, elapsedMs: integer, pid?: integer, exitCode?: integer, signal?: integer, phase?: string, stdout: string, stderr: string, warnings: table[], stuck: table[], killed: boolean, meta: table, result?: table, sessionId?: string}
+function strobe.test.get(id) end
+
+---@param id string
+---@param result table
+function strobe.test.finish(id, result) end
+
+---@param args {sessionId: string, meta?: table}
+---@return string id
+function strobe.test.track(args) end
+
+---@param id string
+function strobe.test.kill(id) end
+
+---@return integer elapsed_ms, integer? baseline_ms
+function strobe.test.current(id, test, root) end
+
+function strobe.test.record(root, test, ms) end
+
+---@return string dir
+function strobe.test.scratch() end
+
+strobe.xml = {}
+---@param text string
+---@return {tag: string, attrs: table<string,string>, children: table[], text: string}
+function strobe.xml.decode(text) end
+
+---Every rule's non-nil answer for `when` (rules may return tables).
+---@return any[]
+function strobe.hint_values(when, ctx) end

@@ -106,6 +106,7 @@ end
 
 function S.result(adapter, r)
   local ctx = r.meta.ctx
+  ctx.killed = r.killed
   local ok, res = pcall(adapter.parse_output, r.stdout, r.stderr, r.exitCode, ctx)
   if not ok or type(res) ~= "table" then
     res = { details = ("adapter '%s' could not read the output: %s"):format(adapter.name, tostring(res)) }

@@ -1,0 +1,203 @@
+"""debug_test through the official MCP SDK against real test frameworks: fixture projects
+in tests/fixtures/test_projects/ (passing, failing, skipped and hanging tests; empty and
+non-compiling variants), their toolchains from tests/setup/toolchains.sh. Checks the
+summary counts, each failure's name, file:line, message, suggested traces and rerun
+command, progress while running, the stuck report with backtraces, noTests, the bad-input
+errors, a broken adapter, and the full TDD loop (suite → traced rerun → debug_query)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, _sleep, mcp_client
+
+pytestmark = pytest.mark.anyio
+
+PROJECTS = REPO / "tests" / "fixtures" / "test_projects"
+# Fixture builds go under target/, never into the source tree or the home directory.
+BUILD = REPO / "target" / "test-projects"
+
+
+def cargo_env():
+    return {"CARGO_TARGET_DIR": str(BUILD / "cargo-target")}
+
+
+async def wait_done(c, run_id, timeout=240.0, on_progress=None):
+    """Poll debug_test status until the run completes; return the completed answer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = await c.call("debug_test", action="status", testRunId=run_id)
+        if st["status"] == "completed":
+            return st
+        assert st["status"] == "running", st
+        if on_progress:
+            on_progress(st["progress"])
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {run_id} not completed within {timeout}s: {st}")
+        await _sleep(0.3)
+
+
+async def run_to_end(c, timeout=240.0, **args):
+    started = await c.call("debug_test", action="run", **args)
+    assert started["status"] == "running" and started["testRunId"], started
+    done = await wait_done(c, started["testRunId"], timeout)
+    return started, done["result"], done
+
+
+def by_name(result):
+    return {f["name"]: f for f in result["failures"]}
+
+
+# ---------------------------------------------------------------- cargo
+
+async def test_cargo_suite_failures_traces_and_rerun(strobe_home):
+    async with mcp_client(strobe_home) as c:
+        started, r, _ = await run_to_end(c, projectRoot=str(PROJECTS / "cargo"), env=cargo_env())
+        assert started["framework"] == "cargo"
+        s = r["summary"]
+        # passed: round prices, the (not hanging) warehouse test, the integration test
+        assert (s["passed"], s["failed"], s["skipped"]) == (3, 2, 1), r
+        assert s["durationMs"] > 0
+        assert r["project"]["language"] == "rust" and r["project"]["buildSystem"] == "cargo"
+        assert "tests/checkout.rs" in r["project"]["testFiles"]
+        f = by_name(r)
+        odd = f["tests::discounts_odd_prices"]
+        assert (odd["file"], odd["line"]) == ("src/lib.rs", 24), odd
+        assert "left: 1809" in odd["message"] and "10% off 19.99" in odd["message"], odd
+        assert "stack backtrace" not in odd["message"]
+        # The assertion is in the test itself: the functions its body calls are suggested.
+        assert odd["suggestedTraces"] == ["shop::**::total"], odd
+        assert odd["rerunCommand"] == "cargo test -- tests::discounts_odd_prices --exact"
+        big = f["tests::survives_big_discounts"]
+        assert (big["file"], big["line"]) == ("src/lib.rs", 4), big
+        assert big["message"] == "attempt to subtract with overflow"
+        assert big["stack"][0] == "shop::pricing::discount (src/lib.rs:4)", big["stack"]
+        assert big["suggestedTraces"][:2] == ["shop::pricing::discount", "shop::pricing::*"], big
+        assert any("overflow" in h for h in big.get("suggestions", [])), big
+
+
+async def test_cargo_compile_errors_and_no_tests(strobe_home):
+    async with mcp_client(strobe_home) as c:
+        _, r, _ = await run_to_end(c, projectRoot=str(PROJECTS / "cargo_broken"), env=cargo_env())
+        assert r["phase"] == "compiling", r
+        [err] = r["compileErrors"]
+        assert (err["file"], err["line"], err["code"]) == ("src/lib.rs", 2, "E0308"), err
+        assert "mismatched types" in err["message"]
+        assert "does not compile" in r["hint"]
+        assert not r.get("noTests")
+
+        _, r, _ = await run_to_end(c, projectRoot=str(PROJECTS / "cargo_empty"), env=cargo_env())
+        assert r["noTests"] is True and r["summary"]["passed"] == 0, r
+        assert "#[test]" in r["hint"]
+
+
+async def test_cargo_progress_stuck_report_and_kill(strobe_home):
+    async with mcp_client(strobe_home) as c:
+        env = dict(cargo_env(), STROBE_FIXTURE_HANG="1")
+        started = await c.call("debug_test", projectRoot=str(PROJECTS / "cargo"), env=env)
+        run_id = started["testRunId"]
+        deadline = time.monotonic() + 240
+        progress = None
+        while time.monotonic() < deadline:
+            st = await c.call("debug_test", action="status", testRunId=run_id)
+            assert st["status"] == "running", st
+            progress = st["progress"]
+            if progress.get("stuck"):
+                break
+            await _sleep(0.5)
+        assert progress and progress.get("stuck"), progress
+        assert progress["currentTest"] == "tests::waits_for_the_warehouse", progress
+        assert progress["currentTestElapsedMs"] > 0 and progress["phase"] == "running"
+        assert progress["passed"] >= 1 and progress["failed"] == 2
+        assert any(w["kind"] == "deadlock" for w in progress["warnings"]), progress
+        [stuck] = progress["stuck"]
+        frames = [fr for t in stuck["threads"] for fr in t["frames"]]
+        assert any("shop::tests::waits_for_the_warehouse" in fr for fr in frames), stuck
+        assert len(stuck["threads"]) >= 2  # libtest's main thread and the test's thread
+
+        killed = await c.call("debug_test", action="kill", testRunId=run_id)
+        assert killed["status"] in ("stopping", "completed")
+        done = await wait_done(c, run_id, timeout=60)
+        r = done["result"]
+        assert r["killed"] is True and r["summary"]["stuck"] == 1, r
+        assert r["stuck"][0]["test"] == "tests::waits_for_the_warehouse"
+        assert r["summary"]["failed"] == 2
+
+
+async def test_tdd_loop_suite_then_traced_rerun_then_query(strobe_home):
+    """Run the suite, take the failure's suggested traces, rerun that one test under Frida,
+    find the culprit's arguments with debug_query."""
+    async with mcp_client(strobe_home) as c:
+        _, r, _ = await run_to_end(c, projectRoot=str(PROJECTS / "cargo"), env=cargo_env())
+        failure = by_name(r)["tests::survives_big_discounts"]
+        traced, r2, done = await run_to_end(
+            c, projectRoot=str(PROJECTS / "cargo"), env=cargo_env(), test=failure["name"],
+            tracePatterns=failure["suggestedTraces"])
+        sid = traced["sessionId"]
+        assert sid and done["sessionId"] == sid
+        assert traced["hookedFunctions"] >= 2, traced
+        assert (r2["summary"]["failed"], r2["summary"]["passed"]) == (1, 0), r2
+        # A panic cannot unwind through Frida's hooks: the process aborts inside the test
+        # (reported as that test's failure); the calls before it are recorded.
+        assert r2["failures"][0]["name"] == "tests::survives_big_discounts"
+        q = await c.call("debug_query", sessionId=sid, eventType="function_enter", verbose=True,
+                         function={"equals": "shop::pricing::discount"}, limit=50)
+        args = [e["arguments"] for e in q["events"]]
+        assert {"price_cents": 500, "percent": 150} in args, args
+
+
+# ---------------------------------------------------------------- bad input
+
+async def test_bad_input_gets_spec_errors(strobe_home, tmp_path):
+    async with mcp_client(strobe_home) as c:
+        e = await c.error("debug_test", action="run")
+        assert e.code == "VALIDATION_ERROR" and "projectRoot" in e.message
+        e = await c.error("debug_test", projectRoot=str(tmp_path / "nope"))
+        assert e.code == "VALIDATION_ERROR" and "not a directory" in e.message
+        e = await c.error("debug_test", projectRoot=str(PROJECTS / "cargo"), framework="nosuch")
+        assert e.code == "VALIDATION_ERROR" and "Known: cargo" in e.message
+        e = await c.error("debug_test", projectRoot=str(tmp_path))
+        assert e.code == "VALIDATION_ERROR" and "No test framework detected" in e.message
+        e = await c.error("debug_test", action="status", testRunId="test-unknown")
+        assert e.code == "TEST_RUN_NOT_FOUND" and "testRunId" in e.message
+        e = await c.error("debug_test", action="status")
+        assert e.code == "VALIDATION_ERROR" and "testRunId" in e.message
+
+
+CUSTOM_ADAPTER = """-- a user adapter: any directory with a 'custom.txt' runs 'true'
+return {
+  name = "custom", language = "text",
+  detect = function(root) return strobe.fs.exists(root .. "/custom.txt") and 99 or 0 end,
+  suite_command = function(ctx) return { cmd = { "sh", "-c", "echo ok" } } end,
+  parse_output = function(stdout) return { summary = { passed = %d, failed = 0, skipped = 0 }, failures = {} } end,
+}
+"""
+
+
+async def test_broken_adapter_keeps_last_good_version(strobe_home, tmp_path):
+    adapters = strobe_home / "adapters"
+    adapters.mkdir()
+    (adapters / "custom.lua").write_text(CUSTOM_ADAPTER % 7)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "custom.txt").write_text("x")
+    async with mcp_client(strobe_home) as c:
+        started, r, _ = await run_to_end(c, projectRoot=str(project))
+        assert started["framework"] == "custom" and r["summary"]["passed"] == 7
+        (adapters / "custom.lua").write_text("return {\n  name = 'custom',\n  detect = function( end,\n}\n")
+        deadline = time.monotonic() + 30
+        while True:
+            started = await c.call("debug_test", projectRoot=str(project))
+            if started.get("scriptErrors") or time.monotonic() > deadline:
+                break
+            await _sleep(0.3)
+        [err] = started["scriptErrors"]
+        assert err["file"].endswith("adapters/custom.lua") and err["line"] == 3, err
+        assert "last good version" in err["message"]
+        r = (await wait_done(c, started["testRunId"]))["result"]
+        assert r["summary"]["passed"] == 7
