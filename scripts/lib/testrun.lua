@@ -71,12 +71,16 @@ function M.run(args)
   ctx.outputs = spec.outputs
   local meta = { adapter = adapter.name, ctx = ctx }
   local env = merged_env(spec.env, args.env)
+  -- Search paths the adapter extended from the caller's own value (ctx.env) keep its version.
+  for _, k in ipairs({ "PYTHONPATH", "NODE_PATH" }) do
+    if spec.env and spec.env[k] then env[k] = spec.env[k] end
+  end
   if args.tracePatterns or args.watches then
     return traced.start(adapter, ctx, env, args, meta)
   end
   local id = strobe.test.start{
     cmd = spec.cmd, cwd = spec.cwd or root, env = env, meta = meta,
-    killOnStuck = args.killOnStuck or false, stuckMs = args.stuckMs,
+    killOnStuck = args.killOnStuck or false, stuckMs = args.stuckMs, dumpSignal = spec.dump_signal,
   }
   return { testRunId = id, status = "running", framework = adapter.name }
 end

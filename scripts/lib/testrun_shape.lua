@@ -20,18 +20,25 @@ local function progress_of(adapter, r)
   return call(adapter, "progress", r.stdout, r.stderr, r.meta.ctx) or {}
 end
 
--- Stuck reports of the core, with the test that was running (the adapter's view).
-local function stuck_list(r, current)
+-- Stuck reports of the core, with the test that was running (the adapter's view) and
+-- the language's own stacks where the adapter can read them (Python's faulthandler).
+local function stuck_list(adapter, r, current)
   local out = array()
   for _, s in ipairs(r.stuck or {}) do
     local threads = array()
     for _, t in ipairs(s.threads) do
       threads[#threads + 1] = { thread = t.thread, frames = array(t.frames) }
     end
-    out[#out + 1] = {
+    local entry = {
       test = current, pid = s.pid, kind = s.kind, silentMs = s.silentMs, atMs = s.atMs,
       killed = s.killed, threads = threads,
     }
+    local lang = call(adapter, "stuck_stacks", r.stdout, r.stderr, r.meta.ctx)
+    if lang and #lang > 0 then
+      for _, t in ipairs(lang) do t.frames = array(t.frames) end
+      entry.languageStacks = array(lang)
+    end
+    out[#out + 1] = entry
   end
   return out
 end
@@ -47,7 +54,7 @@ function S.progress(adapter, r)
     out.currentTestElapsedMs, out.currentTestBaselineMs = strobe.test.current(r.id, p.currentTest, r.meta.ctx.root)
   end
   if #(r.stuck or {}) > 0 then
-    out.stuck = stuck_list(r, p.currentTest)
+    out.stuck = stuck_list(adapter, r, p.currentTest)
   end
   return out
 end
@@ -122,7 +129,7 @@ function S.result(adapter, r)
       durationMs = r.elapsedMs,
     },
     failures = failures,
-    stuck = stuck_list(r, res.unfinished or p.currentTest),
+    stuck = stuck_list(adapter, r, res.unfinished or p.currentTest),
     project = project_info(adapter, ctx),
     exitCode = r.exitCode,
   }

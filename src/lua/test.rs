@@ -35,6 +35,8 @@ struct StartArgs {
     kill_on_stuck: bool,
     /// Detector thresholds in ms: {suspect, firstStack, confirm}.
     stuck_ms: Option<[u64; 3]>,
+    /// "SIGUSR1" or "SIGQUIT": sent to a stuck process so its runtime prints its stacks.
+    dump_signal: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -87,7 +89,18 @@ pub fn register(lua: &Lua, strobe: &Table) -> mlua::Result<()> {
             if let Some([s, f, c]) = a.stuck_ms {
                 stuck = testrun::stuck::Thresholds { suspect_ms: s, first_stack_ms: f, confirm_ms: c };
             }
-            let spec = testrun::RunSpec { cmd: a.cmd, cwd: a.cwd, env: a.env, meta: a.meta, kill_on_stuck: a.kill_on_stuck, stuck };
+            let dump_signal = match a.dump_signal.as_deref() {
+                None => None,
+                Some("SIGUSR1") => Some(libc::SIGUSR1),
+                Some("SIGUSR2") => Some(libc::SIGUSR2),
+                Some("SIGQUIT") => Some(libc::SIGQUIT),
+                Some(other) => {
+                    return Err(lua_err(StrobeError::validation(format!(
+                        "strobe.test.start: dumpSignal '{other}' is not one of SIGUSR1, SIGUSR2, SIGQUIT"
+                    ))))
+                }
+            };
+            let spec = testrun::RunSpec { cmd: a.cmd, cwd: a.cwd, env: a.env, meta: a.meta, kill_on_stuck: a.kill_on_stuck, stuck, dump_signal };
             Ok(testrun::start(spec).map_err(lua_err)?.id.clone())
         })?,
     )?;

@@ -21,6 +21,9 @@ pub struct RunSpec {
     pub kill_on_stuck: bool,
     /// Tune the detector (tests use the defaults).
     pub stuck: super::stuck::Thresholds,
+    /// Sent to a confirmed stuck process before gdb attaches: the runtime then prints its
+    /// own stacks (Python's faulthandler registered by the pytest adapter on SIGUSR1).
+    pub dump_signal: Option<i32>,
 }
 
 pub fn start(spec: RunSpec) -> Result<Arc<TestRun>> {
@@ -67,7 +70,7 @@ pub fn start(spec: RunSpec) -> Result<Arc<TestRun>> {
             s.ended_ms = Some(r.elapsed_ms());
         })
         .map_err(|e| StrobeError::internal(format!("cannot start the test run's thread: {e}")))?;
-    super::stuck::watch(run.clone(), spec.kill_on_stuck, spec.stuck);
+    super::stuck::watch(run.clone(), spec.kill_on_stuck, spec.stuck, spec.dump_signal);
     Ok(run)
 }
 

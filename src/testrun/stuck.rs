@@ -32,16 +32,17 @@ const TICK: Duration = Duration::from_millis(500);
 const BUSY_SHARE: f64 = 0.7;
 const IDLE_SHARE: f64 = 0.05;
 
-pub fn watch(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds) {
-    let _ = std::thread::Builder::new().name("strobe-stuck".into()).spawn(move || detect(run, kill_on_stuck, t));
+pub fn watch(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds, dump_signal: Option<i32>) {
+    let _ = std::thread::Builder::new().name("strobe-stuck".into()).spawn(move || detect(run, kill_on_stuck, t, dump_signal));
 }
 
-fn detect(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds) {
+fn detect(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds, dump_signal: Option<i32>) {
     let hz = proctree::clock_ticks_per_sec() as f64;
     let mut cpu_history: Vec<(Instant, u64)> = Vec::new();
     let mut first_sample: Option<(u32, Vec<String>)> = None;
     let mut warned_for: Option<Instant> = None;
-    let mut reported_for: Option<Instant> = None;
+    // One report per process: its own later output (a stack dump) must not report it again.
+    let mut reported: Vec<u32> = Vec::new();
     loop {
         std::thread::sleep(TICK);
         let (pid, last_output) = {
@@ -80,6 +81,9 @@ fn detect(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds) {
         // The process doing the work: a leaf of the tree (the test binary, not cargo/npm).
         let leaves = proctree::leaves(&tree);
         let target = leaves.iter().max_by_key(|p| p.cpu_ticks).map(|p| p.pid).unwrap_or(pid);
+        if reported.contains(&target) {
+            continue;
+        }
         if warned_for != Some(last_output) {
             warned_for = Some(last_output);
             let message = if kind == "deadlock" {
@@ -88,9 +92,6 @@ fn detect(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds) {
                 format!("No output for {:.1} s with a core busy: the current test may loop forever.", silent_ms as f64 / 1000.0)
             };
             run.state.lock().unwrap().warnings.push(StuckWarning { at_ms: run.elapsed_ms(), pid: target, kind: kind.into(), silent_ms, message });
-        }
-        if reported_for == Some(last_output) {
-            continue;
         }
         if silent_ms >= t.first_stack_ms && first_sample.as_ref().is_none_or(|(p, _)| *p != target) {
             first_sample = Some((target, proctree::thread_signature(target)));
@@ -105,11 +106,15 @@ fn detect(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds) {
             first_sample = Some((target, now_sig)); // it moved: compare against this one next time
             continue;
         }
+        let (confirmed_at, silent_ms) = (run.elapsed_ms(), Instant::now().duration_since(last_output).as_millis() as u64);
+        if let Some(sig) = dump_signal {
+            // SAFETY: signalling a process of this run's tree.
+            unsafe { libc::kill(target as i32, sig) };
+        }
         let after: Vec<ThreadStack> = super::stacks::capture(target, Duration::from_secs(20));
-        reported_for = Some(last_output);
-        let silent_ms = Instant::now().duration_since(last_output).as_millis() as u64;
+        reported.push(target);
         run.state.lock().unwrap().stuck.push(StuckReport {
-            at_ms: run.elapsed_ms(),
+            at_ms: confirmed_at,
             pid: target,
             kind: kind.into(),
             silent_ms,
