@@ -15,6 +15,7 @@ faulthandler.register(signal.SIGUSR1, all_threads=True)
 root, selector = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "")
 sys.path.insert(0, root)
 out = sys.__stdout__
+UNITTEST_DIR = os.path.dirname(unittest.__file__) + os.sep
 
 def emit(kind, test, **extra):
     extra.update(event=kind, name=test.id())
@@ -24,7 +25,7 @@ def emit(kind, test, **extra):
 def frames(tb):
     return [{"function": f.name, "file": os.path.relpath(f.filename, root) if f.filename.startswith(root) else f.filename,
              "line": f.lineno} for f in traceback.extract_tb(tb)
-            if "/unittest/" not in f.filename]
+            if not f.filename.startswith(UNITTEST_DIR)]
 
 class Result(unittest.TextTestResult):
     def startTest(self, test):

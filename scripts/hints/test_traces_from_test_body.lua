@@ -18,16 +18,17 @@ local function callees(root, failure)
   local names, seen = {}, {}
   for i = failure.line, math.max(1, failure.line - 40), -1 do
     local l = lines[i] or ""
-    for name in l:gmatch("([%a_][%w_]*)%s*%(") do
-      local is_macro = l:find(name .. "!", 1, true)
-      if not KEYWORDS[name] and not is_macro and not name:match("^assert") and not name:match("^EXPECT_")
-        and not name:match("^ASSERT_") and not name:match("^REQUIRE") and not name:match("^CHECK")
-        and name ~= short and not seen[name] then
+    for name in l:gmatch("([%a_][%w_:]*)%s*%(") do
+      local base = name:match("([%w_]+)$") or name
+      local is_macro = l:find(name .. "!", 1, true) or base:match("^[%u%d_]+$") -- Rust macro!, C/C++ MACRO(
+      if not KEYWORDS[base] and not is_macro and not base:match("^assert") and base ~= short and not seen[name] then
         seen[name] = true
         names[#names + 1] = name
       end
     end
+    -- Stop at the test's own definition.
     if l:find(short, 1, true) and i < failure.line then break end
+    if l:match("^%s*TEST") or l:match("^%s*fn ") or l:match("^%s*def ") or l:match("^%s*func ") then break end
   end
   return names
 end
@@ -50,7 +51,9 @@ return {
     end
     local out = {}
     for _, name in ipairs(callees(ctx.root, f)) do
-      if ctx.language == "c" then
+      if name:find("::", 1, true) then
+        out[#out + 1] = name -- already qualified (C++ calc::divide)
+      elseif ctx.language == "c" then
         out[#out + 1] = name
       elseif crate then
         out[#out + 1] = crate .. "::**::" .. name

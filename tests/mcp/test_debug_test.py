@@ -151,6 +151,143 @@ async def test_tdd_loop_suite_then_traced_rerun_then_query(strobe_home):
         assert {"price_cents": 500, "percent": 150} in args, args
 
 
+async def run_stuck(c, **args):
+    """A run with the hanging test enabled and killOnStuck: the completed result."""
+    env = dict(args.pop("env", {}), STROBE_FIXTURE_HANG="1")
+    _, r, _ = await run_to_end(c, env=env, killOnStuck=True, **args)
+    assert r["killed"] is True and r["summary"]["stuck"] == 1, r
+    [stuck] = r["stuck"]
+    assert stuck["killed"] is True and stuck["kind"] == "deadlock", stuck
+    assert stuck["silentMs"] >= 8000 - 600, stuck
+    return r, stuck
+
+
+def frames_of(stuck, key="threads"):
+    return [fr for t in stuck.get(key, []) for fr in t["frames"]]
+
+
+# ---------------------------------------------------------------- Python
+
+def python_project(tmp_path, name):
+    """A copy of a Python fixture whose .venv is the test environment (it has pytest)."""
+    dst = tmp_path / name
+    shutil.copytree(PROJECTS / name, dst)
+    (dst / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+    return dst
+
+
+async def test_pytest_junit_results_and_python_stacks_when_stuck(strobe_home, tmp_path):
+    project = python_project(tmp_path, "pytest")
+    async with mcp_client(strobe_home) as c:
+        started, r, _ = await run_to_end(c, projectRoot=str(project))
+        assert started["framework"] == "pytest"
+        s = r["summary"]
+        assert (s["passed"], s["failed"], s["skipped"]) == (2, 2, 1), r
+        assert r["project"] == {"language": "python", "buildSystem": "pip", "testFiles": ["tests/test_cart.py"]}
+        f = by_name(r)
+        ship = f["tests/test_cart.py::test_free_shipping_from_fifty"]
+        assert (ship["file"], ship["line"]) == ("tests/test_cart.py", 14), ship
+        assert ship["message"].startswith("assert 5 == 0"), ship
+        assert ship["rerunCommand"] == ".venv/bin/python -m pytest 'tests/test_cart.py::test_free_shipping_from_fifty'"
+        coupon = f["tests/test_cart.py::test_expired_coupon_keeps_price"]
+        # Where it failed: the innermost project frame, in the code under test.
+        assert (coupon["file"], coupon["line"], coupon["message"]) == ("cart.py", 6, "KeyError: 'SPRING'"), coupon
+        assert coupon["stack"] == ["apply_coupon (cart.py:6)", "test_expired_coupon_keeps_price (tests/test_cart.py:18)"]
+        # Python functions cannot be traced yet: no patterns, and the suggestion says so.
+        assert coupon["suggestedTraces"] == [] and "cannot be traced" in coupon["suggestions"][0]
+
+        # One test by name (pytest -k).
+        _, one, _ = await run_to_end(c, projectRoot=str(project), test="test_half_price")
+        assert (one["summary"]["passed"], one["summary"]["failed"]) == (1, 0), one
+
+        r, stuck = await run_stuck(c, projectRoot=str(project))
+        assert stuck["test"] == "tests/test_cart.py::test_waits_for_inventory_lock", stuck
+        # pytest still wrote its report when stopped: the other tests are counted.
+        assert (r["summary"]["passed"], r["summary"]["failed"], r["summary"]["skipped"]) == (1, 2, 1), r
+        py_frames = frames_of(stuck, "languageStacks")
+        assert any(fr.startswith("test_waits_for_inventory_lock (") and "test_cart.py:28" in fr for fr in py_frames), stuck
+        assert any("futex" in fr or "pthread" in fr or "sem_" in fr for fr in frames_of(stuck)), stuck
+
+
+async def test_pytest_uv_project_and_no_tests(strobe_home, tmp_path):
+    uv = python_project(tmp_path, "pytest_uv")
+    empty = python_project(tmp_path, "pytest_empty")
+    async with mcp_client(strobe_home) as c:
+        _, r, _ = await run_to_end(c, projectRoot=str(uv))
+        assert r["framework"] == "pytest" and r["project"]["buildSystem"] == "uv", r
+        assert r["summary"]["passed"] == 1, r  # ran with the project's .venv
+        _, r, _ = await run_to_end(c, projectRoot=str(empty))
+        assert r["noTests"] is True and "no tests" in r["hint"], r
+
+
+async def test_unittest_json_runner_results_and_stuck(strobe_home):
+    root = PROJECTS / "unittest"
+    async with mcp_client(strobe_home) as c:
+        started, r, _ = await run_to_end(c, projectRoot=str(root))
+        assert started["framework"] == "unittest"
+        s = r["summary"]
+        assert (s["passed"], s["failed"], s["skipped"]) == (2, 2, 1), r
+        f = by_name(r)
+        rm = f["tests.test_inventory.InventoryTest.test_remove_all"]
+        assert (rm["file"], rm["line"], rm["message"]) == ("inventory.py", 11, "ValueError: only 1 of pear left"), rm
+        assert rm["stack"] == ["remove (inventory.py:11)", "test_remove_all (tests/test_inventory.py:18)"]
+        cnt = f["tests.test_inventory.InventoryTest.test_count_after_remove"]
+        assert (cnt["file"], cnt["line"], cnt["message"]) == ("tests/test_inventory.py", 24, "AssertionError: 3 != 2"), cnt
+        assert cnt["rerunCommand"] == "python3 -m unittest tests.test_inventory.InventoryTest.test_count_after_remove"
+
+        r, stuck = await run_stuck(c, projectRoot=str(root))
+        assert stuck["test"] == "tests.test_inventory.InventoryTest.test_waits_for_restock", stuck
+        assert any("test_waits_for_restock (" in fr for fr in frames_of(stuck, "languageStacks")), stuck
+
+
+# ---------------------------------------------------------------- C++
+
+CPP = {
+    "gtest": ("gtest_calc", "Calc.FactorialOfFive", "Calc.RoundsHalfUp", "Calc.WaitsForLock",
+              "Expected equality of these values:\n  got\n    Which is: 24\n  120", 13, 16),
+    "catch2": ("catch2_calc", "factorial of five", "rounds half up", "waits for lock",
+               "CHECK(got == 120) with expansion: 24 == 120", 14, 17),
+}
+
+
+@pytest.mark.parametrize("framework", sorted(CPP))
+async def test_cpp_frameworks_results_traces_and_stuck(strobe_home, fixtures_dir, framework):
+    binary, fact, rounds, hang, fact_msg, fact_line, rounds_line = CPP[framework]
+    command = str(fixtures_dir / "test_projects" / binary)
+    root = PROJECTS / "cpp"
+    async with mcp_client(strobe_home) as c:
+        started, r, _ = await run_to_end(c, projectRoot=str(root), command=command)
+        assert started["framework"] == framework  # detected from the binary
+        s = r["summary"]
+        assert (s["passed"], s["failed"], s["skipped"]) == (2, 2, 1), r
+        assert r["project"]["buildSystem"] == "cmake" and r["project"]["language"] == "cpp"
+        f = by_name(r)
+        assert (f[fact]["file"], f[fact]["line"]) == (f"tests/calc_{framework}.cpp", fact_line), f[fact]
+        assert f[fact]["message"] == fact_msg
+        assert f[fact]["suggestedTraces"] == ["calc::factorial"], f[fact]
+        assert (f[rounds]["line"], f[rounds]["suggestedTraces"]) == (rounds_line, ["calc::divide"]), f[rounds]
+        assert f[fact]["rerunCommand"].startswith(command)
+
+        r, stuck = await run_stuck(c, projectRoot=str(root), command=command)
+        assert stuck["test"] == hang, stuck
+        assert any("calc_" + framework + ".cpp:" in fr and "wait" not in fr.split(" at ")[0].lower()
+                   or "WaitsForLock" in fr for fr in frames_of(stuck)), stuck
+        assert any("condition_variable" in fr or "pthread_cond_wait" in fr for fr in frames_of(stuck)), stuck
+
+        if framework == "gtest":
+            # Traced rerun of one test: the culprit's argument and result.
+            traced, r2, _ = await run_to_end(c, projectRoot=str(root), command=command, test=fact,
+                                             tracePatterns=f[fact]["suggestedTraces"])
+            assert r2["summary"]["failed"] == 1 and r2["summary"]["passed"] == 0, r2
+            sid = traced["sessionId"]
+            enter = await c.call("debug_query", sessionId=sid, eventType="function_enter",
+                                 verbose=True, function={"equals": "calc::factorial"})
+            exit_ = await c.call("debug_query", sessionId=sid, eventType="function_exit",
+                                 verbose=True, function={"equals": "calc::factorial"})
+            assert [e["arguments"]["n"] for e in enter["events"]] == [5], enter
+            assert [e["returnValue"] for e in exit_["events"]] == [24], exit_
+
+
 # ---------------------------------------------------------------- bad input
 
 async def test_bad_input_gets_spec_errors(strobe_home, tmp_path):
@@ -160,7 +297,9 @@ async def test_bad_input_gets_spec_errors(strobe_home, tmp_path):
         e = await c.error("debug_test", projectRoot=str(tmp_path / "nope"))
         assert e.code == "VALIDATION_ERROR" and "not a directory" in e.message
         e = await c.error("debug_test", projectRoot=str(PROJECTS / "cargo"), framework="nosuch")
-        assert e.code == "VALIDATION_ERROR" and "Known: cargo" in e.message
+        assert e.code == "VALIDATION_ERROR" and "cargo" in e.message and "pytest" in e.message
+        e = await c.error("debug_test", projectRoot=str(PROJECTS / "cpp"), framework="gtest")
+        assert e.code == "VALIDATION_ERROR" and "'command'" in e.message
         e = await c.error("debug_test", projectRoot=str(tmp_path))
         assert e.code == "VALIDATION_ERROR" and "No test framework detected" in e.message
         e = await c.error("debug_test", action="status", testRunId="test-unknown")
