@@ -28,6 +28,9 @@ pub enum ErrorCode {
     NotPaused,
     /// A Lua chunk ran past its budget (the daemon's watchdog interrupted it).
     ScriptTimeout,
+    /// The client cancelled the request (`notifications/cancelled`) or went away; the
+    /// client never sees it (no response is sent), but a script's cleanup may.
+    Cancelled,
     /// Something inside Strobe failed; the message says what.
     InternalError,
 }
@@ -52,6 +55,7 @@ impl ErrorCode {
         ErrorCode::EvalError,
         ErrorCode::NotPaused,
         ErrorCode::ScriptTimeout,
+        ErrorCode::Cancelled,
         ErrorCode::InternalError,
     ];
 
@@ -75,6 +79,7 @@ impl ErrorCode {
             ErrorCode::EvalError => "EVAL_ERROR",
             ErrorCode::NotPaused => "NOT_PAUSED",
             ErrorCode::ScriptTimeout => "SCRIPT_TIMEOUT",
+            ErrorCode::Cancelled => "CANCELLED",
             ErrorCode::InternalError => "INTERNAL_ERROR",
         }
     }

@@ -2,6 +2,8 @@
 //! provides primitives; the surface (MCP tools, hints, scenarios) is Lua in `scripts/`.
 
 pub mod error;
+/// The request being served: its cancellation and progress notifications.
+pub mod inflight;
 pub mod paths;
 /// SQLite event store: schema, batched writer thread, queries.
 pub mod store;

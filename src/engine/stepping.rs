@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use super::debug_state::{function_at, hex, parse_hex, PausedThread};
 use super::{Engine, Session, SessionStatus};
 use crate::error::{Result, StrobeError};
+use crate::inflight;
 use crate::symbols::{LineTable, LocalsInfo};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +152,7 @@ impl Engine {
             }
         }
         let deadline = Instant::now() + timeout;
+        let mut pace = inflight::Pace::new();
         loop {
             {
                 let st = session.debug.lock();
@@ -170,7 +172,7 @@ impl Engine {
                 let paused = session.debug.lock().paused.len();
                 return Ok(ContinueResult { status: if paused > 0 { "paused" } else { "running" }.into(), paused_threads: paused, warnings, ..Default::default() });
             }
-            tokio::time::sleep(Duration::from_millis(15)).await;
+            wait_tick(&mut pace, deadline, timeout).await?;
         }
     }
 
@@ -179,6 +181,7 @@ impl Engine {
     pub async fn wait_for_pause(self: &Arc<Engine>, id: &str, timeout: Duration) -> Result<ContinueResult> {
         let session = self.session(id)?;
         let deadline = Instant::now() + timeout;
+        let mut pace = inflight::Pace::new();
         loop {
             {
                 let st = session.debug.lock();
@@ -192,7 +195,7 @@ impl Engine {
             if Instant::now() >= deadline {
                 return Ok(ContinueResult { status: "running".into(), ..Default::default() });
             }
-            tokio::time::sleep(Duration::from_millis(15)).await;
+            wait_tick(&mut pace, deadline, timeout).await?;
         }
     }
 
@@ -295,4 +298,20 @@ fn caller_next_lines(symbols: &crate::symbols::SymbolIndex, lines: &LineTable, r
     // Hardware slots are few: the lines right after the call first.
     out.sort_by_key(|(a, _)| (*a < ra, *a));
     out
+}
+
+/// One turn of a pause wait: ends the wait when the client cancelled the request,
+/// reports how long it has waited (a progress heartbeat, once a second), then sleeps.
+async fn wait_tick(pace: &mut inflight::Pace, deadline: Instant, timeout: Duration) -> Result<()> {
+    inflight::check()?;
+    if pace.due() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        inflight::heartbeat(&format!(
+            "waiting for a pause or the exit ({} s of {} s)",
+            (timeout - left.min(timeout)).as_secs(),
+            timeout.as_secs()
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(15)).await;
+    Ok(())
 }

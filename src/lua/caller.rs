@@ -21,3 +21,24 @@ pub(crate) async fn serving<F: Future>(scope: StageScope, f: F) -> F::Output {
 pub(crate) fn current() -> StageScope {
     CALLER.try_with(|s| *s).unwrap_or_default()
 }
+
+/// Sessions launched on behalf of each MCP connection (through any tool, script or REPL
+/// chunk), so that its cleanup stops them even when the call that launched one never
+/// answered (cancelled, or its client gone).
+static LAUNCHED: std::sync::Mutex<Vec<(StageScope, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Record that the current caller launched session `id`.
+pub(crate) fn note_launched(id: &str) {
+    let scope = current();
+    if scope != StageScope::Local {
+        LAUNCHED.lock().unwrap().push((scope, id.to_string()));
+    }
+}
+
+/// The sessions launched for `scope`, forgotten here.
+pub(crate) fn take_launched(scope: StageScope) -> Vec<String> {
+    let mut all = LAUNCHED.lock().unwrap();
+    let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(s, _)| *s == scope);
+    *all = rest;
+    mine.into_iter().map(|(_, id)| id).collect()
+}

@@ -47,7 +47,7 @@ use crate::engine::Engine;
 
 /// Every `strobe.*` module, in one visible list.
 fn register_modules(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Result<()> {
-    util::register(lua, strobe)?; // strobe.error, strobe.sleep, strobe.log, strobe.now_ms
+    util::register(lua, strobe)?; // strobe.error, strobe.sleep, strobe.progress, strobe.log, strobe.now_ms
     json::register(lua, strobe)?; // strobe.json.encode/decode/array/null
     session::register(lua, strobe, engine)?; // strobe.launch, strobe.session, strobe.sessions
     staging::register(lua, strobe, engine)?; // strobe.trace_pending, strobe.stage_breakpoints, strobe.staged

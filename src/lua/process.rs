@@ -42,8 +42,10 @@ pub fn register(lua: &Lua, strobe: &Table) -> mlua::Result<()> {
                 .spawn()
                 .map_err(|e| lua_err(StrobeError::validation(format!("strobe.exec: cannot run '{program}': {e}"))))?;
             let limit = std::time::Duration::from_millis(a.timeout_ms.unwrap_or(600_000));
-            let out = tokio::time::timeout(limit, child.wait_with_output())
+            // Cancelling the request drops the wait, and with it the child (kill_on_drop).
+            let out = crate::inflight::or_cancelled(tokio::time::timeout(limit, child.wait_with_output()))
                 .await
+                .map_err(lua_err)?
                 .map_err(|_| lua_err(StrobeError::validation(format!("strobe.exec: '{program}' timed out after {limit:?}"))))?
                 .map_err(|e| lua_err(StrobeError::internal(format!("strobe.exec: {e}"))))?;
             let result = serde_json::json!({

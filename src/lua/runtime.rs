@@ -21,10 +21,11 @@ use super::scripts::ScriptSources;
 pub use super::tools::ToolInfo;
 use crate::engine::{Engine, StageScope};
 use crate::error::{Result, StrobeError};
+use crate::inflight::Inflight;
 
 pub(super) enum Request {
     ListTools(oneshot::Sender<Vec<ToolInfo>>),
-    CallTool { name: String, args: serde_json::Value, scope: StageScope, reply: oneshot::Sender<Result<serde_json::Value>> },
+    CallTool { name: String, args: serde_json::Value, scope: StageScope, inflight: Inflight, reply: oneshot::Sender<Result<serde_json::Value>> },
     RunFile { path: PathBuf, args: Vec<String>, reply: oneshot::Sender<Result<RunOutcome>> },
     Eval { scope: StageScope, code: String, reply: oneshot::Sender<EvalOutput> },
     DropRepl(StageScope),
@@ -126,7 +127,13 @@ impl LuaHost {
 
     /// Call a tool for `scope` (an MCP connection): what it stages is that caller's (caller.rs).
     pub async fn call_tool_as(&self, scope: StageScope, name: &str, args: serde_json::Value) -> Result<serde_json::Value> {
-        self.ask(|reply| Request::CallTool { name: name.to_string(), args, scope, reply }).await?
+        self.call_tool_inflight(scope, name, args, Inflight::default()).await
+    }
+
+    /// Call a tool as the MCP request `inflight`: cancelling it stops the call at its next
+    /// wait or Lua instruction check, and its progress goes to that request's client.
+    pub async fn call_tool_inflight(&self, scope: StageScope, name: &str, args: serde_json::Value, inflight: Inflight) -> Result<serde_json::Value> {
+        self.ask(|reply| Request::CallTool { name: name.to_string(), args, scope, inflight, reply }).await?
     }
 
     /// Run a Lua file with the `strobe` module (what `strobe run` does). Like the
@@ -157,6 +164,12 @@ impl LuaHost {
     pub async fn eval_as(&self, scope: StageScope, code: &str) -> Result<EvalOutput> {
         let home = self.repl_home(scope)?;
         self.ask_at(Some(home), |reply| Request::Eval { scope, code: code.to_string(), reply }).await
+    }
+
+    /// The sessions launched on behalf of `scope` so far (forgotten here): its client
+    /// went away, and these are the targets to stop.
+    pub fn take_launched(&self, scope: StageScope) -> Vec<String> {
+        super::caller::take_launched(scope)
     }
 
     /// Forget the REPL state of `scope` (its client went away).

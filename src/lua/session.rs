@@ -114,7 +114,12 @@ impl UserData for LuaSession {
                 v.set("limit", 500)?;
                 let mut q = super::events::query_from_lua(&lua, &engine, &id, Value::Table(v))?;
                 let deadline = std::time::Instant::now() + timeout;
+                let mut pace = crate::inflight::Pace::new();
                 loop {
+                    crate::inflight::check().map_err(lua_err)?;
+                    if pace.due() {
+                        crate::inflight::heartbeat("waiting for a matching event (session:wait_for)");
+                    }
                     let r = engine.query(&q).map_err(lua_err)?;
                     let hit = r.events.iter().find(|e| match &text {
                         Some(t) => e.text.as_deref().is_some_and(|x| x.contains(t.as_str())),
@@ -184,6 +189,7 @@ pub fn register(lua: &Lua, strobe: &Table, engine: &Arc<Engine>) -> mlua::Result
                     scope: super::caller::current(),
                 };
                 let r = engine.launch(req).await.map_err(lua_err)?;
+                super::caller::note_launched(&r.session_id);
                 let s = lua.create_userdata(LuaSession { id: r.session_id.clone(), pid: r.pid, engine: engine.clone() })?;
                 Ok((s, to_lua(&lua, &r)?))
             }

@@ -92,10 +92,14 @@ fn stream_lines<R: AsyncRead + Unpin + Send + 'static>(r: R, tag: &'static str, 
 /// The next line (and its stream), `None` at the end of output; `Err(())` at the timeout.
 async fn next_line(p: &Proc, timeout: Option<u64>) -> Result<Option<(&'static str, String)>, ()> {
     let mut rx = p.lines.lock().await;
-    match timeout {
-        None => Ok(rx.recv().await),
-        Some(ms) => tokio::time::timeout(Duration::from_millis(ms), rx.recv()).await.map_err(|_| ()),
-    }
+    let read = async {
+        match timeout {
+            None => Ok(rx.recv().await),
+            Some(ms) => tokio::time::timeout(Duration::from_millis(ms), rx.recv()).await.map_err(|_| ()),
+        }
+    };
+    // A cancelled request reads as a timeout; the script's next instruction then stops it.
+    crate::inflight::or_cancelled(read).await.unwrap_or(Err(()))
 }
 
 fn status_json(s: std::process::ExitStatus) -> serde_json::Value {
@@ -169,10 +173,16 @@ impl UserData for LuaProcess {
             async move {
                 let p = p?;
                 let mut child = p.child.lock().await;
-                let waited = match timeout {
-                    None => Ok(child.wait().await),
-                    Some(ms) => tokio::time::timeout(Duration::from_millis(ms), child.wait()).await,
-                };
+                // A cancelled request stops waiting (the process keeps running until the
+                // script's owner stops it, as at a timeout).
+                let waited = crate::inflight::or_cancelled(async {
+                    match timeout {
+                        None => Ok(child.wait().await),
+                        Some(ms) => tokio::time::timeout(Duration::from_millis(ms), child.wait()).await,
+                    }
+                })
+                .await
+                .map_err(lua_err)?;
                 match waited {
                     Ok(Ok(s)) => to_lua(&lua, &status_json(s)),
                     Ok(Err(e)) => Err(lua_err(StrobeError::internal(format!("wait for '{}': {e}", p.cmd)))),

@@ -1,5 +1,5 @@
-//! `strobe.error`, `strobe.sleep`, `strobe.log`, `strobe.now_ms`: small helpers every
-//! script needs.
+//! `strobe.error`, `strobe.sleep`, `strobe.progress`, `strobe.log`, `strobe.now_ms`:
+//! small helpers every script needs.
 
 use mlua::{Lua, Table, Variadic};
 
@@ -16,12 +16,22 @@ pub fn register(lua: &Lua, strobe: &Table) -> mlua::Result<()> {
             Err(super::lua_err(StrobeError::new(code, message)))
         })?,
     )?;
-    // strobe.sleep(ms): yields to other clients while waiting.
+    // strobe.sleep(ms): yields to other clients while waiting; ends the script with
+    // CANCELLED when the client cancels the request.
     strobe.set(
         "sleep",
         lua.create_async_function(|_, ms: u64| async move {
-            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-            Ok(())
+            crate::inflight::or_cancelled(tokio::time::sleep(std::time::Duration::from_millis(ms)))
+                .await
+                .map_err(super::lua_err)
+        })?,
+    )?;
+    // strobe.progress(progress, total?, message?): a progress notification to the MCP
+    // client, if it asked for them; progress must grow. Returns whether one was sent.
+    strobe.set(
+        "progress",
+        lua.create_function(|_, (progress, total, message): (f64, Option<f64>, Option<String>)| {
+            Ok(crate::inflight::progress(progress, total, message.as_deref()))
         })?,
     )?;
     strobe.set(

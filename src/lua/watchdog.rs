@@ -6,7 +6,8 @@
 //! (`Budgeted`): a chunk may run that long *without yielding* (awaiting the engine does
 //! not count), and optionally until an absolute deadline (debug_script's `timeoutMs`).
 //! Hint rules get a shorter nested budget (`with_budget`). Also: a memory limit per
-//! state, and no process-exiting functions.
+//! state, and no process-exiting functions. The same check stops a chunk whose request
+//! the client cancelled (`crate::inflight`): `CANCELLED: ...`, at every instruction too.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -102,13 +103,16 @@ impl<F: Future> Future for Budgeted<F> {
 /// The budget check, run by Lua every `CHECK_EVERY` instructions.
 unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
     let active = ACTIVE.with(|a| a.get());
-    let Some(active) = active.filter(|a| Instant::now() >= a.until) else {
+    let over = active.filter(|a| Instant::now() >= a.until);
+    // The client cancelled the request this chunk serves: stop it like a timeout.
+    let cancelled = over.is_none() && crate::inflight::is_cancelled();
+    if over.is_none() && !cancelled {
         // A coroutine tripped earlier (then recycled) goes back to the cheap rate.
         if ffi::lua_gethookcount(state) == 1 {
             ffi::lua_sethook(state, Some(hook), ffi::LUA_MASKCOUNT, CHECK_EVERY);
         }
         return;
-    };
+    }
     // Tripped: from now on this coroutine fails at every instruction.
     ffi::lua_sethook(state, Some(hook), ffi::LUA_MASKCOUNT, 1);
     let mut place = String::new();
@@ -116,11 +120,14 @@ unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_D
         let src = std::ffi::CStr::from_ptr((*ar).short_src.as_ptr()).to_string_lossy();
         place = format!(" at {src}:{}", (*ar).currentline);
     }
-    let msg = format!(
-        "SCRIPT_TIMEOUT: {} ran longer than its budget ({} ms without yielding, or past its timeoutMs) and was interrupted{place}. Look for an endless loop; long waits should use strobe.sleep or session:wait_for, which yield.",
-        active.what,
-        active.slice.as_millis()
-    );
+    let msg = match over {
+        Some(active) => format!(
+            "SCRIPT_TIMEOUT: {} ran longer than its budget ({} ms without yielding, or past its timeoutMs) and was interrupted{place}. Look for an endless loop; long waits should use strobe.sleep or session:wait_for, which yield.",
+            active.what,
+            active.slice.as_millis()
+        ),
+        None => format!("{}{place}", crate::inflight::cancelled_error()),
+    };
     ffi::lua_pushlstring(state, msg.as_ptr() as *const _, msg.len());
     drop(msg);
     drop(place);

@@ -117,9 +117,9 @@ async fn handle(state: &State, req: Request) {
         Request::ListTools(reply) => {
             let _ = reply.send(state.loaded.borrow().tools.values().map(|t| t.info.clone()).collect());
         }
-        Request::CallTool { name, args, scope, reply } => {
+        Request::CallTool { name, args, scope, inflight, reply } => {
             let call = Budgeted::new(Budget::slice(TOOL_SLICE, "the tool script"), call_tool(state, &name, args));
-            let _ = reply.send(super::caller::serving(scope, call).await);
+            let _ = reply.send(inflight.scope(super::caller::serving(scope, call)).await);
         }
         Request::RunFile { path, args, reply } => {
             let run = Budgeted::new(Budget::slice(RUN_SLICE, "the script"), run_file(state, &path, &args));

@@ -1,18 +1,26 @@
 //! One MCP client connection: newline-delimited JSON-RPC in, responses out. Requests
-//! run concurrently; the sessions a connection launched are stopped (targets killed,
-//! data kept) when it goes away.
+//! run concurrently, each with its own cancellation token (`crate::inflight`):
+//! `notifications/cancelled` stops one (no response is sent for it). The sessions a
+//! connection launched are stopped (targets killed, data kept) when it goes away.
+//!
+//! End of input means the client sent its last request: a client that only shut down
+//! its writing side still gets the answers to what it asked. A client that is gone
+//! (its socket closed both ways: `hung_up`, or our write failed) has its requests
+//! cancelled and its targets stopped at once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use super::lines::{next_line, Line, MAX_LINE_BYTES};
+use super::lines::{next_line, too_long_message, Line, MAX_LINE_BYTES, NOT_UTF8_MESSAGE};
 use super::protocol::*;
 use crate::engine::{Engine, StageScope};
 use crate::error::{ErrorCode, StrobeError};
+use crate::inflight::Inflight;
 use crate::lua::LuaHost;
 
 /// Sessions one client may hold at once.
@@ -30,7 +38,12 @@ pub struct Connection {
     launching: Mutex<usize>,
     /// `initialize` received: only it and `ping` are served before.
     initialized: std::sync::atomic::AtomicBool,
+    /// Requests in flight, by id (as JSON text), to cancel them.
+    inflight: Mutex<HashMap<String, (u64, tokio_util::sync::CancellationToken)>>,
 }
+
+/// How often a connection whose input ended checks whether its client is gone.
+const HANGUP_CHECK_EVERY: Duration = Duration::from_millis(100);
 
 
 /// Launches under way in the whole daemon; checking the limits and reserving a slot
@@ -52,11 +65,20 @@ impl Drop for LaunchSlot<'_> {
 impl Connection {
     pub fn new(engine: Arc<Engine>, lua: LuaHost) -> Arc<Connection> {
         let id = NEXT_CONNECTION_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Arc::new(Connection { id, engine, lua, launched: Mutex::new(BTreeSet::new()), launching: Mutex::new(0), initialized: Default::default() })
+        Arc::new(Connection {
+            id,
+            engine,
+            lua,
+            launched: Mutex::new(BTreeSet::new()),
+            launching: Mutex::new(0),
+            initialized: Default::default(),
+            inflight: Mutex::default(),
+        })
     }
 
-    /// Serve until the peer closes its side, then clean up its sessions.
-    pub async fn serve<R, W>(self: Arc<Self>, reader: R, mut writer: W)
+    /// Serve until the peer's input ends, then clean up its sessions: after the answers
+    /// to its requests when it still reads them, at once when `hung_up()` says it is gone.
+    pub async fn serve<R, W>(self: Arc<Self>, reader: R, mut writer: W, hung_up: impl Fn() -> bool)
     where
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -84,37 +106,108 @@ impl Connection {
         });
         let mut reader = BufReader::new(reader);
         let mut tasks = tokio::task::JoinSet::new();
-        while let Ok(Some(line)) = next_line(&mut reader, MAX_LINE_BYTES).await {
-            let line = match line {
-                Line::Text(line) => line,
-                Line::TooLong(n) => {
-                    let msg = format!("Request too long: {n} bytes (the limit is {} MiB per line). Send smaller requests.", MAX_LINE_BYTES >> 20);
-                    let _ = out_tx.send(error_response(&Value::Null, INVALID_REQUEST, msg).to_string());
+        let mut gone = false;
+        loop {
+            let line = match next_line(&mut reader, MAX_LINE_BYTES).await {
+                Ok(Some(Line::Text(line))) => line,
+                Ok(Some(Line::TooLong(n))) => {
+                    let _ = out_tx.send(error_response(&Value::Null, INVALID_REQUEST, too_long_message(n)).to_string());
                     continue;
                 }
-                Line::NotUtf8 => {
-                    let _ = out_tx.send(error_response(&Value::Null, PARSE_ERROR, "Parse error: the line is not valid UTF-8").to_string());
+                Ok(Some(Line::NotUtf8)) => {
+                    let _ = out_tx.send(error_response(&Value::Null, PARSE_ERROR, NOT_UTF8_MESSAGE).to_string());
                     continue;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    gone = true; // a reset connection
+                    break;
                 }
             };
             if line.trim().is_empty() {
                 continue;
             }
+            let msg: Option<Value> = serde_json::from_str(&line).ok();
+            if let Some(id) = msg.as_ref().and_then(cancelled_request_id) {
+                self.cancel(&id); // at once, not behind the request it cancels
+                continue;
+            }
+            let request = msg.as_ref().and_then(|m| Some((m.get("id")?.clone(), m)));
+            let inflight = match request {
+                Some((id, m)) if !m.is_array() && m.get("method").is_some() => {
+                    let token = m.pointer("/params/_meta/progressToken").cloned();
+                    Some((id, Inflight::new(token, &out_tx)))
+                }
+                _ => None,
+            };
+            let registered = inflight.as_ref().map(|(id, req)| self.register(id, req));
             let conn = self.clone();
             let out = out_tx.clone();
             tasks.spawn(async move {
-                if let Some(resp) = conn.handle_line(&line).await {
+                let req = inflight.as_ref().map(|(_, r)| r.clone()).unwrap_or_default();
+                let cancel = req.cancel.clone();
+                let resp = conn.handle_parsed(&line, msg, req).await;
+                if let (Some((id, _)), Some(serial)) = (&inflight, registered) {
+                    conn.unregister(id, serial);
+                }
+                // The MCP spec: no response to a cancelled request.
+                if let Some(resp) = resp.filter(|_| !cancel.is_cancelled()) {
                     let _ = out.send(resp);
                 }
             });
             while tasks.try_join_next().is_some() {}
         }
-        // The client is gone: finish what it asked, then stop its targets.
+        // The input ended. Answer what the client asked while it still reads; stop
+        // checking once it is gone.
+        while !gone && !tasks.is_empty() {
+            tokio::select! {
+                _ = tasks.join_next() => {}
+                _ = tokio::time::sleep(HANGUP_CHECK_EVERY) => gone = hung_up() || write_task.is_finished(),
+            }
+        }
+        if gone {
+            tracing::info!("client gone with {} requests in flight: cancelling them", tasks.len());
+            self.cancel_all();
+            self.cleanup().await;
+        }
+        // Cancelled work ends at its next wait or Lua instruction check; a launch under
+        // way finishes first, and is stopped by the cleanup below.
         while tasks.join_next().await.is_some() {}
         notify_task.abort();
         drop(out_tx);
         let _ = write_task.await;
         self.cleanup().await;
+    }
+
+    /// Track request `id`'s cancellation; the serial tells this registration from a later
+    /// one reusing the id.
+    fn register(&self, id: &Value, req: &Inflight) -> u64 {
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inflight.lock().unwrap().insert(id.to_string(), (serial, req.cancel.clone()));
+        serial
+    }
+
+    fn unregister(&self, id: &Value, serial: u64) {
+        let mut map = self.inflight.lock().unwrap();
+        if map.get(&id.to_string()).is_some_and(|(s, _)| *s == serial) {
+            map.remove(&id.to_string());
+        }
+    }
+
+    /// `notifications/cancelled`: stop request `id` if it is still in flight (an unknown
+    /// or finished id is ignored, as the spec says).
+    fn cancel(&self, id: &Value) {
+        if let Some((_, token)) = self.inflight.lock().unwrap().get(&id.to_string()) {
+            tracing::debug!("request {id} cancelled by the client");
+            token.cancel();
+        }
+    }
+
+    fn cancel_all(&self) {
+        for (_, token) in self.inflight.lock().unwrap().values() {
+            token.cancel();
+        }
     }
 
     fn scope(&self) -> StageScope {
@@ -125,7 +218,10 @@ impl Connection {
         // What it staged was for its own next launch, which will not come.
         self.engine.clear_staged(self.scope());
         self.lua.drop_repl(self.scope());
-        let ids: Vec<String> = self.launched.lock().unwrap().iter().cloned().collect();
+        // What it launched, also through calls that never answered (cancelled, or the
+        // client gone first).
+        let mut ids: BTreeSet<String> = std::mem::take(&mut *self.launched.lock().unwrap());
+        ids.extend(self.lua.take_launched(self.scope()));
         for id in ids {
             if self.engine.live_session_ids().contains(&id) {
                 tracing::info!("client disconnected: stopping its session {id} (data kept)");
@@ -136,9 +232,17 @@ impl Connection {
 
     /// Handle one line; the encoded answer, `None` for notifications.
     pub async fn handle_line(&self, line: &str) -> Option<String> {
-        let msg: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => return Some(error_response(&Value::Null, PARSE_ERROR, format!("Parse error: {e}")).to_string()),
+        self.handle_parsed(line, serde_json::from_str(line).ok(), Inflight::default()).await
+    }
+
+    /// Handle one line, parsed already (`None`: it is not JSON) and served as request `req`.
+    async fn handle_parsed(&self, line: &str, msg: Option<Value>, req: Inflight) -> Option<String> {
+        let msg: Value = match msg {
+            Some(v) => v,
+            None => {
+                let e = serde_json::from_str::<Value>(line).err().map(|e| e.to_string()).unwrap_or_default();
+                return Some(error_response(&Value::Null, PARSE_ERROR, format!("Parse error: {e}")).to_string());
+            }
         };
         if let Some(batch) = msg.as_array() {
             if batch.is_empty() {
@@ -148,17 +252,17 @@ impl Connection {
             let raw = raw_batch_ids(line);
             let mut out = Vec::new();
             for (i, m) in batch.iter().enumerate() {
-                if let Some(r) = self.handle_message(m).await {
+                if let Some(r) = self.handle_message(m, Inflight::default()).await {
                     out.push(encode(r, raw.get(i).and_then(Option::as_deref)));
                 }
             }
             return (!out.is_empty()).then(|| format!("[{}]", out.join(",")));
         }
         let raw = raw_id(line);
-        self.handle_message(&msg).await.map(|r| encode(r, raw.as_deref()))
+        self.handle_message(&msg, req).await.map(|r| encode(r, raw.as_deref()))
     }
 
-    async fn handle_message(&self, msg: &Value) -> Option<Value> {
+    async fn handle_message(&self, msg: &Value, req: Inflight) -> Option<Value> {
         let id = msg.get("id").cloned();
         let Some(method) = msg.get("method").and_then(Value::as_str) else {
             if msg.get("result").is_some() || msg.get("error").is_some() {
@@ -188,7 +292,7 @@ impl Connection {
                     return Some(error_response(&id, INVALID_PARAMS, "tools/call needs params.name (the tool to call)"));
                 };
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
-                match self.call_tool(name, args).await {
+                match self.call_tool(name, args, req).await {
                     Ok(result) => response(&id, result),
                     // The MCP spec: an unknown tool is a protocol error, not a tool result.
                     Err(e) => error_response(&id, INVALID_PARAMS, e.message),
@@ -208,7 +312,7 @@ impl Connection {
     }
 
     /// The tool's MCP result; `Err` (a protocol error) only when no tool has that name.
-    async fn call_tool(&self, name: &str, args: Value) -> Result<Value, StrobeError> {
+    async fn call_tool(&self, name: &str, args: Value, req: Inflight) -> Result<Value, StrobeError> {
         // Settings are re-read on every call: an edited events.maxPerSession applies now.
         self.engine.apply_event_limits();
         let _slot = if name == "debug_launch" {
@@ -219,7 +323,7 @@ impl Connection {
         } else {
             None
         };
-        match self.lua.call_tool_as(self.scope(), name, args).await {
+        match self.lua.call_tool_inflight(self.scope(), name, args, req).await {
             Ok(result) => {
                 if name == "debug_launch" {
                     if let Some(id) = result.get("sessionId").and_then(Value::as_str) {
@@ -252,6 +356,13 @@ impl Connection {
         *mine_launching += 1;
         Ok(LaunchSlot(self))
     }
+}
+
+/// The request a `notifications/cancelled` names (`params.requestId`).
+fn cancelled_request_id(msg: &Value) -> Option<Value> {
+    (msg.get("method")?.as_str()? == "notifications/cancelled" && msg.get("id").is_none())
+        .then(|| msg.pointer("/params/requestId").cloned())
+        .flatten()
 }
 
 #[derive(serde::Deserialize)]

@@ -82,8 +82,10 @@ pub async fn run(config: EngineConfig) -> anyhow::Result<bool> {
                 let conn = Connection::new(engine.clone(), lua.clone());
                 let (active, last) = (active.clone(), last_activity.clone());
                 tokio::spawn(async move {
+                    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
                     let (r, w) = stream.into_split();
-                    conn.serve(r, w).await;
+                    // The fd stays open while `serve` holds both halves.
+                    conn.serve(r, w, move || peer_hung_up(fd)).await;
                     *last.lock().unwrap() = Instant::now();
                     active.fetch_sub(1, Ordering::SeqCst);
                 });
@@ -112,6 +114,14 @@ fn remove_if_ours(socket: &Path, pid_file: &Path) {
         let _ = std::fs::remove_file(socket);
         let _ = std::fs::remove_file(pid_file);
     }
+}
+
+/// The peer closed the socket both ways (POLLHUP), or it failed: not a mere shutdown of
+/// its writing side, after which it may still read our answers.
+pub(crate) fn peer_hung_up(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd { fd, events: 0, revents: 0 };
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 /// The connecting process must run as the daemon's own user (SO_PEERCRED).

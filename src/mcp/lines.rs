@@ -7,6 +7,14 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 /// The longest request line accepted (documented in docs/mcp-tools.md).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The error text for a line over the cap (`n` bytes).
+pub fn too_long_message(n: usize) -> String {
+    format!("Request too long: {n} bytes (the limit is {} MiB per line). Send smaller requests.", MAX_LINE_BYTES >> 20)
+}
+
+/// The error text for a line that is not UTF-8.
+pub const NOT_UTF8_MESSAGE: &str = "Parse error: the line is not valid UTF-8";
+
 #[derive(Debug, PartialEq)]
 pub enum Line {
     Text(String),

@@ -6,3 +6,4 @@ pub mod daemon;
 pub mod lines;
 pub mod protocol;
 pub mod proxy;
+mod proxy_tracker;
