@@ -139,6 +139,11 @@ fn mcp_hardening() {
 }
 
 #[test]
+fn mcp_inflight_cancel_disconnect_progress() {
+    pytest("test_inflight.py");
+}
+
+#[test]
 fn mcp_debug_test() {
     setup_toolchains();
     pytest("test_debug_test.py");

@@ -138,7 +138,12 @@ impl Engine {
     async fn frida(self: &Arc<Engine>) -> Result<Arc<FridaRuntime>> {
         let cell = self.frida.lock().unwrap().clone();
         let engine = self.clone();
-        cell.get_or_try_init(|| async move {
+        if let Some(rt) = cell.get() {
+            return Ok(rt.clone());
+        }
+        // Starting (or waiting for the warm-up to finish): the first time on a machine
+        // this installs Frida for many seconds, so the client hears what is going on.
+        let start = cell.get_or_try_init(|| async move {
             let (tx, rx) = mpsc::unbounded_channel::<HostEvent>();
             let cache = engine.config.cache_dir.clone();
             let rt = engine
@@ -149,9 +154,9 @@ impl Engine {
             let rt = Arc::new(rt);
             engine.runtime.spawn(ingest::run(Arc::downgrade(&engine), rx));
             Ok::<_, StrobeError>(rt)
-        })
-        .await
-        .cloned()
+        });
+        let message = || format!("setting up Frida: {}", crate::frida::setup_phase().unwrap_or_else(|| "starting".into()));
+        crate::inflight::with_heartbeat(start, message).await.cloned()
     }
 
     /// Fault injection, for tests: end the Frida session of `id`'s process while the process

@@ -21,6 +21,18 @@ pub use agent_build::agent_js;
 pub use host::{host_script_path, FridaHost, HostEvent};
 pub use python_env::{ensure_python_env, FRIDA_VERSION};
 
+/// What a Frida start-up is doing now (for progress notifications); `None` when idle.
+static SETUP_PHASE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+pub(crate) fn set_setup_phase(phase: Option<String>) {
+    *SETUP_PHASE.lock().unwrap() = phase;
+}
+
+/// The start-up phase under way, e.g. "installing the Frida Python package (first use)".
+pub fn setup_phase() -> Option<String> {
+    SETUP_PHASE.lock().unwrap().clone()
+}
+
 /// A started Frida host with the compiled agent: what a session needs to spawn and instrument.
 pub struct FridaRuntime {
     host: Arc<FridaHost>,
@@ -44,14 +56,33 @@ impl FridaRuntime {
     pub async fn start(cache_dir: &Path, events: mpsc::UnboundedSender<HostEvent>) -> Result<FridaRuntime> {
         let t0 = Instant::now();
         let dir = cache_dir.to_path_buf();
-        let python = tokio::task::spawn_blocking(move || ensure_python_env(&dir))
-            .await
-            .map_err(|e| StrobeError::internal(format!("Python environment setup panicked: {e}")))??;
-        let t1 = Instant::now();
-        let script = host_script_path(cache_dir)?;
-        let host = Arc::new(FridaHost::start(&python, &script, events).await?);
+        set_setup_phase(Some("checking the Frida Python environment".into()));
+        let python = tokio::task::spawn_blocking(move || ensure_python_env(&dir)).await;
+        set_setup_phase(Some("starting the Frida host".into()));
+        let python = python.map_err(|e| {
+            set_setup_phase(None);
+            StrobeError::internal(format!("Python environment setup panicked: {e}"))
+        })?;
+        let started = async {
+            let python = python?;
+            let t1 = Instant::now();
+            let script = host_script_path(cache_dir)?;
+            let host = Arc::new(FridaHost::start(&python, &script, events).await?);
+            set_setup_phase(Some("compiling the agent (first use of these sources)".into()));
+            Ok::<_, StrobeError>((python, host, t1))
+        }
+        .await;
+        let (python, host, t1) = match started {
+            Ok(s) => s,
+            Err(e) => {
+                set_setup_phase(None);
+                return Err(e);
+            }
+        };
         let t2 = Instant::now();
-        let js = match agent_js(&host, cache_dir).await {
+        let js = agent_js(&host, cache_dir).await;
+        set_setup_phase(None);
+        let js = match js {
             Ok(js) => js,
             Err(e) => {
                 host.shutdown(Duration::from_secs(2)).await;

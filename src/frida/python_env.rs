@@ -67,6 +67,7 @@ pub fn ensure_python_env(cache_dir: &Path) -> Result<PathBuf> {
         "strobe: installing frida {FRIDA_VERSION} into {} (one-time, ~20 s)",
         venv.display()
     );
+    super::set_setup_phase(Some(format!("installing the Frida Python package {FRIDA_VERSION} (first use only, 10-20 s)")));
     let out = run(Command::new(&base).arg("-m").arg("venv").arg(&venv), &base)?;
     if !out.status.success() {
         let _ = std::fs::remove_dir_all(&venv);

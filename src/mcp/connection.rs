@@ -132,6 +132,11 @@ impl Connection {
                 self.cancel(&id); // at once, not behind the request it cancels
                 continue;
             }
+            // Requests run concurrently: one sent right behind `initialize` (without
+            // waiting for its answer) must already find the connection initialized.
+            if msg.as_ref().and_then(|m| m.get("method")).and_then(Value::as_str) == Some("initialize") {
+                self.initialized.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
             let request = msg.as_ref().and_then(|m| Some((m.get("id")?.clone(), m)));
             let inflight = match request {
                 Some((id, m)) if !m.is_array() && m.get("method").is_some() => {

@@ -73,8 +73,7 @@ pub async fn run(home: &Path) -> anyhow::Result<()> {
                     Ok(None) | Err(_) => break,
                 };
                 if link.is_none() {
-                    let replay = tracker.lock().unwrap().replay();
-                    match connect(home, &socket, &tracker, &to_client, replay).await {
+                    match reconnect(home, &socket, &tracker, &to_client).await {
                         Ok(l) => link = Some(l),
                         Err(e) => {
                             eprintln!("strobe mcp: cannot restart the strobe daemon: {e}");
@@ -111,6 +110,8 @@ pub async fn run(home: &Path) -> anyhow::Result<()> {
                 _ = check.tick() => if stdout_gone() { break },
             }
         }
+        // Closes the socket now: the daemon cancels what is left and stops the targets.
+        l.relay.abort();
     }
     drop(to_client);
     let _ = tokio::time::timeout(Duration::from_secs(5), stdout_task).await;
@@ -127,6 +128,26 @@ fn answer_lost(tracker: &Mutex<Tracker>, to_client: &mpsc::UnboundedSender<Strin
 /// The client closed its end of our stdout (a pipe without reader reports POLLERR).
 fn stdout_gone() -> bool {
     super::daemon::peer_hung_up(1)
+}
+
+/// Connect to a fresh daemon after the last one died, replaying the client's
+/// `initialize`. The dead daemon's socket may still take a connection for a moment
+/// while its process is torn down: such a link dies at once, so try again.
+async fn reconnect(
+    home: &Path,
+    socket: &Path,
+    tracker: &Arc<Mutex<Tracker>>,
+    to_client: &mpsc::UnboundedSender<String>,
+) -> anyhow::Result<Link> {
+    let start = Instant::now();
+    loop {
+        let replay = tracker.lock().unwrap().replay();
+        match connect(home, socket, tracker, to_client, replay).await {
+            Ok(link) => return Ok(link),
+            Err(e) if start.elapsed() > REPLAY_TIMEOUT => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
 }
 
 /// Connect to the daemon (starting it if nobody answers) and relay its answers; with
