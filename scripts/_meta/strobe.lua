@@ -286,6 +286,13 @@ function strobe.log.error(...) end
 function strobe.error(code, message) end
 ---@param ms integer
 function strobe.sleep(ms) end
+--- Progress of the MCP tools/call being served (notifications/progress), if its client
+--- asked for it; `progress` must grow from call to call. Returns whether one was sent.
+---@param progress number
+---@param total? number
+---@param message? string
+---@return boolean
+function strobe.progress(progress, total, message) end
 ---@return integer
 function strobe.now_ms() end
 ---@return string
