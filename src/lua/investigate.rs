@@ -70,7 +70,10 @@ async fn run(shared: &Shared, a: ScriptArgs) -> Json {
     let budget = Budget { slice: timeout, deadline: Some(started + timeout), what: "the script" };
     // The watchdog interrupts Lua that computes past the deadline; the timeout ends a
     // script waiting on the engine (a continue, a wait_for) past it.
-    let ran = Budgeted::new(budget, tokio::time::timeout(timeout + Duration::from_millis(250), execute(&sb, &a))).await;
+    // A client that asked for progress hears the script is alive each second (until the
+    // script reports its own with strobe.progress).
+    let ran = Budgeted::new(budget, tokio::time::timeout(timeout + Duration::from_millis(250), execute(&sb, &a)));
+    let ran = crate::inflight::with_heartbeat(ran, || format!("the script is running (timeoutMs {})", timeout.as_millis())).await;
     let outcome = match ran {
         Ok(r) => r,
         Err(_) => Err(json!({

@@ -8,7 +8,7 @@
 //! (its socket closed both ways: `hung_up`, or our write failed) has its requests
 //! cancelled and its targets stopped at once.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+use super::pending::{cancelled_request_id, Pending};
 use super::lines::{next_line, too_long_message, Line, MAX_LINE_BYTES, NOT_UTF8_MESSAGE};
 use super::protocol::*;
 use crate::engine::{Engine, StageScope};
@@ -38,8 +39,8 @@ pub struct Connection {
     launching: Mutex<usize>,
     /// `initialize` received: only it and `ping` are served before.
     initialized: std::sync::atomic::AtomicBool,
-    /// Requests in flight, by id (as JSON text), to cancel them.
-    inflight: Mutex<HashMap<String, (u64, tokio_util::sync::CancellationToken)>>,
+    /// Requests in flight, to cancel them.
+    pending: Arc<Pending>,
 }
 
 /// How often a connection whose input ended checks whether its client is gone.
@@ -72,7 +73,7 @@ impl Connection {
             launched: Mutex::new(BTreeSet::new()),
             launching: Mutex::new(0),
             initialized: Default::default(),
-            inflight: Mutex::default(),
+            pending: Arc::default(),
         })
     }
 
@@ -129,7 +130,7 @@ impl Connection {
             }
             let msg: Option<Value> = serde_json::from_str(&line).ok();
             if let Some(id) = msg.as_ref().and_then(cancelled_request_id) {
-                self.cancel(&id); // at once, not behind the request it cancels
+                self.pending.cancel(&id); // at once, not behind the request it cancels
                 continue;
             }
             // Requests run concurrently: one sent right behind `initialize` (without
@@ -145,16 +146,14 @@ impl Connection {
                 }
                 _ => None,
             };
-            let registered = inflight.as_ref().map(|(id, req)| self.register(id, req));
+            let tracked = inflight.as_ref().map(|(id, req)| self.pending.track(id, req));
             let conn = self.clone();
             let out = out_tx.clone();
             tasks.spawn(async move {
-                let req = inflight.as_ref().map(|(_, r)| r.clone()).unwrap_or_default();
+                let req = inflight.map(|(_, r)| r).unwrap_or_default();
                 let cancel = req.cancel.clone();
                 let resp = conn.handle_parsed(&line, msg, req).await;
-                if let (Some((id, _)), Some(serial)) = (&inflight, registered) {
-                    conn.unregister(id, serial);
-                }
+                drop(tracked);
                 // The MCP spec: no response to a cancelled request.
                 if let Some(resp) = resp.filter(|_| !cancel.is_cancelled()) {
                     let _ = out.send(resp);
@@ -172,7 +171,7 @@ impl Connection {
         }
         if gone {
             tracing::info!("client gone with {} requests in flight: cancelling them", tasks.len());
-            self.cancel_all();
+            self.pending.cancel_all();
             self.cleanup().await;
         }
         // Cancelled work ends at its next wait or Lua instruction check; a launch under
@@ -182,37 +181,6 @@ impl Connection {
         drop(out_tx);
         let _ = write_task.await;
         self.cleanup().await;
-    }
-
-    /// Track request `id`'s cancellation; the serial tells this registration from a later
-    /// one reusing the id.
-    fn register(&self, id: &Value, req: &Inflight) -> u64 {
-        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.inflight.lock().unwrap().insert(id.to_string(), (serial, req.cancel.clone()));
-        serial
-    }
-
-    fn unregister(&self, id: &Value, serial: u64) {
-        let mut map = self.inflight.lock().unwrap();
-        if map.get(&id.to_string()).is_some_and(|(s, _)| *s == serial) {
-            map.remove(&id.to_string());
-        }
-    }
-
-    /// `notifications/cancelled`: stop request `id` if it is still in flight (an unknown
-    /// or finished id is ignored, as the spec says).
-    fn cancel(&self, id: &Value) {
-        if let Some((_, token)) = self.inflight.lock().unwrap().get(&id.to_string()) {
-            tracing::debug!("request {id} cancelled by the client");
-            token.cancel();
-        }
-    }
-
-    fn cancel_all(&self) {
-        for (_, token) in self.inflight.lock().unwrap().values() {
-            token.cancel();
-        }
     }
 
     fn scope(&self) -> StageScope {
@@ -361,13 +329,6 @@ impl Connection {
         *mine_launching += 1;
         Ok(LaunchSlot(self))
     }
-}
-
-/// The request a `notifications/cancelled` names (`params.requestId`).
-fn cancelled_request_id(msg: &Value) -> Option<Value> {
-    (msg.get("method")?.as_str()? == "notifications/cancelled" && msg.get("id").is_none())
-        .then(|| msg.pointer("/params/requestId").cloned())
-        .flatten()
 }
 
 #[derive(serde::Deserialize)]

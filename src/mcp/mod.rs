@@ -4,6 +4,7 @@
 pub mod connection;
 pub mod daemon;
 pub mod lines;
+mod pending;
 pub mod protocol;
 pub mod proxy;
 mod proxy_tracker;

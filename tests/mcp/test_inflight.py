@@ -243,6 +243,21 @@ async def test_a_script_reports_progress(strobe_home):
         assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")], seen
 
 
+async def test_a_long_script_sends_heartbeats_until_it_reports_its_own_progress(strobe_home):
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total, message))
+
+    script = 'strobe.sleep(2500) strobe.progress(100, 200, "half") strobe.sleep(1500) return 1'
+    async with mcp_client(strobe_home) as c:
+        await c.session.call_tool("debug_script", {"script": script}, progress_callback=on_progress)
+        await _sleep(0.2)
+    beats = [s for s in seen if s[1] is None]
+    assert len(beats) >= 2 and all("the script is running" in m for _, _, m in beats), seen
+    assert seen[-1] == (100, 200, "half"), f"no heartbeat after the script's own report: {seen}"
+
+
 async def test_a_long_wait_sends_heartbeats(strobe_home, tmp_path):
     (binary,) = copies_of("sleep", tmp_path, 1, "slow")
     seen = []
