@@ -38,7 +38,8 @@ impl std::fmt::Display for ScriptError {
 #[derive(Clone)]
 struct GoodFile {
     def: Table,
-    origin: String,
+    /// For tool scripts: the tool, checked and its schema compiled once, at load.
+    tool: Option<LoadedTool>,
 }
 
 /// The loaded script set.
@@ -81,8 +82,8 @@ fn fingerprint(files: &[ScriptFile]) -> u64 {
     h.finish()
 }
 
-/// Run a definition file and check its shape for its kind.
-fn load_def(lua: &Lua, kind: &str, file: &ScriptFile) -> Result<Table, String> {
+/// Run a definition file and check its shape for its kind (a tool file gives its tool).
+fn load_def(lua: &Lua, kind: &str, file: &ScriptFile) -> Result<(Table, Option<LoadedTool>), String> {
     let def: Table = lua
         .load(file.source.as_str())
         .set_name(format!("@{}", file.origin))
@@ -91,7 +92,8 @@ fn load_def(lua: &Lua, kind: &str, file: &ScriptFile) -> Result<Table, String> {
     let o = &file.origin;
     match kind {
         "tools" => {
-            tools::from_def(lua, file, &def)?;
+            let tool = tools::from_def(lua, file, &def)?;
+            return Ok((def, Some(tool)));
         }
         "hints" => {
             def.get::<Function>("rule").map_err(|_| format!("{o}: a hint returns {{ name, when, rule = function(ctx) ... end }}: 'rule' must be a function"))?;
@@ -108,7 +110,7 @@ fn load_def(lua: &Lua, kind: &str, file: &ScriptFile) -> Result<Table, String> {
             def.get::<Function>("run").map_err(|_| format!("{o}: a scenario step needs 'run = function(ctx, args) ... end'"))?;
         }
     }
-    Ok(def)
+    Ok((def, None))
 }
 
 impl Loaded {
@@ -134,8 +136,8 @@ impl Loaded {
         for (kind, files) in &kinds {
             for file in files {
                 match load_def(lua, kind, file) {
-                    Ok(def) => {
-                        good.insert(file.name.clone(), GoodFile { def, origin: file.origin.clone() });
+                    Ok((def, tool)) => {
+                        good.insert(file.name.clone(), GoodFile { def, tool });
                     }
                     Err(e) => {
                         let mut err = script_error(file, &e);
@@ -160,7 +162,7 @@ impl Loaded {
             }
         }
         self.good = good;
-        self.tools = self.build_tools(lua, &mut errors);
+        self.tools = self.build_tools(&mut errors);
         if let Err(e) = self.publish_registries(lua) {
             errors.push(ScriptError { file: "scripts".into(), line: None, message: e.to_string() });
         }
@@ -206,11 +208,10 @@ impl Loaded {
         self.libs = new_libs;
     }
 
-    fn build_tools(&self, lua: &Lua, errors: &mut Vec<ScriptError>) -> BTreeMap<String, LoadedTool> {
+    fn build_tools(&self, errors: &mut Vec<ScriptError>) -> BTreeMap<String, LoadedTool> {
         let mut out: BTreeMap<String, LoadedTool> = BTreeMap::new();
         for (name, g) in self.good.iter().filter(|(n, _)| n.starts_with("tools/")) {
-            let file = ScriptFile { name: name.clone(), origin: g.origin.clone(), source: String::new() };
-            if let Ok(t) = tools::from_def(lua, &file, &g.def) {
+            if let Some(t) = g.tool.clone() {
                 if let Some(prev) = out.get(&t.info.name) {
                     errors.push(ScriptError {
                         file: name.clone(),

@@ -29,6 +29,7 @@ mod staging; // strobe.trace_pending, strobe.stage_breakpoints, strobe.staged
 mod symbols;
 mod test;
 mod time;
+mod tool_meta; // title, annotations, outputSchema of a tool script
 mod tools;
 mod util;
 mod watchdog;
@@ -36,7 +37,7 @@ mod worker;
 mod xml;
 
 pub use loader::ScriptError;
-pub use runtime::{EvalOutput, LuaHost, RunOutcome, ToolInfo};
+pub use runtime::{EvalOutput, LuaHost, RunOutcome, ToolAnswer, ToolInfo};
 pub use scripts::{read_trusted, set_trusted, ScriptSources};
 
 use std::sync::Arc;

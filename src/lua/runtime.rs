@@ -18,14 +18,14 @@ use super::loader::ScriptError;
 use super::pool::Pool;
 use super::reload::ScriptWatcher;
 use super::scripts::ScriptSources;
-pub use super::tools::ToolInfo;
+pub use super::tools::{ToolAnswer, ToolInfo};
 use crate::engine::{Engine, StageScope};
 use crate::error::{Result, StrobeError};
 use crate::inflight::Inflight;
 
 pub(super) enum Request {
     ListTools(oneshot::Sender<Vec<ToolInfo>>),
-    CallTool { name: String, args: serde_json::Value, scope: StageScope, inflight: Inflight, reply: oneshot::Sender<Result<serde_json::Value>> },
+    CallTool { name: String, args: serde_json::Value, scope: StageScope, inflight: Inflight, reply: oneshot::Sender<Result<ToolAnswer>> },
     RunFile { path: PathBuf, args: Vec<String>, reply: oneshot::Sender<Result<RunOutcome>> },
     Eval { scope: StageScope, code: String, reply: oneshot::Sender<EvalOutput> },
     DropRepl(StageScope),
@@ -122,17 +122,17 @@ impl LuaHost {
     }
 
     pub async fn call_tool(&self, name: &str, args: serde_json::Value) -> Result<serde_json::Value> {
-        self.call_tool_as(StageScope::Local, name, args).await
+        Ok(self.call_tool_as(StageScope::Local, name, args).await?.value)
     }
 
     /// Call a tool for `scope` (an MCP connection): what it stages is that caller's (caller.rs).
-    pub async fn call_tool_as(&self, scope: StageScope, name: &str, args: serde_json::Value) -> Result<serde_json::Value> {
+    pub async fn call_tool_as(&self, scope: StageScope, name: &str, args: serde_json::Value) -> Result<ToolAnswer> {
         self.call_tool_inflight(scope, name, args, Inflight::default()).await
     }
 
     /// Call a tool as the MCP request `inflight`: cancelling it stops the call at its next
     /// wait or Lua instruction check, and its progress goes to that request's client.
-    pub async fn call_tool_inflight(&self, scope: StageScope, name: &str, args: serde_json::Value, inflight: Inflight) -> Result<serde_json::Value> {
+    pub async fn call_tool_inflight(&self, scope: StageScope, name: &str, args: serde_json::Value, inflight: Inflight) -> Result<ToolAnswer> {
         self.ask(|reply| Request::CallTool { name: name.to_string(), args, scope, inflight, reply }).await?
     }
 

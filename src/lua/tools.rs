@@ -1,5 +1,7 @@
 //! MCP tools defined by scripts: each `scripts/tools/*.lua` returns
-//! `{ name, description, inputSchema, requires?, handler = function(args) ... end, on_unload? }`.
+//! `{ name, description, inputSchema, title?, annotations?, outputSchema?, requires?,
+//! handler = function(args) ... end, on_unload? }` (title, annotations, outputSchema:
+//! `tool_meta.rs`). The inputSchema is compiled once, when the script loads.
 //! `requires` declares a precondition on `args.sessionId` that the runtime enforces
 //! before the handler runs: `"session"` (it exists), `"running"` (its process is alive)
 //! or `"paused"` (a thread is stopped).
@@ -11,17 +13,40 @@ use super::convert::to_json;
 use super::scripts::ScriptFile;
 use crate::engine::Engine;
 use crate::error::{ErrorCode, StrobeError};
+use crate::schema::CompiledSchema;
 
-/// What `tools/list` shows of a tool.
+/// What `tools/list` shows of a tool (`mcp::protocol::tool_listing` picks what the
+/// client's protocol version knows).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolInfo {
     pub name: String,
     pub description: String,
     pub input_schema: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
     /// The script that defines it.
     #[serde(skip)]
     pub origin: String,
+}
+
+/// A tool's successful answer, and whether the tool declares its shape (`outputSchema`):
+/// then MCP clients get it as `structuredContent` too.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolAnswer {
+    pub value: serde_json::Value,
+    pub structured: bool,
+}
+
+impl std::ops::Deref for ToolAnswer {
+    type Target = serde_json::Value;
+    fn deref(&self) -> &serde_json::Value {
+        &self.value
+    }
 }
 
 /// A precondition a tool declares with `requires = "..."`.
@@ -46,6 +71,8 @@ impl Requirement {
 #[derive(Clone)]
 pub struct LoadedTool {
     pub info: ToolInfo,
+    /// `info.input_schema`, compiled.
+    pub input: CompiledSchema,
     pub handler: Function,
     pub requires: Option<Requirement>,
 }
@@ -60,6 +87,8 @@ pub fn from_def(lua: &Lua, file: &ScriptFile, def: &Table) -> Result<LoadedTool,
         Some(t) => to_json(lua, mlua::Value::Table(t)).map_err(|e| format!("{o}: inputSchema: {e}"))?,
         None => serde_json::json!({ "type": "object" }),
     };
+    let input = CompiledSchema::compile(&input_schema).map_err(|e| format!("{o}: inputSchema is {e}"))?;
+    let meta = super::tool_meta::read(lua, o, def)?;
     let handler: Function = def.get("handler").map_err(|_| format!("{o}: 'handler' must be a function"))?;
     let requires = match def.get::<Option<String>>("requires").map_err(|_| format!("{o}: 'requires' must be a string"))? {
         None => None,
@@ -67,7 +96,16 @@ pub fn from_def(lua: &Lua, file: &ScriptFile, def: &Table) -> Result<LoadedTool,
             format!("{o}: requires = '{r}' is not one of 'session', 'running', 'paused'")
         })?),
     };
-    Ok(LoadedTool { info: ToolInfo { name, description, input_schema, origin: o.clone() }, handler, requires })
+    let info = ToolInfo {
+        name,
+        description,
+        input_schema,
+        title: meta.title,
+        annotations: meta.annotations,
+        output_schema: meta.output_schema,
+        origin: o.clone(),
+    };
+    Ok(LoadedTool { info, input, handler, requires })
 }
 
 /// Enforce a tool's precondition on its `sessionId` argument, with an error that says

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::convert::{to_json, to_lua};
 use super::loader::Loaded;
 use super::pool::{Tracked, WorkerLoad};
-use super::runtime::{broadcast_reload, EvalOutput, Request, RunOutcome, Shared, SANDBOX_MEMORY_LIMIT};
+use super::runtime::{broadcast_reload, EvalOutput, Request, RunOutcome, Shared, ToolAnswer, SANDBOX_MEMORY_LIMIT};
 use super::sandbox::Sandbox;
 use super::watchdog::{with_budget, Budget, Budgeted, HINT_SLICE, REPL_SLICE, RUN_SLICE, TOOL_SLICE};
 use crate::engine::StageScope;
@@ -178,7 +178,7 @@ fn note_project_root(state: &State, root: &str) -> Option<String> {
     })
 }
 
-async fn call_tool(state: &State, name: &str, args: serde_json::Value) -> Result<serde_json::Value> {
+async fn call_tool(state: &State, name: &str, args: serde_json::Value) -> Result<ToolAnswer> {
     let args = if args.is_null() { serde_json::json!({}) } else { args };
     let warning = args.get("projectRoot").and_then(|v| v.as_str()).and_then(|r| note_project_root(state, r));
     let errors = state.loaded.borrow().errors.clone();
@@ -186,7 +186,7 @@ async fn call_tool(state: &State, name: &str, args: serde_json::Value) -> Result
     let error_texts: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     match result {
         Ok(mut out) => {
-            if let Some(obj) = out.as_object_mut() {
+            if let Some(obj) = out.value.as_object_mut() {
                 if !errors.is_empty() {
                     obj.insert("scriptErrors".into(), serde_json::to_value(&errors).unwrap_or_default());
                 }
@@ -208,13 +208,13 @@ async fn call_tool(state: &State, name: &str, args: serde_json::Value) -> Result
     }
 }
 
-async fn run_tool(state: &State, name: &str, args: &serde_json::Value) -> Result<serde_json::Value> {
+async fn run_tool(state: &State, name: &str, args: &serde_json::Value) -> Result<ToolAnswer> {
     let tool = state.loaded.borrow().tools.get(name).cloned();
     let Some(tool) = tool else {
         let names: Vec<String> = state.loaded.borrow().tools.keys().cloned().collect();
         return Err(StrobeError::validation(format!("Unknown tool '{name}'. Available tools: {}.", names.join(", "))));
     };
-    let problems = crate::schema::validate(&tool.info.input_schema, args);
+    let problems = tool.input.check(args);
     if !problems.is_empty() {
         return Err(StrobeError::validation(format!(
             "Invalid arguments for {name}: {}. See the tool's inputSchema.",
@@ -232,7 +232,9 @@ async fn run_tool(state: &State, name: &str, args: &serde_json::Value) -> Result
         }
         err
     })?;
-    to_json(&state.lua, out).map_err(|e| StrobeError::internal(format!("tool {name} returned a value that is not JSON: {e}")))
+    let value = to_json(&state.lua, out)
+        .map_err(|e| StrobeError::internal(format!("tool {name} returned a value that is not JSON: {e}")))?;
+    Ok(ToolAnswer { value, structured: tool.info.output_schema.is_some() })
 }
 
 async fn run_file(state: &State, path: &Path, args: &[String]) -> Result<RunOutcome> {

@@ -39,6 +39,8 @@ pub struct Connection {
     launching: Mutex<usize>,
     /// `initialize` received: only it and `ping` are served before.
     initialized: std::sync::atomic::AtomicBool,
+    /// The protocol version `initialize` agreed on (what tool listings and results may contain).
+    protocol: Mutex<Option<&'static str>>,
     /// Requests in flight, to cancel them.
     pending: Arc<Pending>,
 }
@@ -73,6 +75,7 @@ impl Connection {
             launched: Mutex::new(BTreeSet::new()),
             launching: Mutex::new(0),
             initialized: Default::default(),
+            protocol: Mutex::new(None),
             pending: Arc::default(),
         })
     }
@@ -135,8 +138,8 @@ impl Connection {
             }
             // Requests run concurrently: one sent right behind `initialize` (without
             // waiting for its answer) must already find the connection initialized.
-            if msg.as_ref().and_then(|m| m.get("method")).and_then(Value::as_str) == Some("initialize") {
-                self.initialized.store(true, std::sync::atomic::Ordering::SeqCst);
+            if let Some(init) = msg.as_ref().filter(|m| m.get("method").and_then(Value::as_str) == Some("initialize")) {
+                self.initialize(init.get("params").unwrap_or(&Value::Null));
             }
             let request = msg.as_ref().and_then(|m| Some((m.get("id")?.clone(), m)));
             let inflight = match request {
@@ -247,17 +250,20 @@ impl Connection {
             return id.map(|id| error_response(&id, INVALID_REQUEST, "Invalid Request: 'jsonrpc' must be \"2.0\""));
         }
         let id = id?; // notifications (initialized, cancelled, ...) need no answer
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
         if method == "initialize" {
-            self.initialized.store(true, std::sync::atomic::Ordering::SeqCst);
+            self.initialize(&params);
         } else if method != "ping" && !self.initialized.load(std::sync::atomic::Ordering::SeqCst) {
             return Some(error_response(&id, INVALID_REQUEST, format!("Invalid Request: send 'initialize' before '{method}'")));
         }
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
         Some(match method {
             "initialize" => response(&id, initialize_result(params.get("protocolVersion").and_then(Value::as_str))),
             "ping" => response(&id, json!({})),
             "tools/list" => match self.lua.list_tools().await {
-                Ok(tools) => response(&id, json!({ "tools": tools })),
+                Ok(tools) => {
+                    let tools: Vec<Value> = tools.iter().map(|t| tool_listing(t, self.version())).collect();
+                    response(&id, json!({ "tools": tools }))
+                }
                 Err(e) => error_response(&id, INVALID_PARAMS, e.to_string()),
             },
             "tools/call" => {
@@ -308,11 +314,22 @@ impl Connection {
                     let mut mine = self.launched.lock().unwrap();
                     mine.extend(kept.iter().filter_map(Value::as_str).map(String::from));
                 }
-                Ok(tool_result(&result))
+                Ok(tool_result(&result, self.version()))
             }
             Err(e) if e.code == ErrorCode::ValidationError && e.message.starts_with("Unknown tool") => Err(e),
             Err(e) => Ok(tool_error(&e)),
         }
+    }
+
+    /// `initialize` with these params: the connection is initialized, at the version agreed.
+    fn initialize(&self, params: &Value) {
+        *self.protocol.lock().unwrap() = Some(negotiate_version(params.get("protocolVersion").and_then(Value::as_str)));
+        self.initialized.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The agreed protocol version (what tool listings and results may contain).
+    fn version(&self) -> &'static str {
+        self.protocol.lock().unwrap().unwrap_or(LATEST_VERSION)
     }
 
     /// Check the session limits, counting launches under way, and hold a slot.

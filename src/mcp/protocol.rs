@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::error::StrobeError;
+use crate::lua::{ToolAnswer, ToolInfo};
 
 /// Protocol versions we speak; the client's choice wins when we know it.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -35,13 +36,60 @@ pub fn initialize_result(requested: Option<&str>) -> Value {
     })
 }
 
+/// What a protocol version knows of tools: `annotations` came in 2025-03-26;
+/// `title`, `outputSchema` and `structuredContent` in 2025-06-18. Versions are dates,
+/// so they compare as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolFeatures {
+    pub annotations: bool,
+    pub structured: bool,
+}
+
+impl ToolFeatures {
+    pub fn of(version: &str) -> ToolFeatures {
+        ToolFeatures { annotations: version >= "2025-03-26", structured: version >= "2025-06-18" }
+    }
+}
+
+/// One tool as `tools/list` shows it to a client of `version`.
+pub fn tool_listing(tool: &ToolInfo, version: &str) -> Value {
+    let f = ToolFeatures::of(version);
+    let mut out = json!({ "name": tool.name, "description": tool.description, "inputSchema": tool.input_schema });
+    let obj = out.as_object_mut().expect("an object");
+    if f.annotations {
+        let mut annotations = tool.annotations.clone().unwrap_or_else(|| json!({}));
+        // 2025-03-26 has the display name only inside annotations.
+        if let (Some(t), Some(a)) = (&tool.title, annotations.as_object_mut()) {
+            a.entry("title").or_insert_with(|| json!(t));
+        }
+        if annotations.as_object().is_some_and(|a| !a.is_empty()) {
+            obj.insert("annotations".into(), annotations);
+        }
+    }
+    if f.structured {
+        if let Some(t) = &tool.title {
+            obj.insert("title".into(), json!(t));
+        }
+        if let Some(s) = &tool.output_schema {
+            obj.insert("outputSchema".into(), s.clone());
+        }
+    }
+    out
+}
+
 /// A tool's answer as MCP content: the JSON result as compact text (no pretty
-/// printing: indentation was ~30 % of every answer).
-pub fn tool_result(result: &Value) -> Value {
-    json!({
-        "content": [{ "type": "text", "text": serde_json::to_string(result).unwrap_or_default() }],
+/// printing: indentation was ~30 % of every answer). A tool that declares its shape
+/// also gives it as `structuredContent` (to clients that know it), the text keeping the
+/// same JSON for older clients, as the spec asks.
+pub fn tool_result(answer: &ToolAnswer, version: &str) -> Value {
+    let mut out = json!({
+        "content": [{ "type": "text", "text": serde_json::to_string(&answer.value).unwrap_or_default() }],
         "isError": false
-    })
+    });
+    if answer.structured && answer.value.is_object() && ToolFeatures::of(version).structured {
+        out["structuredContent"] = answer.value.clone();
+    }
+    out
 }
 
 /// A tool error: `isError` with the spec's code and a message that says what to do.
