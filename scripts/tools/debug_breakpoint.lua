@@ -20,6 +20,9 @@ end
 
 return {
   name = "debug_breakpoint",
+  title = "Set or remove breakpoints and logpoints",
+  -- remove/clear delete stops (and resume a thread paused on one); add twice = two stops.
+  annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
   description = [[Set or remove breakpoints and logpoints. A breakpoint pauses only the thread that hits it (others keep running); a logpoint (with 'message') records a 'logpoint' event and never pauses. Target a function ('function') or a source line ('file' + 'line'). One call is all or nothing: if any item fails, nothing is added or removed.
 Without sessionId: stages them for this connection's next debug_launch, installed before the program's first instruction (ids 'staged-N'; remove: ['staged-1'] or clear: true). E.g. debug_breakpoint({add: [{function: 'parse_header'}]}), then debug_launch — it answers status 'paused' if the stop came within 1 s. Staged stops also pause forked children (except lines in leaf functions: hardware breakpoints); they do not apply to exec'd programs.
 While paused: debug_continue to resume or step; locals via debug_continue's response, session:locals() in Lua. Limits: 50 breakpoints, 100 logpoints.]],
@@ -31,6 +34,19 @@ While paused: debug_continue to resume or step; locals via debug_continue's resp
       add = { type = "array", items = point },
       remove = { type = "array", items = { type = "string" }, description = "Breakpoint/logpoint ids to remove (staged-N without sessionId); a thread paused on a removed breakpoint is resumed once all removals are done" },
       clear = { type = "boolean", description = "Remove all breakpoints and logpoints first (the session's, or the staged ones without sessionId)" },
+    },
+  },
+  -- The answer's shape (a running session's stops, or the staged ones): clients get it as structuredContent.
+  outputSchema = {
+    type = "object",
+    required = { "status" },
+    additionalProperties = false,
+    properties = {
+      status = { type = "string", description = "What is active now and what to do next" },
+      breakpoints = { type = "array", items = { type = "object", required = { "id" } } },
+      logpoints = { type = "array", items = { type = "object", required = { "id" } } },
+      mode = { type = "string", enum = { "staged" } },
+      staged = { type = "array", items = { type = "object", required = { "id" } } },
     },
   },
   handler = function(args)

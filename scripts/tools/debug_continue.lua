@@ -4,6 +4,9 @@ local locals_of = require("stops").locals_of
 
 return {
   name = "debug_continue",
+  title = "Continue or step a paused program",
+  -- setLocals writes the target; resuming lets the program act on the world.
+  annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = true },
   description = [[Resume after a breakpoint pause. action: 'continue' (default; resumes every paused thread unless threadId is given), 'step-over' (next line of this function), 'step-into' (into a function called on this line), 'step-out' (to the caller's next line). Waits for the next pause or the exit (up to timeoutMs, default 10000; then status is 'running'); on exit it gives exitCode, or signal when a signal killed the process. When paused, the response includes the frame's locals and backtrace. 'inspect' waits for a pause without resuming anything (use it right after setting breakpoints). setLocals writes locals of the paused frame (by name) before the action.]],
   inputSchema = {
     type = "object",

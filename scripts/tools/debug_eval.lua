@@ -2,6 +2,9 @@
 -- frame's locals, parameters and globals, typed from DWARF, containers pretty-printed.
 return {
   name = "debug_eval",
+  title = "Evaluate expressions at a pause",
+  -- An assignment (q->len = 0) writes the target.
+  annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
   description = [[Evaluate expressions in a paused thread's frame, like gdb's print. Up to 32 per call; each result is {expression, type, value, address?} or {expression, error, position}.
 Language: locals, parameters, globals (ns::name, crate::NAME), a.b, p->b, *p, &x, a[i] (also std::vector, std::string, Vec, slices), *p@8 (8 elements from *p), arithmetic, comparisons, && || !, casts ((struct node *)p, x as u32), sizeof, registers ($rax, $pc, $sp), string compare (name == "bob"), assignment (q->len = 0 writes the target).
 Values: structs as objects of fields, pointers to structs as the pointee's fields plus "@" (the pointer), C strings and std::string/String as strings, containers (vector, map, optional, unique_ptr, Vec, Option, Result, enums) pretty-printed.
@@ -24,6 +27,29 @@ Example: {sessionId, expressions: ["q->len", "q->items[q->tail].key", "*q->items
       frame = { type = "integer", minimum = 0, maximum = 256, description = "0 = the paused frame, 1 = its caller, ..." },
       depth = { type = "integer", minimum = 0, maximum = 10, description = "Levels of structs/arrays/pointers expanded (default 2)" },
       format = { type = "string", enum = { "natural", "hex" }, description = "'hex' shows integers in hex" },
+    },
+  },
+  -- The answer's shape: clients get it as structuredContent.
+  outputSchema = {
+    type = "object",
+    required = { "results" },
+    properties = {
+      results = { type = "array", items = {
+        type = "object",
+        required = { "expression" },
+        properties = {
+          expression = { type = "string" },
+          type = { type = "string" },
+          value = { description = "The value: number, string, boolean, null, object of fields, array" },
+          address = { type = "string" },
+          error = { type = "string" },
+          position = { type = "integer", description = "Column (0-based) where the expression went wrong" },
+        },
+      } },
+      frame = { type = "object", properties = { index = { type = "integer" }, ["function"] = { type = "string" },
+        file = { type = "string" }, line = { type = "integer" }, address = { type = "string" } } },
+      threadId = { type = "integer" },
+      pid = { type = "integer" },
     },
   },
   handler = function(args)

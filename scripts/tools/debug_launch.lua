@@ -6,6 +6,9 @@ local stops = require("stops")
 
 return {
   name = "debug_launch",
+  title = "Launch a program under the debugger",
+  -- Runs an arbitrary program, which may reach anything.
+  annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = true },
   description = [[Spawn a process with Frida attached. Its stdout/stderr are ALWAYS captured (no tracing needed). Before the first instruction runs it installs what this connection staged (debug_trace / debug_breakpoint without sessionId) and the launch's own 'breakpoints'; 'stopOnEntry' pauses at main (a Rust program's <crate>::main). The response lists every stop with its id, static 'address' and 'runtimeAddress', and the first pause if it came within 1 s, 2 s with stopOnEntry (status 'paused', function, file:line, arguments, locals).
 Programs that finish in milliseconds: stop them first, e.g. {command: './app', projectRoot: '/src/app', stopOnEntry: true, breakpoints: [{file: 'parse.c', line: 42}]}, then debug_continue.
 Otherwise: launch with no patterns, read stderr/stdout with debug_query, then add targeted traces with debug_trace on the running session.]],
@@ -22,6 +25,29 @@ Otherwise: launch with no patterns, read stderr/stdout with debug_query, then ad
       breakpoints = { type = "array", items = stops.point_item, maxItems = 150,
         description = "Breakpoints/logpoints set before the program runs (same items as debug_breakpoint's add). All or nothing: one that does not resolve fails the launch, nothing is left running." },
       stopOnEntry = { type = "boolean", description = "Pause at the program's main before it runs (the user's <crate>::main for Rust)" },
+    },
+  },
+  -- The answer's shape: clients get it as structuredContent.
+  outputSchema = {
+    type = "object",
+    required = { "sessionId", "pid", "nextSteps" },
+    additionalProperties = false,
+    properties = {
+      sessionId = { type = "string" },
+      pid = { type = "integer" },
+      nextSteps = { type = "string" },
+      pendingPatternsApplied = { type = "integer" },
+      stagedPatterns = { type = "array", items = { type = "string" } },
+      hookedFunctions = { type = "integer" },
+      breakpoints = { type = "array", items = { type = "object" } },
+      logpoints = { type = "array", items = { type = "object" } },
+      status = { type = "string", description = "paused, exited or running (the first stop, when one came)" },
+      pausedThread = { type = "object", required = { "threadId" }, properties = {
+        threadId = { type = "integer" }, pid = { type = "integer" }, breakpointId = { type = "string" },
+        ["function"] = { type = "string" }, file = { type = "string" }, line = { type = "integer" },
+        arguments = { type = "array" }, locals = { type = "array", items = { type = "object" } } } },
+      exitCode = { type = "integer" },
+      warnings = { type = "array", items = { type = "string" } },
     },
   },
   handler = function(args)

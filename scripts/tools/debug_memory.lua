@@ -4,6 +4,9 @@ local TYPES = { "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f32", "f6
 
 return {
   name = "debug_memory",
+  title = "Read or write process memory",
+  -- action 'write' overwrites target memory.
+  annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
   description = [[Read or write memory of a running process, no breakpoint needed.
 Targets (1-16): {variable: "gCounter"} or a pointer chain {variable: "gClock->counter"} / {variable: "gConfig.limits.max"} (DWARF globals and statics, max 4 '->'), or raw {address: "0x7f…", size: 4, type: "u32"} (size a multiple of the type: 16 bytes of u32 = 4 values; type "string" reads a C string), or an expression {expr: "q->items[q->tail].key"} (debug_eval's language; locals of the paused frame while a thread is paused — write one with {expr: "q->len", value: 0}).
 action 'read' (default): value per target; structs expand into 'fields' to 'depth' (1-5, default 1). With poll {intervalMs 50-5000, durationMs 100-30000}: samples are recorded as variable_snapshot events — read them with debug_query({eventType: "variable_snapshot", verbose: true}).

@@ -91,6 +91,9 @@ end
 
 return {
   name = "debug_query",
+  title = "Query the event timeline",
+  -- Reads recorded events only.
+  annotations = { readOnlyHint = true, destructiveHint = false, idempotentHint = true, openWorldHint = false },
   description = [[Query the session's execution timeline in chronological order: process stdout/stderr (always captured), function_enter/function_exit of traced functions, logpoints, crashes. Start with eventType 'stderr' or 'stdout' (joinOutput: true joins consecutive lines into one text). Summary mode by default; verbose: true adds arguments, return values, thread and parent ids. Keep answers small with fields (e.g. ["function","arguments"]), argDepth (nesting of arguments/return values) and maxBytes (default 524288): a cut answer says how to get the rest. Page with limit/offset, or poll new events with afterEventId = lastEventId.]],
   inputSchema = {
     type = "object",
@@ -119,6 +122,24 @@ return {
       maxBytes = { type = "integer", minimum = 1024, maximum = 16777216,
         description = "Answer size budget (default 524288); when cut, continueAfterEventId says where to go on" },
       joinOutput = { type = "boolean", description = "Join consecutive stdout/stderr lines into one event (lines counts them)" },
+    },
+  },
+  -- The answer's shape: clients get it as structuredContent (checked by tests/mcp/test_tool_shapes.py).
+  outputSchema = {
+    type = "object",
+    required = { "events", "totalCount", "hasMore" },
+    additionalProperties = false,
+    properties = {
+      events = { type = "array", items = { type = "object" }, description = "Events, oldest first (summary, verbose or 'fields' shape)" },
+      totalCount = { type = "integer", minimum = 0 },
+      hasMore = { type = "boolean" },
+      lastEventId = { type = "integer", description = "Pass as afterEventId to poll for newer events" },
+      pids = { type = "array", items = { type = "integer" } },
+      eventsDropped = { type = "boolean" },
+      truncated = { type = "object", required = { "returned", "leftOut" },
+        properties = { returned = { type = "integer" }, leftOut = { type = "integer" } } },
+      continueAfterEventId = { type = "integer" },
+      note = { type = "string" },
     },
   },
   handler = function(args)

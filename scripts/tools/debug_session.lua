@@ -48,6 +48,9 @@ end
 
 return {
   name = "debug_session",
+  title = "Session status, stop, list, delete",
+  -- stop kills the target; delete removes its data. Repeating a call changes nothing more.
+  annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = true, openWorldHint = false },
   description = [[Manage debug sessions. action 'status': state, pid, exitCode or the killing signal (exitReason says which), breakpoints and logpoints with their hits, paused threads, forked/exec'd children, event count, hooks. 'stop': kill the target where it stands (a paused thread runs no further; its children too) and end the session (retain: true keeps its events for later queries; otherwise they are deleted). 'list': live and retained sessions. 'delete': remove a retained session's data.]],
   inputSchema = {
     type = "object",
@@ -57,6 +60,39 @@ return {
       action = { type = "string", enum = { "status", "stop", "list", "delete" } },
       sessionId = { type = "string", minLength = 1 },
       retain = { type = "boolean", description = "With stop: keep the session's events for post-mortem queries" },
+    },
+  },
+  -- One shape per action (status, stop, list, delete); clients get it as structuredContent.
+  outputSchema = {
+    type = "object",
+    anyOf = {
+      { required = { "sessionId", "status", "pid" } },
+      { required = { "success", "eventsCollected" } },
+      { required = { "sessions" } },
+      { required = { "success" } },
+    },
+    properties = {
+      sessionId = { type = "string" },
+      status = { type = "string", description = "running, paused, exited or stopped" },
+      pid = { type = "integer" },
+      binaryPath = { type = "string" },
+      exitCode = { type = { "integer", "null" } },
+      exitReason = { type = { "string", "null" } },
+      signal = { type = { "string", "null" } },
+      children = { type = "array", items = { type = "object" } },
+      eventCount = { type = "integer" },
+      hookedFunctions = { type = "integer" },
+      tracePatterns = { type = "array", items = { type = "string" } },
+      eventsLost = { type = "integer" },
+      sampledFunctions = { type = "array", items = { type = "object" } },
+      breakpoints = { type = "array", items = { type = "object" } },
+      logpoints = { type = "array", items = { type = "object" } },
+      watches = { type = "array", items = { type = "object" } },
+      pausedThreads = { type = "array", items = { type = "object" } },
+      success = { type = "boolean" },
+      eventsCollected = { type = "integer" },
+      sessions = { type = "array", items = { type = "object", required = { "sessionId", "status" } } },
+      warnings = { type = "array", items = { type = "string" } },
     },
   },
   handler = function(args)

@@ -5,6 +5,9 @@ local guidance = require("guidance")
 
 return {
   name = "debug_trace",
+  title = "Trace functions and watch variables",
+  -- Adds or removes hooks; recorded events are never deleted.
+  annotations = { readOnlyHint = false, destructiveHint = false, idempotentHint = false, openWorldHint = false },
   description = [[Add or remove function trace patterns. With sessionId: changes hooks on the running process, no restart (recommended, after reading its output). Without sessionId: stages patterns for this connection's next debug_launch (listed in its response as stagedPatterns; clear them with {clear: true}); e.g. debug_trace({add: ['parse_*']}) then debug_launch.
 Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct children ('*' stops at '::'), 'foo::**' all descendants, '*::validate', '@usercode' (functions under projectRoot), '@file:parser.c' (declared in files whose path contains the text).]],
   inputSchema = {
@@ -49,6 +52,24 @@ Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct childre
           enable = { type = "array", items = { type = "string" } },
         },
       },
+    },
+  },
+  -- The answer's shape: clients get it as structuredContent.
+  outputSchema = {
+    type = "object",
+    required = { "mode", "activePatterns", "hookedFunctions", "status" },
+    additionalProperties = false,
+    properties = {
+      mode = { type = "string", enum = { "pending", "runtime" } },
+      activePatterns = { type = "array", items = { type = "string" } },
+      hookedFunctions = { type = "integer" },
+      matchedFunctions = { type = "integer" },
+      activeWatches = { type = "array", items = { type = "object" } },
+      warnings = { type = "array", items = { type = "string" } },
+      eventLimit = { type = "integer" },
+      eventsLost = { type = "integer" },
+      sampledFunctions = { type = "array", items = { type = "object" } },
+      status = { type = "string" },
     },
   },
   handler = function(args)

@@ -2,6 +2,9 @@
 -- accessibility and screen-capture APIs; on other platforms it says so with UI_NOT_AVAILABLE.
 return {
   name = "debug_ui",
+  title = "Observe the UI (macOS)",
+  -- Reads the UI only.
+  annotations = { readOnlyHint = true, destructiveHint = false, idempotentHint = true, openWorldHint = false },
   description = [[Query the UI state of a running process: accessibility tree and/or screenshot (macOS only; elsewhere it returns UI_NOT_AVAILABLE — use debug_query for output and traces instead).]],
   inputSchema = {
     type = "object",
