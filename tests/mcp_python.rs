@@ -154,3 +154,13 @@ fn mcp_debug_test() {
 fn setup_toolchains() {
     run(Command::new("bash").arg(repo().join("tests").join("setup").join("toolchains.sh")));
 }
+
+#[test]
+fn mcp_tool_titles_annotations_structured_output() {
+    pytest("test_tool_shapes.py");
+}
+
+#[test]
+fn mcp_input_schemas_validated_by_json_schema() {
+    pytest("test_input_schemas.py");
+}
