@@ -164,3 +164,8 @@ fn mcp_tool_titles_annotations_structured_output() {
 fn mcp_input_schemas_validated_by_json_schema() {
     pytest("test_input_schemas.py");
 }
+
+#[test]
+fn mcp_fuzz_every_message_answered() {
+    pytest("test_fuzz.py");
+}

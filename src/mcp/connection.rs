@@ -215,10 +215,10 @@ impl Connection {
     async fn handle_parsed(&self, line: &str, msg: Option<Value>, req: Inflight) -> Option<String> {
         let msg: Value = match msg {
             Some(v) => v,
-            None => {
-                let e = serde_json::from_str::<Value>(line).err().map(|e| e.to_string()).unwrap_or_default();
-                return Some(error_response(&Value::Null, PARSE_ERROR, format!("Parse error: {e}")).to_string());
-            }
+            None => match serde_json::from_str::<Value>(line) {
+                Ok(v) => v,
+                Err(e) => return Some(parse_error_line(line, &e)),
+            },
         };
         if let Some(batch) = msg.as_array() {
             if batch.is_empty() {

@@ -3,6 +3,7 @@
 
 pub mod connection;
 pub mod daemon;
+mod id_scan;
 pub mod lines;
 mod pending;
 pub mod protocol;

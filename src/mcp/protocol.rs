@@ -23,6 +23,15 @@ pub fn error_response(id: &Value, code: i64, message: impl Into<String>) -> Valu
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message.into() } })
 }
 
+/// A parse error as one line, carrying the request's id when a scan finds it (the
+/// parser refused the line, but the client still waits for an answer to that id).
+pub fn parse_error_line(line: &str, err: &serde_json::Error) -> String {
+    let msg = format!("Parse error: {err}");
+    let id = super::id_scan::scan_id(line).unwrap_or("null");
+    let error = json!({ "code": PARSE_ERROR, "message": msg });
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#)
+}
+
 pub fn negotiate_version(requested: Option<&str>) -> &'static str {
     requested.and_then(|r| SUPPORTED_VERSIONS.iter().find(|v| **v == r).copied()).unwrap_or(LATEST_VERSION)
 }
