@@ -4,6 +4,8 @@
 return {
   name = "call_counts",
   description = "Count the calls of each traced function in a session (from its function_enter events), busiest first.",
+  title = "Count calls per function",
+  annotations = { readOnlyHint = true, destructiveHint = false, idempotentHint = true, openWorldHint = false },
   requires = "session",
   inputSchema = {
     type = "object",
@@ -12,6 +14,16 @@ return {
     properties = {
       sessionId = { type = "string", minLength = 1 },
       top = { type = "integer", minimum = 1, maximum = 100, description = "How many functions to list (default 20)" },
+    },
+  },
+  -- Clients get the answer as structuredContent too.
+  outputSchema = {
+    type = "object",
+    required = { "totalCalls", "functions" },
+    properties = {
+      totalCalls = { type = "integer" },
+      functions = { type = "array", items = { type = "object", required = { "function", "calls" },
+        properties = { ["function"] = { type = "string" }, calls = { type = "integer" } } } },
     },
   },
   handler = function(args)
