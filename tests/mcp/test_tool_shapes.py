@@ -28,6 +28,7 @@ HINTS = {
     "debug_trace": (False, False, False, False),
     "debug_launch": (False, False, False, True),
     "debug_script": (False, True, False, True),
+    "debug_test": (False, True, False, True),
 }
 STRUCTURED = {"debug_query", "debug_session", "debug_eval", "debug_launch", "debug_breakpoint", "debug_trace",
               "debug_script"}
