@@ -169,3 +169,8 @@ fn mcp_input_schemas_validated_by_json_schema() {
 fn mcp_fuzz_every_message_answered() {
     pytest("test_fuzz.py");
 }
+
+#[test]
+fn mcp_typescript_sdk_client() {
+    pytest("test_typescript_sdk.py");
+}
