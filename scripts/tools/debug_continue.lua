@@ -24,6 +24,31 @@ return {
       },
     },
   },
+  -- The answer's shape (the next stop, still running, or the exit): clients get it as structuredContent.
+  outputSchema = {
+    type = "object",
+    required = { "status", "nextSteps" },
+    properties = {
+      status = { type = "string", description = "paused, running or exited" },
+      nextSteps = { type = "string" },
+      threadId = { type = "integer" },
+      pid = { type = "integer" },
+      breakpointId = { type = "string" },
+      reason = { type = "string" },
+      ["function"] = { type = "string" },
+      file = { type = "string" },
+      line = { type = "integer" },
+      backtrace = { type = "array", items = { type = "object" } },
+      arguments = { description = "The paused function's arguments" },
+      locals = { type = "array", items = { type = "object", required = { "name" } } },
+      localsWritten = { type = "array", items = { type = "object" } },
+      exitCode = { type = "integer" },
+      signal = { type = "string" },
+      exitReason = { type = "string" },
+      pausedThreads = { type = "integer", description = "Threads still paused after this call" },
+      warnings = { type = "array", items = { type = "string" } },
+    },
+  },
   handler = function(args)
     local s = strobe.session(args.sessionId)
     local written = nil

@@ -109,3 +109,40 @@ pub fn tool_error(err: &StrobeError) -> Value {
         "isError": true
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool() -> ToolInfo {
+        ToolInfo {
+            name: "t".into(),
+            description: "d".into(),
+            input_schema: json!({ "type": "object" }),
+            title: Some("T".into()),
+            annotations: Some(json!({ "readOnlyHint": true })),
+            output_schema: Some(json!({ "type": "object" })),
+            origin: String::new(),
+        }
+    }
+
+    #[test]
+    fn listing_follows_the_protocol_version() {
+        let old = tool_listing(&tool(), "2024-11-05");
+        assert_eq!(old, json!({ "name": "t", "description": "d", "inputSchema": { "type": "object" } }));
+        let mid = tool_listing(&tool(), "2025-03-26");
+        assert_eq!(mid["annotations"], json!({ "readOnlyHint": true, "title": "T" }));
+        assert!(mid.get("title").is_none() && mid.get("outputSchema").is_none());
+        let new = tool_listing(&tool(), "2025-06-18");
+        assert_eq!((new["title"].as_str(), new["outputSchema"]["type"].as_str()), (Some("T"), Some("object")));
+    }
+
+    #[test]
+    fn structured_content_only_when_declared_and_known() {
+        let answer = ToolAnswer { value: json!({ "a": 1 }), structured: true };
+        assert_eq!(tool_result(&answer, "2025-06-18")["structuredContent"], json!({ "a": 1 }));
+        assert!(tool_result(&answer, "2025-03-26").get("structuredContent").is_none());
+        let plain = ToolAnswer { structured: false, ..answer };
+        assert!(tool_result(&plain, "2025-11-25").get("structuredContent").is_none());
+    }
+}

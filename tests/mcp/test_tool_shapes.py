@@ -31,7 +31,7 @@ HINTS = {
     "debug_test": (False, True, False, True),
 }
 STRUCTURED = {"debug_query", "debug_session", "debug_eval", "debug_launch", "debug_breakpoint", "debug_trace",
-              "debug_script"}
+              "debug_script", "debug_continue"}
 
 
 def hint(annotations, name):
@@ -88,13 +88,17 @@ async def test_answers_carry_structured_content_that_fits_the_schema(strobe_home
         await call("debug_trace", sessionId=sid, add=["run"])
         await call("debug_breakpoint", sessionId=sid, add=[{"file": "eval.c", "line": line_of("WEIGH_RESULT")}])
         go.write_text("go")
-        assert (await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000))["status"] == "paused"
+        p = await call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused" and p["locals"], p
         r = await call("debug_eval", sessionId=sid, expressions=["q->len", "no_such_name", "1 +"])
         assert "value" in r["results"][0] and "error" in r["results"][1], r
         st = await call("debug_session", action="status", sessionId=sid)
         assert st["status"] == "paused", st
         await call("debug_session", action="list")
         await call("debug_script", script="print('hi') return {n = 1}")
+        await call("debug_continue", sessionId=sid, action="step-over", timeoutMs=30000)
+        r = await call("debug_continue", sessionId=sid, timeoutMs=30000)
+        assert r["status"] in ("paused", "exited"), r
         await call("debug_session", action="stop", sessionId=sid, retain=True)
         await call("debug_session", action="delete", sessionId=sid)
         # A launch that stops at once reports the pause in its answer.
