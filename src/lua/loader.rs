@@ -5,7 +5,8 @@
 //! they can tear down what they registered.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 use std::hash::{Hash, Hasher};
 
 use mlua::{Function, Lua, Table};
@@ -42,6 +43,11 @@ struct GoodFile {
     tool: Option<LoadedTool>,
 }
 
+/// The source of the last version of each definition file (by path) that loaded, shared
+/// by every Lua worker: a worker started after a file broke still serves its last good
+/// version, as the workers that saw it load do.
+pub type LastGood = Arc<Mutex<HashMap<String, String>>>;
+
 /// The loaded script set.
 #[derive(Default)]
 pub struct Loaded {
@@ -50,6 +56,7 @@ pub struct Loaded {
     good: BTreeMap<String, GoodFile>,
     libs: BTreeMap<String, Function>,
     fingerprint: Option<u64>,
+    last_good: LastGood,
 }
 
 pub struct ReloadOutcome {
@@ -114,6 +121,19 @@ fn load_def(lua: &Lua, kind: &str, file: &ScriptFile) -> Result<(Table, Option<L
 }
 
 impl Loaded {
+    /// A script set that shares last good versions with others (the daemon's workers).
+    pub fn sharing(last_good: LastGood) -> Loaded {
+        Loaded { last_good, ..Default::default() }
+    }
+
+    /// The last good version of `file` this worker never loaded itself (it started after
+    /// the file broke), from the sources other workers loaded.
+    fn last_good_of(&self, lua: &Lua, kind: &str, file: &ScriptFile) -> Option<GoodFile> {
+        let source = self.last_good.lock().unwrap().get(&file.origin).cloned()?;
+        let old = ScriptFile { source, ..file.clone() };
+        load_def(lua, kind, &old).ok().map(|(def, tool)| GoodFile { def, tool })
+    }
+
     /// (Re)load everything from `sources`. Cheap when nothing changed on disk.
     pub fn reload(&mut self, lua: &Lua, sources: &ScriptSources) -> ReloadOutcome {
         let libs = sources.list("lib");
@@ -137,13 +157,15 @@ impl Loaded {
             for file in files {
                 match load_def(lua, kind, file) {
                     Ok((def, tool)) => {
+                        self.last_good.lock().unwrap().insert(file.origin.clone(), file.source.clone());
                         good.insert(file.name.clone(), GoodFile { def, tool });
                     }
                     Err(e) => {
                         let mut err = script_error(file, &e);
-                        if let Some(old) = self.good.get(&file.name) {
+                        let old = self.good.get(&file.name).cloned().or_else(|| self.last_good_of(lua, kind, file));
+                        if let Some(old) = old {
                             err.message.push_str(" (the last good version stays loaded)");
-                            good.insert(file.name.clone(), old.clone());
+                            good.insert(file.name.clone(), old);
                         }
                         errors.push(err);
                     }

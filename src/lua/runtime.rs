@@ -59,6 +59,8 @@ pub(crate) struct Shared {
     pub(super) pool: Pool<mpsc::UnboundedSender<Request>>,
     /// Which worker holds each REPL connection's state.
     repl_homes: Mutex<HashMap<StageScope, usize>>,
+    /// Last good versions of the scripts, for workers started after one broke.
+    pub(super) last_good: super::loader::LastGood,
 }
 
 /// A handle to the Lua workers; cheap to clone.
@@ -82,6 +84,7 @@ impl LuaHost {
             watcher: Mutex::new(None),
             pool: Pool::new(),
             repl_homes: Mutex::default(),
+            last_good: Default::default(),
         });
         let (_, _, ready) = super::worker::spawn_worker(&shared)?;
         ready.recv().map_err(|_| StrobeError::internal("the Lua thread died while starting"))??;

@@ -63,10 +63,11 @@ pub(super) fn spawn_worker(shared: &Arc<Shared>) -> Result<(usize, mpsc::Unbound
                         return;
                     }
                 };
+                let last_good = shared_w.last_good.clone();
                 let state = Rc::new(State {
                     lua,
                     shared: shared_w,
-                    loaded: RefCell::new(Loaded::default()),
+                    loaded: RefCell::new(Loaded::sharing(last_good)),
                     primary: index == 0,
                     repls: RefCell::default(),
                 });

@@ -98,3 +98,32 @@ async def test_a_script_with_an_invalid_schema_is_refused_at_load(strobe_home):
         await eventually("the fixed script loads", fixed)
         t = next(t for t in (await c.session.list_tools()).tools if t.name == "strict")
         assert t.title == "Strict echo" and t.annotations.read_only_hint is True, t
+
+
+async def test_a_worker_started_after_a_script_broke_serves_its_last_good_version(strobe_home):
+    """Found by the test above under load: a Lua worker started after a script broke had no
+    last good version of it, so the tool vanished ('Unknown tool') on that worker."""
+    import anyio
+
+    tools = strobe_home / "scripts" / "tools"
+    tools.mkdir(parents=True)
+    (tools / "strict.lua").write_text(strict(version=1))
+    async with mcp_client(strobe_home) as c:
+        assert (await c.call("strict"))["version"] == 1
+        (tools / "strict.lua").write_text(strict(2, 'limit = { type = "integr" },'))
+
+        async def reported():
+            return (await c.call("strict")).get("scriptErrors")
+
+        await eventually("the broken script is reported", reported)
+        answers = []
+
+        async def busy_script():
+            # A running debug_script keeps its worker to itself: the next call starts a new one.
+            await c.call("debug_script", script="strobe.sleep(3000) return 1")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(busy_script)
+            await anyio.sleep(1.0)
+            answers.append(await c.call("strict"))
+        assert answers[0]["version"] == 1 and answers[0]["scriptErrors"], answers
