@@ -138,13 +138,14 @@ impl Connection {
             }
             // Requests run concurrently: one sent right behind `initialize` (without
             // waiting for its answer) must already find the connection initialized.
-            if let Some(init) = msg.as_ref().filter(|m| m.get("method").and_then(Value::as_str) == Some("initialize")) {
+            let is_init = |m: &&Value| m.get("method") == Some(&json!("initialize")) && m.get("jsonrpc") == Some(&json!("2.0")) && m.get("id").is_some();
+            if let Some(init) = msg.as_ref().filter(is_init) {
                 self.initialize(init.get("params").unwrap_or(&Value::Null));
             }
             let request = msg.as_ref().and_then(|m| Some((m.get("id")?.clone(), m)));
             let inflight = match request {
                 Some((id, m)) if !m.is_array() && m.get("method").is_some() => {
-                    let token = m.pointer("/params/_meta/progressToken").cloned();
+                    let token = m.pointer("/params/_meta/progressToken").filter(|t| t.is_string() || t.is_number()).cloned();
                     Some((id, Inflight::new(token, &out_tx)))
                 }
                 _ => None,
