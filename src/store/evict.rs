@@ -1,8 +1,13 @@
-//! FIFO eviction and session deletion, run by the writer thread between rounds.
+//! FIFO eviction and session deletion, run by the writer thread.
 //!
 //! Eviction goes by id (arrival order): the oldest events of a session over its limit are
-//! deleted in chunks of at most `DELETE_CHUNK`, one transaction each, so ingestion keeps
-//! going in between; `session_keys.dropped` / `evicted_upto` record what went.
+//! deleted inside the writer's own transaction, just before it commits (`Writer::commit`),
+//! so a committed count never exceeds the limit and eviction never waits for a lock (the
+//! writer already holds it: a separate deferred transaction that read first and then wrote
+//! failed with "database is locked" whenever another connection wrote in between). At most
+//! `DELETE_CHUNK` per session per transaction: a limit lowered far below the count is caught
+//! up in chunks between rounds, so ingestion keeps going. `session_keys.dropped` /
+//! `evicted_upto` record what went.
 
 use std::collections::HashSet;
 
@@ -53,19 +58,30 @@ impl Writer {
         !self.over_limit().is_empty()
     }
 
-    /// Evict one chunk from every session over its limit. False if nothing could be done.
+    /// Evict one chunk from every session over its limit, in a transaction of its own.
+    /// False if nothing could be done.
     pub(super) fn evict_step(&mut self) -> bool {
-        let mut progressed = false;
-        for (key, excess) in self.over_limit() {
-            match self.evict_chunk(key, excess.min(DELETE_CHUNK)) {
-                Ok(n) => progressed |= n > 0,
-                Err(e) => tracing::error!("event store: FIFO eviction failed: {e}"),
-            }
+        let before: i64 = self.st.sessions.values().map(|s| s.dropped).sum();
+        if let Err(e) = self.begin() {
+            tracing::error!("event store: FIFO eviction cannot begin: {e}");
+            return false;
         }
-        progressed
+        self.commit(); // evicts (evict_in_txn)
+        let after: i64 = self.st.sessions.values().map(|s| s.dropped).sum();
+        after > before
     }
 
-    /// Delete the `n` oldest (lowest id) events of a session in one transaction.
+    /// Inside the open transaction: cut every session over its limit back to it (at most
+    /// `DELETE_CHUNK` events each, or as many as the transaction added).
+    pub(super) fn evict_in_txn(&mut self) -> Result<()> {
+        let most = DELETE_CHUNK.max(self.st.txn_events as i64);
+        for (key, excess) in self.over_limit() {
+            self.evict_chunk(key, excess.min(most))?;
+        }
+        Ok(())
+    }
+
+    /// Delete the `n` oldest (lowest id) events of a session, inside the open transaction.
     fn evict_chunk(&mut self, key: i64, n: i64) -> Result<i64> {
         let conn = &self.conn;
         let ks = self.st.sessions.get_mut(&key).expect("over_limit only lists known keys");
@@ -90,27 +106,27 @@ impl Writer {
             // Fewer rows than the count says: recount.
             ks.count = Some(count_rows(conn, key)?);
             ks.min_alive = None;
+            self.st.txn_touched.insert(key);
             return Ok(0);
         };
-        let tx = conn.unchecked_transaction().map_err(|e| sql_err("eviction: begin", e))?;
         // Take the chunk out of the counters before its rows go.
-        counters::subtract_range(&tx, key, min, cut).map_err(|e| sql_err("eviction: counts", e))?;
-        let deleted = tx
+        counters::subtract_range(conn, key, min, cut).map_err(|e| sql_err("eviction: counts", e))?;
+        let deleted = conn
             .prepare_cached("DELETE FROM events NOT INDEXED WHERE id >= ?1 AND id <= ?2 AND session_key = ?3")
             .and_then(|mut s| s.execute(params![min, cut, key]))
             .map_err(|e| sql_err("eviction: delete", e))? as i64;
-        tx.prepare_cached(
+        conn.prepare_cached(
             "UPDATE session_keys SET dropped = dropped + ?1, evicted_upto = max(evicted_upto, ?2), \
              min_id = max(coalesce(min_id, ?2 + 1), ?2 + 1) WHERE key = ?3",
         )
         .and_then(|mut s| s.execute(params![deleted, cut, key]))
         .map_err(|e| sql_err("eviction: bookkeeping", e))?;
-        tx.commit().map_err(|e| sql_err("eviction: commit", e))?;
+        // Published by the commit; a failed commit reloads all of this from the file.
         ks.min_alive = Some(cut + 1);
         ks.count = ks.count.map(|c| c - deleted);
         ks.dropped += deleted;
         ks.evicted_upto = ks.evicted_upto.max(cut);
-        self.st.publish(&[key]);
+        self.st.txn_touched.insert(key);
         Ok(deleted)
     }
 
@@ -120,7 +136,10 @@ impl Writer {
             .query_row("SELECT key FROM session_keys WHERE name = ?1", [name], |r| r.get(0))
             .optional()
             .map_err(|e| sql_err("delete_session", e))?;
-        let tx = self.conn.unchecked_transaction().map_err(|e| sql_err("delete_session: begin", e))?;
+        // IMMEDIATE: take the write lock first (a deferred transaction that must upgrade
+        // from a read cannot wait for it and fails with "database is locked").
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| sql_err("delete_session: begin", e))?;
         let rows = tx.execute("DELETE FROM sessions WHERE id = ?1", [name]).map_err(|e| sql_err("delete_session", e))?;
         if key.is_none() && rows == 0 {
             return Err(StrobeError::session_not_found(name));

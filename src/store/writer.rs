@@ -210,12 +210,45 @@ impl Writer {
         Ok(())
     }
 
-    /// Commit the open transaction, if any, and publish the counters it changed.
+    /// Commit the open transaction, if any, and publish the counters it changed. The sessions
+    /// it took over their limit are cut back inside it (`evict.rs`), so a committed count never
+    /// exceeds a session's limit (until the limit is lowered: then the rest goes in chunks).
     pub(super) fn commit(&mut self) {
         if !self.st.in_txn {
             return;
         }
-        let r = (|| -> rusqlite::Result<()> {
+        let r = self.flush_txn_counters().and_then(|()| self.evict_in_txn()).and_then(|()| {
+            self.conn.prepare_cached("COMMIT").and_then(|mut s| s.raw_execute()).map(|_| ()).map_err(|e| sql_err("COMMIT", e))
+        });
+        let committed = self.st.txn_events;
+        self.st.in_txn = false;
+        self.st.txn_events = 0;
+        self.st.txn_max_id = 0;
+        match r {
+            Ok(()) => {
+                let touched: Vec<i64> = self.st.txn_touched.drain().collect();
+                self.st.publish(&touched);
+                self.ckpt.committed(committed);
+            }
+            Err(e) => {
+                tracing::error!("event store: commit failed, the last batch is lost: {e}");
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.st.txn_touched.clear();
+                self.st.txn_counts.clear();
+                self.st.txn_ids.clear();
+                self.st.txn_more.clear();
+                if let Err(e) = self.st.load(&self.conn) {
+                    tracing::error!("event store: reloading writer state failed: {e}");
+                }
+            }
+        }
+    }
+
+    /// Write the open transaction's counters (event_counts, id ranges, `counters.rs`, the
+    /// highest id) into its tables, so that eviction in the same transaction subtracts from
+    /// complete counts.
+    fn flush_txn_counters(&mut self) -> Result<()> {
+        (|| -> rusqlite::Result<()> {
             let mut up = self.conn.prepare_cached(
                 "INSERT INTO event_counts (session_key, event_kind, site_id, n) VALUES (?1, ?2, ?3, ?4) \
                  ON CONFLICT DO UPDATE SET n = n + excluded.n",
@@ -239,31 +272,9 @@ impl Writer {
                     )?
                     .execute([self.st.txn_max_id])?;
             }
-            self.conn.prepare_cached("COMMIT")?.raw_execute()?;
             Ok(())
-        })();
-        let committed = self.st.txn_events;
-        self.st.in_txn = false;
-        self.st.txn_events = 0;
-        self.st.txn_max_id = 0;
-        match r {
-            Ok(()) => {
-                let touched: Vec<i64> = self.st.txn_touched.drain().collect();
-                self.st.publish(&touched);
-                self.ckpt.committed(committed);
-            }
-            Err(e) => {
-                tracing::error!("event store: commit failed, the last batch is lost: {e}");
-                let _ = self.conn.execute_batch("ROLLBACK");
-                self.st.txn_touched.clear();
-                self.st.txn_counts.clear();
-                self.st.txn_ids.clear();
-                self.st.txn_more.clear();
-                if let Err(e) = self.st.load(&self.conn) {
-                    tracing::error!("event store: reloading writer state failed: {e}");
-                }
-            }
-        }
+        })()
+        .map_err(|e| sql_err("commit: counters", e))
     }
 }
 
