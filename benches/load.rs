@@ -35,10 +35,15 @@ fn build_hotloop() -> PathBuf {
 
 /// Resident set of `pid` in MiB (VmRSS).
 fn rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmRSS:")
+}
+
+/// A `/proc/<pid>/status` size field in MiB (`RssAnon:`: the heap, without mapped file pages).
+fn status_mib(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|kb| kb.parse::<f64>().ok())
         .map_or(f64::NAN, |kb| kb / 1024.0)
@@ -200,6 +205,7 @@ fn main() {
     let rss_stopped = rss_mib(daemon);
     std::thread::sleep(Duration::from_secs(5));
     let rss_after = rss_mib(daemon);
+    let anon_after = status_mib(daemon, "RssAnon:");
 
     println!("\nquery latency under ingest load (debug_query limit 1 on a hot session, sequential, 20 ms apart)\n");
     println!("| hot sessions | queries | p50 ms | p99 ms | max ms | daemon RSS median / max MiB |");
@@ -210,7 +216,7 @@ fn main() {
             r.sessions, r.queries, r.p50_ms, r.p99_ms, r.max_ms, r.rss_median, r.rss_max
         );
     }
-    println!("\ndaemon RSS: before {rss_before:.0} MiB, right after the stops {rss_stopped:.0} MiB, 5 s later {rss_after:.0} MiB");
+    println!("\ndaemon RSS: before {rss_before:.0} MiB, right after the stops {rss_stopped:.0} MiB, 5 s later {rss_after:.0} MiB ({anon_after:.0} MiB of it heap, RssAnon)");
     println!(
         "stop of {} busy sessions (sent at once, retain): all answered in {:.2} s (answers at {}); recorded: {:?}",
         sids.len(),

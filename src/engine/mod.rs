@@ -221,14 +221,17 @@ impl Engine {
         {
             return Err(StrobeError::session_not_found(&q.session_id));
         }
-        // Make what has already arrived visible before answering.
-        self.store.flush();
+        // Make what has already arrived visible before answering (unless the writer is far
+        // behind under tracing load: then what is stored so far, see Store::catch_up).
+        self.store.catch_up();
         self.store.query(q)
     }
 
     pub fn status(&self, id: &str) -> Result<StatusReport> {
         if let Some(s) = self.sessions.lock().unwrap().get(id).cloned() {
-            return Ok(s.report(self.store.count_events(id)?));
+            let mut r = s.report(self.store.count_events(id)?);
+            r.events_lost += self.store.events_shed(id) as u64; // dropped by the store, too far behind
+            return Ok(r);
         }
         match self.store.get_session(id)? {
             Some(row) => Ok(StatusReport::from_row(&row, self.store.count_events(id)?)),

@@ -248,7 +248,8 @@ impl Engine {
     pub fn tracing_report(&self, session_id: &str) -> Result<(u64, Vec<SampledFunction>, Vec<SamplingChange>)> {
         let session = self.session(session_id)?;
         let st = session.state.lock().unwrap();
-        Ok((st.tracing.events_lost, st.tracing.sampled_functions(), st.tracing.log.clone()))
+        let lost = st.tracing.events_lost + self.store.events_shed(session_id) as u64;
+        Ok((lost, st.tracing.sampled_functions(), st.tracing.log.clone()))
     }
 
     fn frida_for_session(&self) -> Result<std::sync::Arc<crate::frida::FridaRuntime>> {

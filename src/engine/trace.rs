@@ -167,7 +167,7 @@ impl Engine {
         result.warnings = warnings;
         {
             let st = session.state.lock().unwrap();
-            result.events_lost = st.tracing.events_lost;
+            result.events_lost = st.tracing.events_lost + self.store.events_shed(&session.id) as u64;
             result.sampled_functions = st.tracing.sampled_functions();
         }
         Ok(result)

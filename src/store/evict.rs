@@ -190,6 +190,9 @@ impl Writer {
             if n == 0 {
                 break;
             }
+            // Session-row writes waiting meanwhile go between two chunks (gate.rs).
+            self.st.shared.gate.writer_exit();
+            self.st.shared.gate.writer_enter();
         }
         self.conn
             .execute("DELETE FROM pending_deletes WHERE session_key = ?1", [key])

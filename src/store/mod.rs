@@ -9,10 +9,12 @@ mod count;
 mod counters;
 mod dict;
 mod evict;
+mod gate;
 mod hold; // stdout/stderr ids follow time
 /// The timeline event type.
 pub mod event;
 mod intern;
+mod memory;
 /// `returnValue.equals`: JSON value equality as `debug_query` means it.
 pub mod json_eq;
 /// `debug_query`: filters, pagination, cursor.
@@ -72,20 +74,28 @@ pub(crate) struct SessionStats {
     pub count: Option<i64>,
     pub dropped: i64,
     pub evicted_upto: i64,
+    /// Trace events refused because the writer was `MAX_PENDING_EVENTS` behind.
+    pub shed: i64,
 }
 
 impl Default for SessionStats {
     fn default() -> Self {
-        SessionStats { max_events: DEFAULT_MAX_EVENTS, count: None, dropped: 0, evicted_upto: 0 }
+        SessionStats { max_events: DEFAULT_MAX_EVENTS, count: None, dropped: 0, evicted_upto: 0, shed: 0 }
     }
 }
 
 pub(crate) struct Shared {
     pub next_id: AtomicI64,
+    /// Events queued for the writer and not yet committed (`Store::catch_up`).
+    pub pending: AtomicI64,
     pub stats: Mutex<HashMap<String, SessionStats>>,
     /// Held by whoever checkpoints the WAL (`checkpoint.rs`, retention): SQLite runs one
     /// checkpoint at a time and answers a second one with SQLITE_BUSY instead of waiting.
     pub checkpoint_lock: Mutex<()>,
+    /// Taken around every write transaction (gate.rs).
+    pub gate: gate::WriteGate,
+    /// Reader connections not in use (memory.rs shrinks them when ingestion goes quiet).
+    pub readers: Mutex<Vec<Connection>>,
 }
 
 /// The event store. `Send + Sync`; share it in an `Arc`. Dropping it drains the queue,
@@ -95,7 +105,6 @@ pub struct Store {
     shared: Arc<Shared>,
     tx: Sender<Msg>,
     writer: Mutex<Option<JoinHandle<()>>>,
-    readers: Mutex<Vec<Connection>>,
     control: Mutex<Connection>,
     dict: RwLock<dict::Dict>,
     /// stdout/stderr lines waiting for their ids (hold.rs).
@@ -103,6 +112,14 @@ pub struct Store {
 }
 
 const VALID_STATUSES: &[&str] = &["running", "exited", "stopped"];
+/// Most events queued for the writer: beyond, fast-path trace batches are dropped and counted
+/// (`events_shed`), as the agent's ring drops records when the daemon falls behind. Bounds the
+/// daemon's memory (~130 bytes per queued event) and how long a flush (stop, exit) can take:
+/// two agents' flow-control windows, so one or two hot sessions never lose events here.
+pub const MAX_PENDING_EVENTS: i64 = 262_144;
+/// Backlog up to which a query waits for the writer (`catch_up`): about one writer round,
+/// tens of milliseconds.
+pub const FRESH_BACKLOG: i64 = 20_000;
 const MAX_POOLED_READERS: usize = 8;
 
 impl Store {
@@ -125,8 +142,11 @@ impl Store {
             .map_err(|e| sql_err("Cannot read the highest event id", e))?;
         let shared = Arc::new(Shared {
             next_id: AtomicI64::new(max_id + 1),
+            pending: AtomicI64::new(0),
             stats: Mutex::new(HashMap::new()),
             checkpoint_lock: Mutex::new(()),
+            gate: Default::default(),
+            readers: Mutex::new(Vec::new()),
         });
         let writer = Writer::new(conn, shared.clone())?;
         let control = schema::open_reader(path, false)?;
@@ -140,7 +160,6 @@ impl Store {
             shared,
             tx,
             writer: Mutex::new(Some(handle)),
-            readers: Mutex::new(Vec::new()),
             control: Mutex::new(control),
             dict: RwLock::new(dict::Dict::default()),
             held: Default::default(),
@@ -185,6 +204,7 @@ impl Store {
                 e.id = id;
             }
         }
+        self.shared.pending.fetch_add(events.len() as i64, Ordering::Relaxed);
         if self.tx.send(Msg::Events(events)).is_err() {
             tracing::error!("event store: the writer thread has stopped; events dropped");
         }
@@ -206,11 +226,39 @@ impl Store {
                 r.id = id;
             }
         }
+        let n = batch.records.len() as i64;
+        if self.shared.pending.load(Ordering::Relaxed) + n > MAX_PENDING_EVENTS {
+            self.shed(&batch.session_id, n);
+            return;
+        }
         // Formatted here, on the producer's thread: the writer is the pipeline's one serial stage.
         let texts = raw_batch::TraceTexts::format(&batch.records, &batch.sites);
+        self.shared.pending.fetch_add(batch.records.len() as i64, Ordering::Relaxed);
         if self.tx.send(Msg::TraceBatch(batch, texts)).is_err() {
             tracing::error!("event store: the writer thread has stopped; trace events dropped");
         }
+    }
+
+    /// Drop a trace batch the writer has no room for; counted (`events_shed`).
+    fn shed(&self, session_id: &str, n: i64) {
+        let first = {
+            let mut stats = self.shared.stats.lock().unwrap();
+            let e = stats.entry(session_id.to_string()).or_default();
+            e.shed += n;
+            e.shed == n
+        };
+        if first {
+            tracing::warn!(
+                "event store: more than {MAX_PENDING_EVENTS} events wait to be stored; trace events of session \
+                 {session_id} are dropped (counted in eventsLost) until the writer catches up"
+            );
+        }
+    }
+
+    /// Trace events of a session dropped because the writer was too far behind (reported
+    /// with the agent's own losses as `eventsLost`).
+    pub fn events_shed(&self, session_id: &str) -> i64 {
+        self.shared.stats.lock().unwrap().get(session_id).map_or(0, |s| s.shed)
     }
 
     /// Block until everything inserted before this call is committed (and the FIFO limit
@@ -223,9 +271,33 @@ impl Store {
         }
     }
 
+    /// Make what has arrived visible before a query: `flush`, unless the writer is more than
+    /// `FRESH_BACKLOG` events behind (heavy tracing load). Then waiting would take as long as
+    /// storing that backlog (seconds with ten hot sessions), so the query answers at once from
+    /// what is committed: always a prefix of the arrival order, so a visible line of output
+    /// comes with every event queued before it. Returns the events still waiting.
+    pub fn catch_up(&self) -> i64 {
+        self.release_held(None, true);
+        let behind = self.events_pending();
+        if behind <= FRESH_BACKLOG {
+            self.flush();
+            return 0;
+        }
+        behind
+    }
+
+    /// Events queued for the writer and not yet committed.
+    pub fn events_pending(&self) -> i64 {
+        self.shared.pending.load(Ordering::Relaxed).max(0)
+    }
+
     /// Insert a session row. A duplicate id is `SESSION_EXISTS`.
     pub fn create_session(&self, s: &SessionRow) -> Result<()> {
         check_status(&s.status)?;
+        self.shared.gate.control(|| self.create_session_row(s))
+    }
+
+    fn create_session_row(&self, s: &SessionRow) -> Result<()> {
         let conn = self.control.lock().unwrap();
         conn.prepare_cached(
             "INSERT INTO sessions (id, binary_path, project_root, pid, started_at, ended_at, status, exit_code) \
@@ -247,11 +319,12 @@ impl Store {
     /// Set status, end time and exit code. Unknown id is `SESSION_NOT_FOUND`.
     pub fn update_session_status(&self, id: &str, status: &str, ended_at: Option<i64>, exit_code: Option<i64>) -> Result<()> {
         check_status(status)?;
-        let conn = self.control.lock().unwrap();
-        let n = conn
-            .prepare_cached("UPDATE sessions SET status = ?2, ended_at = ?3, exit_code = ?4 WHERE id = ?1")
-            .and_then(|mut st| st.execute(params![id, status, ended_at, exit_code]))
-            .map_err(|e| sql_err("update_session_status", e))?;
+        let n = self.shared.gate.control(|| {
+            let conn = self.control.lock().unwrap();
+            conn.prepare_cached("UPDATE sessions SET status = ?2, ended_at = ?3, exit_code = ?4 WHERE id = ?1")
+                .and_then(|mut st| st.execute(params![id, status, ended_at, exit_code]))
+                .map_err(|e| sql_err("update_session_status", e))
+        })?;
         if n == 0 {
             return Err(StrobeError::session_not_found(id));
         }
@@ -336,13 +409,13 @@ impl Store {
     }
 
     fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let pooled = self.readers.lock().unwrap().pop();
+        let pooled = self.shared.readers.lock().unwrap().pop();
         let conn = match pooled {
             Some(c) => c,
             None => query::open_reader(&self.path)?,
         };
         let r = f(&conn);
-        let mut pool = self.readers.lock().unwrap();
+        let mut pool = self.shared.readers.lock().unwrap();
         if pool.len() < MAX_POOLED_READERS {
             pool.push(conn);
         }

@@ -104,9 +104,12 @@ impl Store {
     /// was running, or a reader held an old snapshot): try again for up to a second.
     fn checkpoint(&self) {
         let _one_at_a_time = self.shared.checkpoint_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let conn = self.control.lock().unwrap();
         for _ in 0..50 {
-            match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0)) {
+            // Between two writer rounds (gate.rs): TRUNCATE waits for the writer otherwise.
+            let r = self.shared.gate.control(|| {
+                self.control.lock().unwrap().query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0))
+            });
+            match r {
                 Ok(0) => return,
                 Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
                 Err(e) => {

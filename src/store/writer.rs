@@ -5,7 +5,7 @@
 //! checkpoints run on another thread (`checkpoint.rs`).
 
 use std::collections::HashSet;
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::Arc;
 
 use rusqlite::{params, Connection};
@@ -115,10 +115,15 @@ impl Writer {
     }
 
     pub(crate) fn run(mut self, rx: Receiver<Msg>) {
+        let shared = self.st.shared.clone();
+        shared.gate.writer_enter();
         if let Err(e) = self.resume_pending_deletes() {
             tracing::error!("event store: resuming an interrupted session delete failed: {e}");
         }
+        shared.gate.writer_exit();
         let mut shutdown = false;
+        // Something was written since memory was last given back (memory.rs).
+        let mut dirty = false;
         while !shutdown {
             let first = if self.has_backlog() {
                 match rx.try_recv() {
@@ -129,18 +134,37 @@ impl Writer {
                         None
                     }
                 }
+            } else if dirty {
+                match rx.recv_timeout(super::memory::IDLE_BEFORE_RELEASE) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => {
+                        super::memory::release(&self.conn, &shared);
+                        dirty = false;
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
             } else {
                 match rx.recv() {
                     Ok(m) => Some(m),
                     Err(_) => break,
                 }
             };
+            dirty = true;
+            shared.gate.writer_enter();
             let mut waiters = Vec::new();
             let mut next = first;
+            let mut consumed = 0;
             while let Some(m) = next.take() {
                 match m {
-                    Msg::Events(evs) => self.write_events(evs),
-                    Msg::TraceBatch(b, t) => self.write_trace_batch(b, t),
+                    Msg::Events(evs) => {
+                        consumed += evs.len();
+                        self.write_events(evs)
+                    }
+                    Msg::TraceBatch(b, t) => {
+                        consumed += b.records.len();
+                        self.write_trace_batch(b, t)
+                    }
                     Msg::Flush(w) => waiters.push(w),
                     Msg::Wake => {
                         self.commit();
@@ -158,20 +182,24 @@ impl Writer {
                 next = rx.try_recv().ok();
             }
             self.commit();
+            shared.pending.fetch_sub(consumed as i64, std::sync::atomic::Ordering::Relaxed);
             if !waiters.is_empty() || shutdown {
                 while self.has_backlog() {
                     if !self.evict_step() {
                         break;
                     }
                 }
-                for w in waiters {
-                    let _ = w.send(());
-                }
             } else if self.has_backlog() {
                 self.evict_step();
             }
+            shared.gate.writer_exit();
+            for w in waiters {
+                let _ = w.send(());
+            }
         }
+        shared.gate.writer_enter();
         self.commit();
+        shared.gate.writer_exit();
     }
 
     fn write_events(&mut self, events: Vec<Event>) {
