@@ -71,14 +71,14 @@ fn median(v: &mut [f64]) -> f64 {
     percentile(v, 0.5)
 }
 
-/// Launch a copy of hotloop in spin mode and trace `hot_leaf`; returns the session id.
+/// Launch a copy of hotloop in spin mode with `hot_leaf` traced; returns the session id.
 fn launch_hot(mcp: &mut Mcp, exe: &Path) -> String {
+    // Staged: hooked while the process is suspended (not raced with the running loop).
+    mcp.tool("debug_trace", json!({"add": ["hot_leaf"]})).unwrap_or_else(|e| panic!("debug_trace: {e}"));
     let r = mcp
         .tool("debug_launch", json!({"command": exe, "args": ["spin", "0"], "projectRoot": repo().join("tests/fixtures")}))
         .unwrap_or_else(|e| panic!("debug_launch {}: {e}", exe.display()));
-    let sid = r["sessionId"].as_str().expect("sessionId").to_string();
-    mcp.tool("debug_trace", json!({"sessionId": sid, "add": ["hot_leaf"]})).unwrap_or_else(|e| panic!("debug_trace: {e}"));
-    sid
+    r["sessionId"].as_str().expect("sessionId").to_string()
 }
 
 fn event_count(mcp: &mut Mcp, sid: &str) -> i64 {
@@ -177,6 +177,14 @@ fn main() {
         rows.push(row);
     }
 
+    let running = sids
+        .iter()
+        .filter(|sid| {
+            mcp.tool("debug_session", json!({"action": "status", "sessionId": sid})).ok().and_then(|s| s["status"].as_str().map(str::to_string))
+                == Some("running".into())
+        })
+        .count();
+    println!("\n{running} of {} sessions still running before the stop", sids.len());
     // Stop them all at once, retained so that how each ended can be read back.
     let t = Instant::now();
     let ids: Vec<u64> = sids

@@ -134,6 +134,11 @@ fn mcp_races_and_process_accounting() {
 }
 
 #[test]
+fn mcp_store_under_load() {
+    pytest("test_store_load.py");
+}
+
+#[test]
 fn mcp_hardening() {
     pytest("test_hardening.py");
 }
