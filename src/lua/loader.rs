@@ -43,7 +43,7 @@ struct GoodFile {
     tool: Option<LoadedTool>,
 }
 
-/// The source of the last version of each definition file (by path) that loaded, shared
+/// The source of the last version of each script file (by path) that loaded, shared
 /// by every Lua worker: a worker started after a file broke still serves its last good
 /// version, as the workers that saw it load do.
 pub type LastGood = Arc<Mutex<HashMap<String, String>>>;
@@ -208,15 +208,18 @@ impl Loaded {
         let mut new_libs = BTreeMap::new();
         for file in libs {
             let stem = file.name.trim_start_matches("lib/").trim_end_matches(".lua").to_string();
-            match lua.load(file.source.as_str()).set_name(format!("@{}", file.origin)).into_function() {
+            let compile = |source: &str| lua.load(source).set_name(format!("@{}", file.origin)).into_function();
+            match compile(&file.source) {
                 Ok(f) => {
+                    self.last_good.lock().unwrap().insert(file.origin.clone(), file.source.clone());
                     new_libs.insert(stem, f);
                 }
                 Err(e) => {
                     let mut err = script_error(file, &e.to_string());
-                    if let Some(old) = self.libs.get(&stem) {
+                    let shared = || self.last_good.lock().unwrap().get(&file.origin).and_then(|src| compile(src).ok());
+                    if let Some(old) = self.libs.get(&stem).cloned().or_else(shared) {
                         err.message.push_str(" (the last good version stays loaded)");
-                        new_libs.insert(stem, old.clone());
+                        new_libs.insert(stem, old);
                     }
                     errors.push(err);
                 }

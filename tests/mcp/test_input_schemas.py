@@ -100,20 +100,35 @@ async def test_a_script_with_an_invalid_schema_is_refused_at_load(strobe_home):
         assert t.title == "Strict echo" and t.annotations.read_only_hint is True, t
 
 
-async def test_a_worker_started_after_a_script_broke_serves_its_last_good_version(strobe_home):
-    """Found by the test above under load: a Lua worker started after a script broke had no
-    last good version of it, so the tool vanished ('Unknown tool') on that worker."""
+GREETER = """local greet = require("greet")
+return { name = "greeter", description = "Greets.", inputSchema = { type = "object" },
+  handler = function() return { version = 1, greeting = greet.hello() } end }
+"""
+
+
+@pytest.mark.parametrize("broken", ["tool", "lib"])
+async def test_a_worker_started_after_a_script_broke_serves_its_last_good_version(strobe_home, broken):
+    """Found by the test above under load: a Lua worker started after a script (or a lib it
+    requires) broke had no last good version of it, so the tool vanished ('Unknown tool')."""
     import anyio
 
     tools = strobe_home / "scripts" / "tools"
     tools.mkdir(parents=True)
+    lib = strobe_home / "scripts" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "greet.lua").write_text('return { hello = function() return "hi" end }\n')
+    (tools / "greeter.lua").write_text(GREETER)
     (tools / "strict.lua").write_text(strict(version=1))
+    tool = "strict" if broken == "tool" else "greeter"
     async with mcp_client(strobe_home) as c:
-        assert (await c.call("strict"))["version"] == 1
-        (tools / "strict.lua").write_text(strict(2, 'limit = { type = "integr" },'))
+        assert (await c.call(tool))["version"] == 1
+        if broken == "tool":
+            (tools / "strict.lua").write_text(strict(2, 'limit = { type = "integr" },'))
+        else:
+            (lib / "greet.lua").write_text("return { hello = function() return 'hi' end\n")
 
         async def reported():
-            return (await c.call("strict")).get("scriptErrors")
+            return (await c.call(tool)).get("scriptErrors")
 
         await eventually("the broken script is reported", reported)
         answers = []
@@ -125,5 +140,5 @@ async def test_a_worker_started_after_a_script_broke_serves_its_last_good_versio
         async with anyio.create_task_group() as tg:
             tg.start_soon(busy_script)
             await anyio.sleep(1.0)
-            answers.append(await c.call("strict"))
+            answers.append(await c.call(tool))
         assert answers[0]["version"] == 1 and answers[0]["scriptErrors"], answers
