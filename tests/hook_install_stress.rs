@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strobe::engine::{Engine, EngineConfig, LaunchRequest, PointRequest};
+use strobe::store::EventType;
 
 const ATTEMPTS: usize = 200;
 
@@ -84,6 +85,9 @@ async fn adding_and_removing_traces_on_busy_threads_never_crashes_the_target() {
         }
         if let Some(how) = how {
             eprintln!("attempt {attempt} ({}): the target died: {how}", if traced { "remove" } else { "add" });
+            for c in common::events::query_all(&h.engine, &id, Some(EventType::Crash), None) {
+                eprintln!("  crash: {}", format!("{c:?}").chars().take(2500).collect::<String>());
+            }
             crashes.push((attempt, how));
             id = launch(&h).await;
             traced = false;

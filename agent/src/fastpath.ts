@@ -27,7 +27,7 @@ import { flush } from "./events.js";
 import { FASTPATH_C, MAX_FAST_ARGS, NEW_TID_SLOT, NEW_TIDS, RECORD_SIZE } from "./fastpath_c.js";
 import { announceThread } from "./threads.js";
 import { forkGateStats, isForkedCopy, sendThroughGate } from "./forksafe.js";
-import { installFastHook, wrapperStats } from "./wrappers.js";
+import { installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
 
 /** Tuning knobs, settable by the daemon before (or between) hook changes. */
 export interface TracingOptions {
@@ -69,7 +69,7 @@ const SH_TLS_KEY = 0, SH_MASK = 4, SH_TAIL = 12, SH_WINDOW_CALLS = 20, SH_HOT_WI
 const SH_LOST = 32, SH_SAMPLED_OUT = 40, SH_RING = 48, SH_NEW_TIDS = 56, SHARED_SIZE = 64;
 // 32-bit word indexes into the same struct, for the typed-array view.
 const W_HEAD = 2, W_TAIL = 3, W_THREAD_SERIAL = 4;
-// Fn struct offsets (see `Fn`).
+// Fn struct offsets (see `Fn`; Fn.off at 40 is wrappers.ts's).
 const FN_ID = 0, FN_NARGS = 4, FN_SAMPLING = 8, FN_SAMPLE_EVERY = 12, FN_AUTO = 16, FN_SIZE = 48;
 
 const WINDOW_CALLS = 1024;
@@ -96,6 +96,8 @@ interface Native {
     callbacks: { onEnter: NativePointer; onLeave: NativePointer };
     /** strobe_wrapped_call, the common code of the replaceFast wrappers (wrappers.ts). */
     wrappedCall: NativePointer;
+    /** strobe_js_enter, compiled right after it: the end of its code. */
+    wrappedCallEnd: NativePointer;
     /** The shared struct as 32-bit words: head/tail/serial reads without NativePointer calls. */
     words: Uint32Array;
     newTids: NativePointer;
@@ -199,6 +201,7 @@ function setUp(): Native | null {
         native = {
             cm, shared, ring, out, drain, drainBytes: zeroed(4), callbacks: { onEnter: cm.on_enter, onLeave: cm.on_leave },
             wrappedCall: cm.strobe_wrapped_call,
+            wrappedCallEnd: cm.strobe_js_enter,
             words: new Uint32Array(ArrayBuffer.wrap(shared, SHARED_SIZE)),
             newTids,
             newTidWords: new Uint32Array(ArrayBuffer.wrap(newTids, NEW_TIDS * NEW_TID_SLOT)),
@@ -273,6 +276,12 @@ function announceNewThreads(n: Native): void {
     // More new threads than slots between two drains: the overwritten ones are not announced
     // here; the daemon names their events from /proc instead.
     tidsAnnounced = firstPending >= 0 ? firstPending : serial;
+}
+
+/** Before hooks are added with the threads parked (quiesce.ts): compile what they need. */
+export function prepareFastHooks(count: number): void {
+    const n = setUp();
+    if (n !== null && options.wrappers) reserveWrappers(n, count);
 }
 
 /**

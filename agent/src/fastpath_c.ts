@@ -77,6 +77,8 @@ typedef struct {
   guint32 slow_windows;           /* consecutive rate windows below the off threshold */
   volatile guint64 calls;         /* every call seen (racy increments: an estimate) */
   volatile guint64 window_start;  /* ns at the start of the current rate window */
+  /* Hook install/revert (wrappers.ts): 1 while the trace is removed but the hook kept. */
+  volatile guint32 off;
 } Fn;
 
 typedef struct {
@@ -105,8 +107,9 @@ typedef struct { guint64 call; guint64 parent; guint64 ts; guint32 flags; } Invo
 
 typedef guint64 (* Orig) (guint64, guint64, guint64, guint64, guint64, guint64);
 
-/* One wrapper's slot (wrappers.ts WRAP_SLOT): its function's state, the original's entry. */
-typedef struct { Fn * fn; volatile Orig orig; } WrapSlot;
+/* One wrapper's slot (wrappers.ts WRAP_SLOT): its function's state, the original's entry,
+   and "off" (1: the trace was removed, the wrapper only calls the original; wrappers.ts). */
+typedef struct { Fn * volatile fn; volatile Orig orig; volatile guint64 off; } WrapSlot;
 
 extern Shared shared;
 
@@ -233,6 +236,7 @@ static void check_rate (Fn * f, guint64 n) {
    strobe_wrapped_call): sampling, the thread's call stack, the enter record with the six
    argument registers a[0..5]. inv->call stays 0 when nothing is to be recorded at exit. */
 static void record_enter (Fn * f, Invocation * inv, const guint64 * a) {
+  if (f->off) { inv->call = 0; return; } /* trace removed, hook kept (wrappers.ts) */
   guint64 n = f->calls++;
   if ((n & (shared.window_calls - 1)) == 0)
     check_rate (f, n);
@@ -311,6 +315,13 @@ guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
      and libc (calloc making a thread's arena: movaps) faults on that. TinyCC addresses
      locals from rbp and returns through "leave", so lowering rsp here is safe. */
   asm volatile ("andq $-16, %%rsp" : : : "memory");
+  Fn * f = s->fn;
+  Invocation inv;
+  inv.call = 0;
+  if (!s->off)
+    record_enter (f, &inv, a);
+  /* Read right before the call: a demotion (wrappers.ts) repoints it while every thread is
+     parked outside this function, and the old trampoline is freed after. */
   Orig orig = s->orig;
   while (orig == NULL) {
     /* Not yet published: JS writes it right after replaceFast, before the patch is
@@ -318,10 +329,8 @@ guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
     asm volatile ("pause" : : : "memory");
     orig = s->orig;
   }
-  Invocation inv;
-  record_enter (s->fn, &inv, a);
   guint64 ret = orig (a[0], a[1], a[2], a[3], a[4], a[5]);
-  record_exit (s->fn, &inv, ret);
+  record_exit (f, &inv, ret);
   return ret;
 }
 

@@ -6,7 +6,8 @@
 import { nowNs } from "./clock.js";
 import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
-import { attachFast, drainBeforeJsEvent, HookNeeds, prepareSharedStack, sharedEnter, sharedLeave, useFastPath } from "./fastpath.js";
+import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, useFastPath } from "./fastpath.js";
+import { DangerRange, patchParked, prologue } from "./quiesce.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
 
 export const DEFAULT_ARG_COUNT = 6;
@@ -150,44 +151,68 @@ export function updateHooks(req: HooksRequest): HooksResult {
     const result: HooksResult = { activeCount: 0, installed: [], removed: [], failed: [] };
     if (req.imageBase !== undefined) setImageBase(req.imageBase);
     const functions = req.functions ?? [];
+    // The hooks go in and out with the program's threads parked outside the patched
+    // prologues (quiesce.ts): what can be prepared is prepared first.
+    const patched: DangerRange[] = [];
     if (req.action === "add") {
         if (functions.length > 0) prepareSharedStack();
+        if (req.mode === "auto") prepareFastHooks(functions.length);
         for (const f of functions) {
-            if (hooks.has(f.id)) {
-                result.installed.push(f.id); // already hooked: no-op
-                continue;
-            }
+            if (hooks.has(f.id)) continue;
             try {
-                const address = resolve(f);
-                const argCount = Math.max(0, Math.min(MAX_ARG_COUNT, f.argCount ?? DEFAULT_ARG_COUNT));
-                const state = { active: true };
-                const listener = useFastPath(f, argCount, req.mode)
-                    ? attachFast(f.id, address, argCount, f.abi, f.name)
-                    : Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount)));
-                hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
-                result.installed.push(f.id);
-            } catch (e) {
-                result.failed.push({ id: f.id, name: f.name, error: errorText(e) });
+                patched.push(prologue(resolve(f)));
+            } catch (_) {
+                // reported below
             }
         }
+        patchParked(patched, () => addHooks(req, functions, result));
     } else if (req.action === "remove") {
         for (const f of functions) {
             const h = hooks.get(f.id);
-            if (h === undefined) continue; // not hooked: no-op
-            try {
-                h.state.active = false;
-                h.listener.detach();
-                hooks.delete(f.id);
-                result.removed.push(f.id);
-            } catch (e) {
-                result.failed.push({ id: f.id, name: f.name, error: errorText(e) });
-            }
+            if (h !== undefined) patched.push(prologue(h.address));
         }
+        patchParked(patched, () => removeHooks(functions, result));
     } else {
         throw new Error(`unknown hooks action ${JSON.stringify(req.action)} (expected "add" or "remove")`);
     }
     result.activeCount = hooks.size;
     return result;
+}
+
+function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksResult): void {
+    for (const f of functions) {
+        if (hooks.has(f.id)) {
+            result.installed.push(f.id); // already hooked: no-op
+            continue;
+        }
+        try {
+            const address = resolve(f);
+            const argCount = Math.max(0, Math.min(MAX_ARG_COUNT, f.argCount ?? DEFAULT_ARG_COUNT));
+            const state = { active: true };
+            const listener = useFastPath(f, argCount, req.mode)
+                ? attachFast(f.id, address, argCount, f.abi, f.name)
+                : Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount)));
+            hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
+            result.installed.push(f.id);
+        } catch (e) {
+            result.failed.push({ id: f.id, name: f.name, error: errorText(e) });
+        }
+    }
+}
+
+function removeHooks(functions: FunctionSpec[], result: HooksResult): void {
+    for (const f of functions) {
+        const h = hooks.get(f.id);
+        if (h === undefined) continue; // not hooked: no-op
+        try {
+            h.state.active = false;
+            h.listener.detach();
+            hooks.delete(f.id);
+            result.removed.push(f.id);
+        } catch (e) {
+            result.failed.push({ id: f.id, name: f.name, error: errorText(e) });
+        }
+    }
 }
 
 export function removeAll(): void {

@@ -11,24 +11,39 @@
 // allocated here. Wrappers and slots are never reused or freed: a thread may still be inside
 // an old wrapper (or about to call its original) after a revert.
 //
+// Removing a wrapped trace does not revert the patch: the slot is switched `off` and the
+// wrapper only calls the original, and adding the trace again switches it back on. Reverting
+// would free the trampoline a thread inside the wrapper may be about to call, and every
+// patch of a busy function is a risk (quiesce.ts); this way a function is patched once per
+// process. Patches that do happen (the first wrap, attach, demotion) are written with the
+// program's threads parked outside the patched bytes (quiesce.ts patchParked).
+//
 // Conflicts. A function replaced this way cannot also be attached to, and its wrapper frame
 // has no unwind info (backtraces, step-out). So the first breakpoint, logpoint or step probe
 // of the process (probes.ts) demotes every wrapper to the attach path — revert, then attach
 // with the same Fn state (call counts, sampling), in the same JS turn, so Frida flushes both
 // patches together — and hooks added afterwards attach. A hook that moves to the JS path is
-// removed (reverted) first by the daemon. If replaceFast refuses a function (too small to
+// removed first by the daemon. If replaceFast refuses a function (too small to
 // patch, ...) that hook attaches instead.
+
+import { DangerRange, patchParked, prologue, quiesceStats } from "./quiesce.js";
 
 /** The hook spec's abi value for which a wrapper may stand in (src/symbols/abi.rs). */
 export const WRAPPER_ABI = "sysv-int";
 
+/** A replaceFast trampoline: the relocated prologue (< 32 bytes) and the jump back. */
+const TRAMPOLINE_SPAN = 64;
+
 const CHUNK = 64;
-/** WrapSlot in fastpath_c.ts: Fn * fn, Orig orig. */
-const WRAP_SLOT = 16;
+/** WrapSlot in fastpath_c.ts: Fn * fn, Orig orig, u64 off. */
+const WRAP_SLOT = 24;
+const SLOT_ORIG = 8, SLOT_OFF = 16;
 
 export interface NativeHooks {
     /** strobe_wrapped_call of the main CModule. */
     wrappedCall: NativePointer;
+    /** The function compiled right after it (the end of its code). */
+    wrappedCallEnd: NativePointer;
     /** on_enter / on_leave: the attach path. */
     callbacks: { onEnter: NativePointer; onLeave: NativePointer };
 }
@@ -46,6 +61,8 @@ interface FastHook {
     /** True while the entry is replaced by a wrapper; false: an attach listener. */
     wrapped: boolean;
     listener: InvocationListener | null;
+    /** The wrapper's slot (wrapped only). */
+    slot: NativePointer | null;
 }
 
 interface Chunk {
@@ -55,6 +72,12 @@ interface Chunk {
 }
 
 const live = new Set<FastHook>();
+/** Wrapped functions whose trace was removed: their wrappers pass calls through (header). */
+const idle = new Map<string, FastHook>();
+/** Attached functions whose trace was removed: the listener stays, its Fn switched off. */
+const idleAttached = new Map<string, FastHook>();
+/** Fn.off in fastpath_c.ts. */
+const FN_OFF = 40;
 /** Every chunk ever compiled, kept alive (see the header). */
 const chunks: Chunk[] = [];
 let native: NativeHooks | null = null;
@@ -69,7 +92,7 @@ function chunkSource(): string {
     return `
 #include <glib.h>
 
-typedef struct { void * fn; void * orig; } WrapSlot;
+typedef struct { void * fn; void * orig; guint64 off; } WrapSlot;
 extern WrapSlot slots[${CHUNK}];
 extern guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a);
 
@@ -83,16 +106,34 @@ ${wrappers.join("\n")}
 `;
 }
 
+/**
+ * Compile wrappers ahead for `count` hooks (up to a chunk), so that adding them, done with
+ * the program's threads parked (quiesce.ts), compiles nothing.
+ */
+export function reserveWrappers(n: NativeHooks, count: number): void {
+    if (offReason !== null || count === 0) return;
+    const c = chunks.length > 0 ? chunks[chunks.length - 1] : null;
+    if (c !== null && CHUNK - c.used >= Math.min(count, CHUNK)) return;
+    try {
+        addChunk(n);
+    } catch (_) {
+        // reported by the install that needs it
+    }
+}
+
+function addChunk(n: NativeHooks): Chunk {
+    // Zeroed: a wrapper whose orig is still NULL waits for it (strobe_wrapped_call).
+    const slots = Memory.alloc(CHUNK * WRAP_SLOT);
+    for (let i = 0; i < CHUNK * WRAP_SLOT; i += 8) slots.add(i).writeU64(0);
+    const c = { cm: new CModule(chunkSource(), { slots, strobe_wrapped_call: n.wrappedCall }), slots, used: 0 };
+    chunks.push(c);
+    return c;
+}
+
 /** The next unused wrapper: [its code, its slot]. */
 function nextWrapper(n: NativeHooks): [NativePointer, NativePointer] {
     let c = chunks.length > 0 ? chunks[chunks.length - 1] : null;
-    if (c === null || c.used === CHUNK) {
-        // Zeroed: a wrapper whose orig is still NULL waits for it (strobe_wrapped_call).
-        const slots = Memory.alloc(CHUNK * WRAP_SLOT);
-        for (let i = 0; i < CHUNK * WRAP_SLOT; i += 8) slots.add(i).writeU64(0);
-        c = { cm: new CModule(chunkSource(), { slots, strobe_wrapped_call: n.wrappedCall }), slots, used: 0 };
-        chunks.push(c);
-    }
+    if (c === null || c.used === CHUNK) c = addChunk(n);
     const k = c.used++;
     return [c.cm["w" + k], c.slots.add(k * WRAP_SLOT)];
 }
@@ -100,14 +141,41 @@ function nextWrapper(n: NativeHooks): [NativePointer, NativePointer] {
 function wrap(h: FastHook, n: NativeHooks): void {
     const [code, slot] = nextWrapper(n);
     slot.writePointer(h.target.fn);
-    // Interceptor changes are flushed when JS returns to the target (or at send()), so the
-    // original's pointer is published before any thread can enter the wrapper.
+    // Interceptor changes are written at the next flush (a NativeFunction call, send(), the
+    // end of the JS turn), so the original's pointer is published before any thread can
+    // enter the wrapper.
     const orig = Interceptor.replaceFast(h.target.address, code);
-    slot.add(8).writePointer(orig);
+    slot.add(SLOT_ORIG).writePointer(orig);
     h.wrapped = true;
+    h.slot = slot;
+}
+
+/** Switch an idle wrapper of this address back on for `h`'s function state; false: none. */
+function rewrap(h: FastHook): boolean {
+    const key = h.target.address.toString();
+    const old = idle.get(key);
+    if (old === undefined || old.slot === null) return false;
+    idle.delete(key);
+    old.slot.writePointer(h.target.fn); // before `off`: a caller that sees it on sees the new state
+    old.slot.add(SLOT_OFF).writeU64(0);
+    h.wrapped = true;
+    h.slot = old.slot;
+    return true;
 }
 
 function attach(h: FastHook, n: NativeHooks): void {
+    const key = h.target.address.toString();
+    const old = idleAttached.get(key);
+    if (old !== undefined) {
+        idleAttached.delete(key);
+        if (old.target.fn.equals(h.target.fn)) {
+            h.target.fn.add(FN_OFF).writeU32(0); // the kept listener records again
+            h.listener = old.listener;
+            h.wrapped = false;
+            return;
+        }
+        old.listener?.detach();
+    }
     h.listener = Interceptor.attach(h.target.address, n.callbacks, h.target.fn);
     h.wrapped = false;
 }
@@ -119,8 +187,8 @@ function attach(h: FastHook, n: NativeHooks): void {
  */
 export function installFastHook(target: FastTarget, n: NativeHooks, abi: string | undefined): InvocationListener {
     native = n;
-    const h: FastHook = { target, wrapped: false, listener: null };
-    if (abi === WRAPPER_ABI && offReason === null) {
+    const h: FastHook = { target, wrapped: false, listener: null, slot: null };
+    if (abi === WRAPPER_ABI && offReason === null && !rewrap(h)) {
         try {
             wrap(h, n);
         } catch (e) {
@@ -134,8 +202,15 @@ export function installFastHook(target: FastTarget, n: NativeHooks, abi: string 
     return {
         detach(): void {
             if (!live.delete(h)) return;
-            if (h.wrapped) Interceptor.revert(h.target.address);
-            else h.listener?.detach();
+            if (h.wrapped && h.slot !== null) {
+                h.slot.add(SLOT_OFF).writeU64(1); // pass-through, patched for good (header)
+                idle.set(h.target.address.toString(), h);
+            } else {
+                // Kept, switched off: Frida frees a detached hook's trampoline while a thread
+                // may still be on its way through it (before its usage count is taken).
+                h.target.fn.add(FN_OFF).writeU32(1);
+                idleAttached.set(h.target.address.toString(), h);
+            }
         },
     } as InvocationListener;
 }
@@ -148,20 +223,46 @@ export function demoteWrappers(reason: string): number {
     if (offReason === null) offReason = reason;
     const n = native;
     if (n === null) return 0;
-    let moved = 0;
-    for (const h of live) {
-        if (!h.wrapped) continue;
-        Interceptor.revert(h.target.address);
-        try {
-            attach(h, n);
-            moved++;
-        } catch (e) {
-            h.wrapped = false;
-            live.delete(h);
-            send({ type: "log", level: "warning", message: `${h.target.name} is no longer traced: re-attaching after its wrapper failed: ${e instanceof Error ? e.message : e}` });
-        }
+    // Every wrapper (idle ones too) leaves its function: revert, and attach where traced.
+    // Each slot's original becomes the function's entry (now the attach hook, or the original
+    // code), since the old trampolines are freed; all of it with the threads parked.
+    const repoint: FastHook[] = [...idle.values()];
+    for (const h of live) if (h.wrapped) repoint.push(h);
+    const danger: DangerRange[] = [wrapperCode(n)];
+    for (const h of repoint) {
+        danger.push(prologue(h.target.address));
+        if (h.slot === null) continue;
+        const trampoline = h.slot.add(SLOT_ORIG).readPointer();
+        danger.push([trampoline, trampoline.add(TRAMPOLINE_SPAN)]);
     }
+    let moved = 0;
+    patchParked(danger, () => {
+        for (const h of repoint) {
+            Interceptor.revert(h.target.address);
+            h.slot?.add(SLOT_ORIG).writePointer(h.target.address);
+        }
+        idle.clear();
+        for (const h of live) {
+            if (!h.wrapped) continue;
+            try {
+                attach(h, n);
+                moved++;
+            } catch (e) {
+                h.wrapped = false;
+                live.delete(h);
+                send({ type: "log", level: "warning", message: `${h.target.name} is no longer traced: re-attaching after its wrapper failed: ${e instanceof Error ? e.message : e}` });
+            }
+        }
+    });
     return moved;
+}
+
+/** strobe_wrapped_call's code: a thread there may hold a trampoline it is about to call. */
+function wrapperCode(n: NativeHooks): DangerRange {
+    const start = n.wrappedCall;
+    const next = n.wrappedCallEnd;
+    const end = next.compare(start) > 0 && next.sub(start).compare(ptr(4096)) < 0 ? next : start.add(1024);
+    return [start, end];
 }
 
 /** Which hooks are wrapped, how many attach, and why wrappers are off (null: they are not). */
@@ -172,5 +273,5 @@ export function wrapperStats(): object {
         if (h.wrapped) wrapped.push(h.target.name);
         else attached++;
     }
-    return { wrapped, attached, off: offReason, fallbacks, chunks: chunks.length };
+    return { wrapped, attached, passThrough: idle.size + idleAttached.size, off: offReason, fallbacks, chunks: chunks.length, patching: quiesceStats() };
 }

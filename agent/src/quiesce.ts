@@ -1,0 +1,333 @@
+// Code patches with the program's running threads parked at a safe place.
+//
+// Why. On Linux x86-64 Frida writes a hook's jump over the function's first instructions with
+// plain stores on RWX pages while the other threads run (gum_memory_patch_code_pages: the
+// thread-suspending path is only taken where RWX is not allowed). A thread that is, at that
+// moment, a few bytes into the prologue resumes in the middle of the new jump (SIGILL,
+// SIGSEGV), and one that enters while the bytes are half written runs a torn instruction.
+// replaceFast always writes the 16-byte absolute jump (its wrapper is far away), so it
+// covers 3-5 instructions of a small function where attach's 5-byte near jump covers 1-3:
+// the fault probe crashed 7 of 40 wrapper installs and 0 of 20 attaches. A reverted
+// replaceFast also frees its trampoline at once (no usage counter), which a thread inside a
+// wrapper may be about to call (tests/hook_install_stress.rs: 40 of 200 adds/removes on four
+// busy threads crashed the target before this file).
+//
+// How. patchParked() stops each running thread of the program in a signal handler (one
+// real-time signal, a futex wait), reads where each one stands, and makes the Interceptor
+// changes (and writes them: Interceptor.flush) only when none stands inside a danger range (a
+// patched prologue, a wrapper about to call its original); otherwise it lets them run a
+// little and tries again. The changes are made, not only flushed, while the threads are
+// parked: Frida writes queued changes at every NativeFunction call (measured), the park's
+// own included. Threads blocked in a system call are
+// not signalled (no EINTR for the program); their user PC comes from
+// /proc/self/task/TID/syscall. Frida's own (cloaked) threads and this one are left alone.
+// A parked thread waits at most a second, so a thread parked while holding a lock the patch
+// needs (malloc's) delays it instead of deadlocking.
+
+/** [start, end) byte ranges no thread may stand in (PC) while the patch is written. */
+export type DangerRange = [NativePointer, NativePointer];
+
+const MAX_PARKED = 1024;
+const PROLOGUE_SPAN = 32; // the longest relocated prologue: a 16-byte jump + one 15-byte instruction
+const ATTEMPTS = 400;
+
+const PARK_C = `
+#include <glib.h>
+
+extern long syscall (long n, ...);
+extern int sigaction (int sig, const void * act, void * old);
+extern int getpid (void);
+extern int * __errno_location (void);
+extern int sched_yield (void);
+extern int open (const char * path, int flags, ...);
+extern long read (int fd, void * buf, unsigned long n);
+extern int close (int fd);
+extern void * opendir (const char * path);
+extern void * readdir (void * dir);
+extern int closedir (void * dir);
+extern int clock_gettime (int clk, void * ts);
+
+#define MAX_PARKED ${MAX_PARKED}
+#define SYS_GETTID 186
+#define SYS_TGKILL 234
+#define SYS_FUTEX 202
+#define FUTEX_WAIT_PRIVATE 128
+#define FUTEX_WAKE_PRIVATE 129
+#define SA_SIGINFO 4
+#define SA_RESTART 0x10000000
+#define UC_RIP 168
+
+typedef struct {
+  volatile guint32 gen;       /* bumped to release parked threads */
+  volatile guint32 open;      /* 1 while threads may park */
+  volatile guint32 claimed;
+  volatile guint32 arrived;
+  guint32 sig;
+  guint32 n_pcs;
+  guint64 pc[MAX_PARKED];
+  guint32 tid[MAX_PARKED];
+} Park;
+
+extern Park park;
+
+struct ts_ { long sec; long nsec; };
+
+static inline guint32 xadd32 (volatile guint32 * p, guint32 v) {
+  asm volatile ("lock; xaddl %0, %1" : "+r" (v), "+m" (*p) : : "memory");
+  return v;
+}
+
+static guint64 now_ns (void) {
+  struct ts_ t;
+  clock_gettime (1, &t);
+  return (guint64) t.sec * 1000000000ULL + (guint64) t.nsec;
+}
+
+static void on_park (int sig, void * info, void * uc) {
+  int saved = *__errno_location ();
+  if (park.open) {
+    guint32 g = park.gen;
+    guint32 i = xadd32 (&park.claimed, 1);
+    if (i < MAX_PARKED) {
+      park.pc[i] = *(guint64 *) ((guint8 *) uc + UC_RIP);
+      park.tid[i] = (guint32) syscall (SYS_GETTID);
+    }
+    asm volatile ("" : : : "memory");
+    xadd32 (&park.arrived, 1);
+    struct ts_ slice = { 0, 50000000 };
+    int k;
+    for (k = 0; k < 20 && park.gen == g; k++)
+      syscall (SYS_FUTEX, &park.gen, FUTEX_WAIT_PRIVATE, g, &slice, 0, 0);
+    /* Serialize: this thread runs the new bytes, not what it prefetched. */
+    guint32 a = 0, b, c = 0, d;
+    asm volatile ("cpuid" : "+a" (a), "=b" (b), "+c" (c), "=d" (d) : : "memory");
+  }
+  *__errno_location () = saved;
+}
+
+/* Install the handler on the highest real-time signal nobody handles; 0 on success. */
+int strobe_park_init (void) {
+  guint8 act[152], old[152];
+  int sig, i;
+  for (sig = 62; sig >= 40; sig--) {
+    for (i = 0; i < 152; i++) old[i] = 0;
+    if (sigaction (sig, NULL, old) != 0)
+      continue;
+    if (*(void **) old != NULL)
+      continue; /* the program (or a library) uses it */
+    for (i = 0; i < 152; i++) act[i] = 0;
+    *(void **) act = (void *) on_park;
+    *(int *) (act + 136) = SA_SIGINFO | SA_RESTART;
+    if (sigaction (sig, act, NULL) != 0)
+      return -1;
+    park.sig = sig;
+    return 0;
+  }
+  return -1;
+}
+
+/* The last hexadecimal field of /proc/self/task/TID/syscall (a blocked thread's user PC);
+   0 when the thread is running (or gone). */
+static guint64 blocked_pc (guint32 tid) {
+  char path[64], buf[256];
+  int n = 0, fd, i;
+  const char * pre = "/proc/self/task/";
+  for (i = 0; pre[i]; i++) path[n++] = pre[i];
+  char digits[12];
+  int nd = 0;
+  guint32 v = tid;
+  do { digits[nd++] = '0' + v % 10; v /= 10; } while (v);
+  while (nd) path[n++] = digits[--nd];
+  const char * suf = "/syscall";
+  for (i = 0; suf[i]; i++) path[n++] = suf[i];
+  path[n] = 0;
+  fd = open (path, 0);
+  if (fd < 0)
+    return 0;
+  long len = read (fd, buf, sizeof (buf) - 1);
+  close (fd);
+  if (len <= 0 || buf[0] == 'r')
+    return 0;
+  while (len > 0 && (buf[len - 1] == '\\n' || buf[len - 1] == ' ')) len--;
+  long s = len;
+  while (s > 0 && buf[s - 1] != ' ') s--;
+  guint64 pc = 0;
+  for (i = s; i < len; i++) {
+    char ch = buf[i];
+    if (ch == 'x' || ch == 'X') { pc = 0; continue; }
+    int dgt = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+    if (dgt < 0) return 0;
+    pc = pc * 16 + dgt;
+  }
+  return pc;
+}
+
+/* The program's thread ids (all but this one) into out; returns how many. */
+guint32 strobe_list_threads (guint32 * out, guint32 max) {
+  guint32 self = (guint32) syscall (SYS_GETTID), n = 0;
+  void * dir = opendir ("/proc/self/task");
+  if (dir == NULL)
+    return 0;
+  void * e;
+  while ((e = readdir (dir)) != NULL && n < max) {
+    const char * name = (const char *) e + 19;
+    guint32 tid = 0;
+    int i;
+    for (i = 0; name[i] >= '0' && name[i] <= '9'; i++) tid = tid * 10 + (name[i] - '0');
+    if (i == 0 || name[i] != 0 || tid == self)
+      continue;
+    out[n++] = tid;
+  }
+  closedir (dir);
+  return n;
+}
+
+/* Park the running ones of tids[0..n): blocked threads' PCs are noted from /proc, running
+   ones are signalled and note their own. Returns how many signalled threads did not arrive
+   within timeout_ns (their PC is unknown). Call strobe_unpark after, whatever it returns. */
+guint32 strobe_park (const guint32 * tids, guint32 n, guint64 timeout_ns) {
+  guint32 pid = (guint32) getpid (), signalled = 0, i;
+  park.claimed = 0;
+  park.arrived = 0;
+  asm volatile ("" : : : "memory");
+  park.open = 1;
+  guint32 blocked = 0;
+  guint64 bpc[MAX_PARKED];
+  for (i = 0; i < n; i++) {
+    guint64 pc = blocked_pc (tids[i]);
+    if (pc != 0) {
+      if (blocked < MAX_PARKED) bpc[blocked++] = pc;
+      continue;
+    }
+    if (syscall (SYS_TGKILL, pid, tids[i], park.sig) == 0)
+      signalled++;
+  }
+  guint64 deadline = now_ns () + timeout_ns;
+  while (park.arrived < signalled && now_ns () < deadline)
+    sched_yield ();
+  guint32 got = park.claimed < MAX_PARKED ? park.claimed : MAX_PARKED;
+  for (i = 0; i < blocked && got < MAX_PARKED; i++) {
+    park.pc[got] = bpc[i];
+    park.tid[got] = 0;
+    got++;
+  }
+  park.n_pcs = got;
+  return park.arrived >= signalled ? 0 : signalled - park.arrived;
+}
+
+void strobe_unpark (void) {
+  park.open = 0;
+  asm volatile ("" : : : "memory");
+  xadd32 (&park.gen, 1);
+  syscall (SYS_FUTEX, &park.gen, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
+}
+`;
+
+// Park offsets (see `Park` above).
+const PK_N_PCS = 20, PK_PC = 24, PARK_SIZE = 24 + MAX_PARKED * 8 + MAX_PARKED * 4;
+
+interface Parker {
+    cm: CModule;
+    park: NativePointer;
+    tids: NativePointer;
+    list: NativeFunction<number, [NativePointerValue, number]>;
+    parkRunning: NativeFunction<number, [NativePointerValue, number, number]>;
+    unpark: NativeFunction<void, []>;
+}
+
+let parker: Parker | null = null;
+let unavailable: string | null = null;
+/** How often the patch waited for a thread to leave a danger range, and gave up waiting. */
+const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0 };
+
+function setUp(): Parker | null {
+    if (parker !== null || unavailable !== null) return parker;
+    try {
+        if (Process.platform !== "linux" || Process.arch !== "x64") throw new Error(`parking threads needs linux x64 (this is ${Process.platform} ${Process.arch})`);
+        const libc = (name: string) => Module.getGlobalExportByName(name);
+        const park = Memory.alloc(PARK_SIZE);
+        const symbols: Record<string, NativePointer> = { park };
+        for (const name of ["syscall", "sigaction", "getpid", "__errno_location", "sched_yield", "open", "read", "close", "opendir", "readdir", "closedir", "clock_gettime"]) {
+            symbols[name] = libc(name);
+        }
+        const cm = new CModule(PARK_C, symbols);
+        const opts = { scheduling: "exclusive", exceptions: "propagate" } as const;
+        const init = new NativeFunction(cm.strobe_park_init, "int", [], opts);
+        if (init() !== 0) throw new Error("no free real-time signal to park threads with");
+        parker = {
+            cm, park, tids: Memory.alloc(MAX_PARKED * 4),
+            list: new NativeFunction(cm.strobe_list_threads, "uint32", ["pointer", "uint32"], opts),
+            parkRunning: new NativeFunction(cm.strobe_park, "uint32", ["pointer", "uint32", "uint64"], opts),
+            unpark: new NativeFunction(cm.strobe_unpark, "void", [], opts),
+        };
+        return parker;
+    } catch (e) {
+        unavailable = e instanceof Error ? e.message : String(e);
+        send({ type: "log", level: "warning", message: `hooks are patched without parking threads: ${unavailable}` });
+        return null;
+    }
+}
+
+/** The danger range of a function whose prologue is being patched (entry itself is safe). */
+export function prologue(address: NativePointer): DangerRange {
+    return [address.add(1), address.add(PROLOGUE_SPAN)];
+}
+
+function programThreads(p: Parker): number {
+    const n = p.list(p.tids, MAX_PARKED);
+    const cloak = (globalThis as { Cloak?: { hasThread(id: number): boolean } }).Cloak;
+    let kept = 0;
+    for (let i = 0; i < n; i++) {
+        const tid = p.tids.add(i * 4).readU32();
+        if (cloak !== undefined && cloak.hasThread(tid)) continue; // Frida's own threads
+        p.tids.add(kept++ * 4).writeU32(tid);
+    }
+    return kept;
+}
+
+function inDanger(p: Parker, ranges: DangerRange[]): boolean {
+    const n = p.park.add(PK_N_PCS).readU32();
+    for (let i = 0; i < n; i++) {
+        const pc = p.park.add(PK_PC + i * 8).readPointer();
+        for (const [start, end] of ranges) {
+            if (pc.compare(start) >= 0 && pc.compare(end) < 0) return true;
+        }
+    }
+    return false;
+}
+
+/**
+ * Run `apply` (Interceptor changes) and write its patches (Interceptor.flush) while no
+ * program thread runs or stands in `ranges`. Anything slow or allocating belongs before it.
+ * Parking never makes it fail: without it (another platform, no free signal) or after
+ * ATTEMPTS tries it patches anyway and counts it.
+ */
+export function patchParked(ranges: DangerRange[], apply: () => void): void {
+    const p = ranges.length > 0 ? setUp() : null;
+    if (p === null) {
+        apply();
+        Interceptor.flush();
+        return;
+    }
+    stats.flushes++;
+    for (let attempt = 0; ; attempt++) {
+        const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
+        try {
+            if (unknown > 0) stats.unknownThreads += unknown;
+            if (!inDanger(p, ranges) || attempt >= ATTEMPTS) {
+                if (attempt >= ATTEMPTS) stats.forced++;
+                apply();
+                Interceptor.flush();
+                return;
+            }
+        } finally {
+            p.unpark();
+        }
+        stats.retries++;
+        Thread.sleep(0.0002 * (1 + (attempt % 10))); // let them move on
+    }
+}
+
+export function quiesceStats(): object {
+    return { ...stats, unavailable };
+}
