@@ -8,26 +8,14 @@
 
 mod common;
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strobe::engine::{Engine, EngineConfig, LaunchRequest, PointRequest};
+use strobe::engine::{LaunchRequest, PointRequest};
 use strobe::store::EventType;
 
 const ATTEMPTS: usize = 200;
 
-struct Harness {
-    _home: tempfile::TempDir,
-    engine: Arc<Engine>,
-}
-
-fn harness() -> Harness {
-    let home = tempfile::tempdir().unwrap();
-    let cache_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("strobe-cache");
-    let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
-    Harness { _home: home, engine }
-}
+use common::harness::{harness, Harness};
 
 async fn launch(h: &Harness) -> String {
     let r = h

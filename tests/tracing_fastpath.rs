@@ -7,26 +7,14 @@
 
 mod common;
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use strobe::engine::sampling::SamplingRequest;
-use strobe::engine::{Engine, EngineConfig, LaunchRequest, PointRequest};
+use strobe::engine::{LaunchRequest, PointRequest};
 use strobe::store::{Event, EventQuery, EventType};
 
-struct Harness {
-    _home: tempfile::TempDir,
-    engine: Arc<Engine>,
-}
-
-fn harness() -> Harness {
-    let home = tempfile::tempdir().unwrap();
-    let cache_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("strobe-cache");
-    let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
-    Harness { _home: home, engine }
-}
+use common::harness::{harness, Harness};
 
 /// Launch `hotloop MODE N wait`, wait for "ready", apply tracing options and patterns, and
 /// send "go". Returns the session id.

@@ -9,26 +9,14 @@
 mod common;
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use strobe::engine::{Engine, EngineConfig, LaunchRequest, PointRequest, StepAction};
+use strobe::engine::{LaunchRequest, PointRequest, StepAction};
 use strobe::store::{Event, EventType};
 use strobe::symbols::{wrapper_abi, DebugInfo, SymbolIndex};
 
-struct Harness {
-    _home: tempfile::TempDir,
-    engine: Arc<Engine>,
-}
-
-fn harness() -> Harness {
-    let home = tempfile::tempdir().unwrap();
-    let cache_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("strobe-cache");
-    let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
-    Harness { _home: home, engine }
-}
+use common::harness::{harness, Harness};
 
 /// Launch `wrapped MODE N` and wait for "ready" (the fixture then waits for a stdin line).
 async fn launch(h: &Harness, mode: &str, n: u64, options: Value) -> String {

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod events;
+pub mod harness;
 
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
