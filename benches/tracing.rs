@@ -154,7 +154,7 @@ fn main() {
         let only = std::env::var("TRACING_BENCH_ONLY").unwrap_or_default();
         let repeat = env_u64("TRACING_BENCH_REPEAT", 1).max(1);
         let runs: [(&'static str, u64, Value); 6] = [
-            ("JS hooks", js_calls, json!({ "mode": "js", "hotCallsPerSec": 0 })),
+            ("JS hooks", js_calls, json!({ "mode": "js", "hotCallsPerSec": 0, "costShare": 0 })),
             ("attach", fast_calls, attach(no_sampling.clone())),
             ("attach, drain later", fast_calls, attach(deferred.clone())),
             ("wrapper", fast_calls, no_sampling),

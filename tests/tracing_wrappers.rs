@@ -130,7 +130,7 @@ async fn wrapped_calls_record_what_attach_records() {
     let h = harness();
     let mut runs = Vec::new();
     for wrappers in [true, false] {
-        let id = launch(&h, "calls", 0, json!({ "wrappers": wrappers, "hotCallsPerSec": 0 })).await;
+        let id = launch(&h, "calls", 0, json!({ "wrappers": wrappers, "hotCallsPerSec": 0, "costShare": 0 })).await;
         // Integer-only functions first (the fast path); typed ones in their own request (the
         // JS path: hooks added together stay on one path, src/engine/watches.rs).
         trace(&h, &id, &["w_leaf", "w_mid", "w_rec", "w_sum", "w_seven"], &[]).await;
@@ -238,7 +238,7 @@ async fn a_wrapped_hook_can_be_removed_and_added_again() {
 async fn a_burst_ending_in_exit_loses_nothing() {
     let h = harness();
     let n = 20_000u64;
-    let id = launch(&h, "burst", n, json!({ "hotCallsPerSec": 0, "drainIntervalMs": 1000 })).await;
+    let id = launch(&h, "burst", n, json!({ "hotCallsPerSec": 0, "costShare": 0, "drainIntervalMs": 1000 })).await;
     trace(&h, &id, &["w_mid", "w_leaf", "w_seven"], &[]).await;
     assert_eq!(hook_paths(&h, &id).await.0, names(&["w_mid", "w_leaf"]));
     h.engine.send_stdin(&id, b"go\n").await.unwrap();

@@ -16,12 +16,15 @@ export const FLUSH_INTERVAL_MS = 10;
  *   exit:  [1, fn, call, parent, tid, ts, ret, dur]           ret as hex string, dur in ns
  *
  *   thread: [2, tid, name]                             the thread's name from here on (threads.ts)
+ *   sampling: [3, fn, on, every, ts]                   cost sampling of a JS-path function
+ *                                                      switched on (1) or off (0) (cost_sampling.ts)
  *
  * parent is the call id of the innermost traced call on the same thread, or null.
  */
 export const ENTER = 0;
 export const EXIT = 1;
 export const THREAD = 2;
+export const SAMPLING = 3;
 export type AgentEvent = (number | string | null)[];
 
 let buffer: AgentEvent[] = [];

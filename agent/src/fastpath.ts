@@ -28,6 +28,7 @@ import { FASTPATH_C, MAX_FAST_ARGS, NEW_TID_SLOT, NEW_TIDS, RECORD_SIZE } from "
 import { announceThread } from "./threads.js";
 import { forkGateStats, isForkedCopy, sendThroughGate } from "./forksafe.js";
 import { installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
+import { costOptions, setCostOptions } from "./cost_sampling.js";
 
 /** Tuning knobs, settable by the daemon before (or between) hook changes. */
 export interface TracingOptions {
@@ -43,6 +44,8 @@ export interface TracingOptions {
     wrappers?: boolean;
     /** Most records per binary batch; only before the first fast hook. */
     drainBatch?: number;
+    /** JS-path hooks taking more than this share of their threads' time are sampled; 0: never (cost_sampling.ts). */
+    costShare?: number;
 }
 
 /** What a hook spec can carry that the fast path cannot honour. Extend here. */
@@ -76,7 +79,7 @@ const WINDOW_CALLS = 1024;
 /** Records the daemon may have unacknowledged (flow control), whatever the batch size. */
 const MAX_IN_FLIGHT_RECORDS = 131072;
 
-const options: Required<TracingOptions> = {
+const options: Required<Omit<TracingOptions, "costShare">> = {
     ringRecords: 1 << 17,
     drainIntervalMs: 5,
     hotCallsPerSec: 100_000,
@@ -141,8 +144,12 @@ export function configure(opts: TracingOptions): object {
     if (opts.sampleEvery !== undefined) options.sampleEvery = Math.max(1, Math.floor(opts.sampleEvery));
     if (opts.hotCallsPerSec !== undefined) options.hotCallsPerSec = Math.max(0, opts.hotCallsPerSec);
     if (opts.wrappers !== undefined) options.wrappers = opts.wrappers === true;
+    if (opts.costShare !== undefined && !(typeof opts.costShare === "number" && opts.costShare >= 0 && opts.costShare <= 1)) {
+        throw new Error(`costShare must be a number from 0 to 1 (0: no cost sampling), got ${JSON.stringify(opts.costShare)}`);
+    }
+    setCostOptions({ costShare: opts.costShare, sampleEvery: options.sampleEvery });
     if (native !== null) writeRateWindow(native.shared);
-    return { ...options, available: unavailable === null, unavailable, hookPaths: wrapperStats(), forkGate: forkGateStats() };
+    return { ...options, ...costOptions(), available: unavailable === null, unavailable, hookPaths: wrapperStats(), forkGate: forkGateStats() };
 }
 
 function writeRateWindow(shared: NativePointer): void {

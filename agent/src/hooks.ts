@@ -4,6 +4,7 @@
 // is no CModule.
 
 import { nowNs } from "./clock.js";
+import { costMeter, CostMeter, setCostOptions } from "./cost_sampling.js";
 import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
 import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, useFastPath } from "./fastpath.js";
@@ -35,6 +36,8 @@ export interface HooksRequest {
     imageBase?: string;
     /** "js" forces the JS path for this request; default: fastpath.ts decides per hook. */
     mode?: string;
+    /** The `tracing.costShare` setting (cost_sampling.ts), sent with every add. */
+    costShare?: number;
 }
 
 export interface HooksResult {
@@ -74,11 +77,14 @@ export function activeCount(): number {
     return hooks.size;
 }
 
-function makeCallbacks(fnId: number, argCount: number, state: { active: boolean }, typed: TypedHook): InvocationListenerCallbacks {
+function makeCallbacks(fnId: number, argCount: number, state: { active: boolean }, typed: TypedHook, meter: CostMeter): InvocationListenerCallbacks {
     return {
         onEnter(args) {
             if (!state.active) return;
             const tid = this.threadId;
+            const admit = meter.admit(tid);
+            if (admit < 0) return; // sampled out by cost: no event, not on the call stack
+            const t0 = admit > 0 ? nowNs() : 0;
             announceThread(tid); // first event of this thread: its name goes first
             drainBeforeJsEvent();
             let call: number;
@@ -105,11 +111,12 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             const ts = nowNs();
             ev[5] = ts;
             // One property on the invocation context: they are not free.
-            this.strobe = { call, parent, ts, ptrs: typed.pointers(args) };
+            this.strobe = { call, parent, ts, ptrs: typed.pointers(args), measured: admit > 0 };
             push(ev);
+            if (admit > 0) meter.charge(ts - t0);
         },
         onLeave(retval) {
-            const entry: { call: number; parent: number | null; ts: number; ptrs: NativePointer[] | null } | undefined = this.strobe;
+            const entry: { call: number; parent: number | null; ts: number; ptrs: NativePointer[] | null; measured: boolean } | undefined = this.strobe;
             if (entry === undefined) return;
             const ts = nowNs();
             const tid = this.threadId;
@@ -129,6 +136,7 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             } else {
                 push([EXIT, fnId, entry.call, entry.parent, tid, ts, retval.toString(), ts - entry.ts]);
             }
+            if (entry.measured) meter.charge(nowNs() - ts);
         },
     };
 }
@@ -151,6 +159,7 @@ export function updateHooks(req: HooksRequest): HooksResult {
     const result: HooksResult = { activeCount: 0, installed: [], removed: [], failed: [] };
     if (req.imageBase !== undefined) setImageBase(req.imageBase);
     const functions = req.functions ?? [];
+    if (req.costShare !== undefined) setCostOptions({ costShare: req.costShare });
     // The hooks go in and out with the program's threads parked outside the patched
     // prologues (quiesce.ts): what can be prepared is prepared first.
     const patched: DangerRange[] = [];
@@ -191,7 +200,7 @@ function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksRes
             const state = { active: true };
             const listener = useFastPath(f, argCount, req.mode)
                 ? attachFast(f.id, address, argCount, f.abi, f.name)
-                : Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount)));
+                : Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount), costMeter(f.id)));
             hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
             result.installed.push(f.id);
         } catch (e) {

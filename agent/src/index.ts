@@ -10,6 +10,7 @@
 //   { type: "crash", signal, frames, registers, ... }  a fatal signal (crash.ts); the host
 //                                                      answers { type: "crash-ack" }
 
+import { setCostSampling } from "./cost_sampling.js";
 import { nowNs } from "./clock.js";
 import { batchesSent as jsBatchesSent, flush, markExiting, stats } from "./events.js";
 import { configure as configureTracing, drainFast, fastBatchesSent, fastStats, setSampling, SamplingRequest, TracingOptions } from "./fastpath.js";
@@ -181,8 +182,9 @@ rpc.exports = {
     },
     sampling(req: SamplingRequest): object {
         const r = setSampling(req ?? {});
+        const js = setCostSampling(req?.disable ?? [], req?.enable ?? []);
         drainFast();
-        return r;
+        return { disabled: [...r.disabled, ...js.disabled], enabled: [...r.enabled, ...js.enabled] };
     },
     shutdown(): void {
         removeAll();

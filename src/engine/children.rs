@@ -78,8 +78,14 @@ pub(super) async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session
     let mut specs = describe(symbols, ids);
     let target = if same_image(s, pid) { SpecsFor::SameImage(pid) } else { SpecsFor::OtherImage };
     let types = engine.enrich_hook_specs(s, symbols, &mut specs, target);
-    let mode = s.state.lock().unwrap().tracing.hook_mode();
-    let reply = frida.host().rpc(pid, "hooks", json!([{ "action": "add", "functions": specs, "types": types, "mode": mode }])).await?;
+    let (mode, chosen_share) = {
+        let st = s.state.lock().unwrap();
+        (st.tracing.hook_mode(), st.tracing.agent_options.get("costShare").and_then(Value::as_f64))
+    };
+    // configure_tracing({costShare}) for this session wins over the setting.
+    let cost_share = chosen_share.unwrap_or_else(|| engine.settings_for(Some(&s.project_root)).cost_share());
+    let request = json!([{ "action": "add", "functions": specs, "types": types, "mode": mode, "costShare": cost_share }]);
+    let reply = frida.host().rpc(pid, "hooks", request).await?;
     let list = |key: &str| reply.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
     Ok(Added {
         installed: list("installed").iter().filter_map(Value::as_u64).map(|v| v as u32).collect(),

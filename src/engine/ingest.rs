@@ -120,6 +120,10 @@ fn trace_rows(engine: &Engine, s: &Arc<Session>, pid: u32, list: &[Value]) -> Ve
                 st.life.note_thread(pid, rec);
                 continue;
             }
+            Some("sampling") => {
+                note_cost_sampling(&mut st, s, &symbols, rec);
+                continue;
+            }
             _ => continue,
         };
         let Some(f_index) = rec.get("fn").and_then(Value::as_u64) else { continue };
@@ -137,6 +141,10 @@ fn trace_rows(engine: &Engine, s: &Arc<Session>, pid: u32, list: &[Value]) -> Ve
         let call = rec.get("call").and_then(Value::as_u64);
         e.parent_event_id = rec.get("parent").and_then(Value::as_u64).and_then(|p| st.open_calls.get(&key(p)).copied());
         e.watch_values = rec.get("watch").filter(|w| !w.is_null()).map(|w| w.to_string()); // watches.rs
+        // A JS-path function's events arrive in order with its sampling switches.
+        if st.tracing.sampled.contains_key(&(f_index as u32)) {
+            e.sampled = Some(true);
+        }
         // Raw words of a function with a word shape (word_shapes.rs): typed like the fast path's.
         let shape = if st.life.has_own_image(pid) { None } else { st.tracing.word_shapes.get(&(f_index as u32)).cloned() };
         match kind {
@@ -165,6 +173,28 @@ fn trace_rows(engine: &Engine, s: &Arc<Session>, pid: u32, list: &[Value]) -> Ve
         rows.push(e);
     }
     rows
+}
+
+/// `{k:"sampling", fn, on, every, ts}`: the agent sampled a JS-path function by cost
+/// (agent/src/cost_sampling.ts), or stopped.
+fn note_cost_sampling(st: &mut super::session::SessionState, s: &Session, symbols: &crate::symbols::SymbolIndex, rec: &Value) {
+    let Some(func) = rec.get("fn").and_then(Value::as_u64).map(|f| f as u32) else { return };
+    let Some(f) = symbols.functions.get(func as usize) else { return };
+    let enabled = rec.get("on").and_then(Value::as_u64) == Some(1);
+    if enabled && st.tracing.never_sample.contains(&func) {
+        return; // raced a user's disable
+    }
+    let every = rec.get("every").and_then(Value::as_u64).unwrap_or(1).max(1);
+    let ts = rec.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or(0);
+    st.tracing.record_change(super::sampling::SamplingChange {
+        kind: "sampling_state_change",
+        func_id: func,
+        func_name: f.name.clone(),
+        enabled,
+        sample_rate: if enabled { 1.0 / every as f64 } else { 1.0 },
+        timestamp_ns: ts,
+        reason: "cost",
+    });
 }
 
 /// A raw word as the JS path sends it: a NativePointer's hex text.

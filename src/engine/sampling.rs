@@ -2,8 +2,9 @@
 //! sampled (and the log of sampling switches), and the tuning knobs sent to the agent.
 //!
 //! The agent switches a fast-path function to sampling by itself when it runs above the hot
-//! threshold (default 100 k calls/s, 1 call in 100 recorded); it reports each switch as a
-//! record in the event stream (`decode.rs`), kept here. The user can turn sampling off per
+//! threshold (default 100 k calls/s, 1 call in 100 recorded), and a JS-path function when its
+//! hooks take more than `tracing.costShare` of its threads' time (agent/src/cost_sampling.ts);
+//! it reports each switch in the event stream (`decode.rs`, `ingest.rs`), kept here. The user can turn sampling off per
 //! function with [`Engine::set_sampling`].
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,7 +42,8 @@ pub struct SamplingChange {
     pub enabled: bool,
     pub sample_rate: f64,
     pub timestamp_ns: i64,
-    /// "hot" (the agent measured the rate) or "user" (turned off on request).
+    /// "hot" (the agent measured the rate), "cost" (the agent measured its hooks' share of
+    /// the time, JS-path functions) or "user" (turned off on request).
     pub reason: &'static str,
 }
 
@@ -153,7 +155,9 @@ impl Engine {
     /// JS hooks only, for hooks added from now on), and for the agent's fast path
     /// `ringRecords` and `drainBatch` (records per binary batch; both before the first fast
     /// hook only), `drainIntervalMs`, `hotCallsPerSec` (0: no auto sampling), `sampleEvery`,
-    /// `wrappers`. Returns the agent's resulting settings.
+    /// `wrappers`, and `costShare` (JS-path cost sampling, agent/src/cost_sampling.ts; it
+    /// overrides the `tracing.costShare` setting for the session). Returns the agent's
+    /// resulting settings.
     pub async fn configure_tracing(&self, session_id: &str, mut options: Value) -> Result<Value> {
         let Some(obj) = options.as_object_mut() else {
             return Err(StrobeError::validation("tracing options must be an object, e.g. {\"hotCallsPerSec\": 0}"));

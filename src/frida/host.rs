@@ -644,6 +644,7 @@ fn frida_message_body(raw: Value) -> Value {
 /// [0, fn, call, parent, tid, ts, arg0, arg1, ...] -> {k:"enter", fn, call, parent, tid, ts, args:[...]}
 /// [1, fn, call, parent, tid, ts, ret, dur]        -> {k:"exit",  fn, call, parent, tid, ts, ret, dur}
 /// [2, tid, name]                                  -> {k:"thread", tid, name}
+/// [3, fn, on, every, ts]                          -> {k:"sampling", fn, on, every, ts} (cost sampling)
 /// [10, fn, call, parent, tid, ts, args, watch]     -> {k:"enter", .., args, watch}   (typed)
 /// [11, fn, call, parent, tid, ts, ret, dur, watch, args?] -> {k:"exit", .., ret, dur, watch, args?} (typed;
 ///     args: pointer parameters read again at exit, `argumentsAtExit`)
@@ -662,6 +663,11 @@ pub fn expand_events(message: &mut Value) {
             let name = a.pop().unwrap_or(Value::Null);
             let tid = a.pop().unwrap_or(Value::Null);
             *ev = json!({ "k": "thread", "tid": tid, "name": name });
+            continue;
+        }
+        if a.len() == 5 && a[0].as_u64() == Some(3) {
+            // [3, fn, on, every, ts]: cost sampling switched (agent/src/cost_sampling.ts).
+            *ev = json!({ "k": "sampling", "fn": a[1], "on": a[2], "every": a[3], "ts": a[4] });
             continue;
         }
         if a.len() < 6 {
@@ -707,6 +713,7 @@ mod tests {
         let mut m = json!({ "type": "events", "format": "array-v1", "events": [
             [0, 3, 10, null, 77, 1234.0, "0x1", "0x2"],
             [1, 3, 10, null, 77, 1300.0, "0x3", 66.0],
+            [3, 3, 1, 100, 1400.0],
         ] });
         expand_events(&mut m);
         assert_eq!(
@@ -714,6 +721,7 @@ mod tests {
             json!({ "type": "events", "events": [
                 { "k": "enter", "fn": 3, "call": 10, "parent": null, "tid": 77, "ts": 1234.0, "args": ["0x1", "0x2"] },
                 { "k": "exit", "fn": 3, "call": 10, "parent": null, "tid": 77, "ts": 1300.0, "ret": "0x3", "dur": 66.0 },
+                { "k": "sampling", "fn": 3, "on": 1, "every": 100, "ts": 1400.0 },
             ] })
         );
         assert_eq!(frida_message_body(json!({"type":"send","payload":{"type":"x"}})), json!({"type":"x"}));

@@ -43,6 +43,7 @@ impl DefaultValue {
 
 pub const EVENTS_MAX_PER_SESSION: &str = "events.maxPerSession";
 pub const TEST_STATUS_RETRY_MS: &str = "test.statusRetryMs";
+pub const TRACING_COST_SHARE: &str = "tracing.costShare";
 pub const VISION_ENABLED: &str = "vision.enabled";
 pub const VISION_CONFIDENCE_THRESHOLD: &str = "vision.confidenceThreshold";
 pub const VISION_IOU_MERGE_THRESHOLD: &str = "vision.iouMergeThreshold";
@@ -65,6 +66,12 @@ pub const KEYS: &[KeySpec] = &[
         kind: Kind::Integer { min: 500, max: 60_000 },
         default: DefaultValue::Int(5_000),
         description: "Base polling delay for test status",
+    },
+    KeySpec {
+        key: TRACING_COST_SHARE,
+        kind: Kind::Number { min: 0.0, max: 1.0 },
+        default: DefaultValue::Num(0.5),
+        description: "A function whose JS-path hooks take more than this share of its threads' time is sampled (0: never)",
     },
     KeySpec {
         key: VISION_ENABLED,

@@ -97,6 +97,11 @@ impl Settings {
         self.int(keys::EVENTS_MAX_PER_SESSION)
     }
 
+    /// `tracing.costShare`: JS-path hooks above this share of their threads' time are sampled.
+    pub fn cost_share(&self) -> f64 {
+        self.get(keys::TRACING_COST_SHARE).and_then(Value::as_f64).unwrap_or(0.5)
+    }
+
     /// `retention.maxAgeDays` in seconds.
     pub fn retention_max_age_secs(&self) -> i64 {
         self.int(keys::RETENTION_MAX_AGE_DAYS).saturating_mul(86_400)
