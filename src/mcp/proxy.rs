@@ -72,6 +72,9 @@ pub async fn run(home: &Path) -> anyhow::Result<()> {
                     }
                     Ok(None) | Err(_) => break,
                 };
+                if link.is_none() && !is_request(&line) {
+                    continue; // a notification (a cancel, say) is not worth a fresh daemon
+                }
                 if link.is_none() {
                     match reconnect(home, &socket, &tracker, &to_client).await {
                         Ok(l) => link = Some(l),
@@ -116,6 +119,15 @@ pub async fn run(home: &Path) -> anyhow::Result<()> {
     drop(to_client);
     let _ = tokio::time::timeout(Duration::from_secs(5), stdout_task).await;
     Ok(())
+}
+
+/// The line asks for an answer (it has an id), or is not JSON-RPC we can read (the
+/// daemon's job to answer): anything but a notification.
+fn is_request(line: &str) -> bool {
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(v) => v.is_array() || v.get("id").is_some() || v.get("method").is_none(),
+        Err(_) => true,
+    }
 }
 
 /// Error replies for the requests the daemon will never answer.

@@ -214,9 +214,13 @@ async def test_a_dead_daemon_answers_in_flight_requests_and_the_next_request_wor
                     tg.start_soon(waiting)
                     await _sleep(1.0)
                     os.kill(old, signal.SIGKILL)
+                    killed = time.monotonic()
+            print(f"in-flight request answered {time.monotonic() - killed:.2f}s after kill -9 of the daemon")
             assert "daemon stopped" in outcome.get("error", ""), outcome
+            t0 = time.monotonic()
             # The next request starts a fresh daemon, initialized as the client had.
             listed = await c.call("debug_session", action="list")
+            print(f"next request answered by a fresh daemon {time.monotonic() - t0:.2f}s later")
             assert listed is not None
             assert daemon_pid(strobe_home) != old
             r2 = await c.call("debug_launch", command=str(binary), args=["600"], projectRoot=str(tmp_path))
