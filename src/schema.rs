@@ -60,19 +60,6 @@ impl CompiledSchema {
         }
         out
     }
-
-    pub fn is_valid(&self, value: &Value) -> bool {
-        self.validator.is_valid(value)
-    }
-}
-
-/// Check `value` against `schema` (compiled for this one call). Errors in the schema
-/// itself come back as one problem.
-pub fn validate(schema: &Value, value: &Value) -> Vec<String> {
-    match CompiledSchema::compile(schema) {
-        Ok(c) => c.check(value),
-        Err(e) => vec![e],
-    }
 }
 
 fn pointer_or_root(p: &str) -> &str {

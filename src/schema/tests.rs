@@ -1,6 +1,10 @@
 use super::*;
 use serde_json::json;
 
+fn validate(schema: &Value, value: &Value) -> Vec<String> {
+    CompiledSchema::compile(schema).unwrap().check(value)
+}
+
 fn schema() -> Value {
     json!({
         "type": "object",
