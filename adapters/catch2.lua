@@ -4,17 +4,13 @@
 -- tests (tag "[.]") are not run and count as skipped. Needs `command`: the test binary.
 local N = require("adapter_native")
 
-local A = { name = "catch2", language = "cpp", needs_command = true }
+local A = N.mixin({ name = "catch2", language = "cpp", needs_command = true })
 
 function A.detect(root, ctx)
   if ctx and ctx.command then
     return N.binary_has(N.binary(ctx), "Catch::") and 85 or 0
   end
   return N.build_mentions(root, { "Catch2", "catch2" }) and 80 or 0
-end
-
-function A.build_system(root)
-  return N.build_system(root)
 end
 
 local function command(ctx, spec)
@@ -138,14 +134,6 @@ end
 
 function A.rerun_command(failure, ctx)
   return ("%s %q"):format(ctx.command, failure.name)
-end
-
-function A.traced_command(ctx, test)
-  return N.traced(test and A.single_test_command(ctx, test) or A.suite_command(ctx))
-end
-
-function A.test_files(root)
-  return N.test_files(root)
 end
 
 function A.no_tests_hint(ctx)

@@ -3,17 +3,13 @@
 -- "[ RUN      ]" lines only feed the live progress. Needs `command`: the test binary.
 local N = require("adapter_native")
 
-local A = { name = "gtest", language = "cpp", needs_command = true }
+local A = N.mixin({ name = "gtest", language = "cpp", needs_command = true })
 
 function A.detect(root, ctx)
   if ctx and ctx.command then
     return N.binary_has(N.binary(ctx), "--gtest_output") and 95 or 0
   end
   return N.build_mentions(root, { "gtest", "GTest", "googletest" }) and 85 or 0
-end
-
-function A.build_system(root)
-  return N.build_system(root)
 end
 
 local function command(ctx, filter)
@@ -86,14 +82,6 @@ end
 
 function A.rerun_command(failure, ctx)
   return ("%s --gtest_filter=%s"):format(ctx.command, failure.name)
-end
-
-function A.traced_command(ctx, test)
-  return N.traced(test and A.single_test_command(ctx, test) or A.suite_command(ctx))
-end
-
-function A.test_files(root)
-  return N.test_files(root)
 end
 
 function A.no_tests_hint(ctx)

@@ -6,10 +6,10 @@
 -- stuck reports carry the Python stacks.
 local py = require("adapter_python")
 
-local A = {
+local A = py.mixin({
   name = "pytest",
   language = "python",
-}
+})
 
 -- Loaded with -p from the run's scratch directory.
 local DUMP_PLUGIN = [[
@@ -28,10 +28,6 @@ function A.detect(root)
   end
   if #strobe.fs.glob(root .. "/tests/conftest.py") > 0 then return 90 end
   return 0
-end
-
-function A.build_system(root)
-  return py.build_system(root)
 end
 
 local function command(ctx, selectors)
@@ -133,16 +129,8 @@ function A.parse_output(stdout, stderr, exit, ctx)
   return r
 end
 
-function A.stuck_stacks(stdout, stderr)
-  return py.faulthandler_stacks(stderr)
-end
-
 function A.rerun_command(failure, ctx)
   return table.concat(py.interpreter_text(ctx.root), " ") .. " -m pytest '" .. failure.name .. "'"
-end
-
-function A.test_files(root)
-  return py.test_files(root)
 end
 
 function A.no_tests_hint()

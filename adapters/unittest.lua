@@ -3,10 +3,10 @@
 -- whose TestResult prints one JSON line per event, prefixed "@@strobe ".
 local py = require("adapter_python")
 
-local A = {
+local A = py.mixin({
   name = "unittest",
   language = "python",
-}
+})
 
 local RUNNER = [[
 import json, os, sys, time, traceback, unittest, faulthandler, signal
@@ -75,10 +75,6 @@ function A.detect(root)
   return 0
 end
 
-function A.build_system(root)
-  return py.build_system(root)
-end
-
 local function command(ctx, selector)
   local runner = ctx.scratch .. "/strobe_unittest_runner.py"
   strobe.fs.write(runner, RUNNER)
@@ -141,16 +137,8 @@ function A.parse_output(stdout, stderr, exit)
   return r
 end
 
-function A.stuck_stacks(stdout, stderr)
-  return py.faulthandler_stacks(stderr)
-end
-
 function A.rerun_command(failure, ctx)
   return table.concat(py.interpreter_text(ctx.root), " ") .. " -m unittest " .. failure.name
-end
-
-function A.test_files(root)
-  return py.test_files(root)
 end
 
 function A.no_tests_hint()

@@ -38,7 +38,7 @@ return {
   when = "test_traces",
   rule = function(ctx)
     local f = ctx.failure
-    if ctx.language == "python" or ctx.language == "javascript" or ctx.language == "typescript" then return nil end
+    if ctx.language ~= "rust" and ctx.language ~= "cpp" and ctx.language ~= "c" then return nil end
     -- Only when the stack names nothing but the test itself.
     for _, fr in ipairs(f.stack or {}) do
       local fn = type(fr) == "table" and fr["function"] or tostring(fr)

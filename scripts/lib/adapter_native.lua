@@ -70,4 +70,14 @@ function N.traced(spec)
   return spec
 end
 
+-- The parts every native adapter shares: build system, test files, the traced command.
+function N.mixin(A)
+  A.build_system = N.build_system
+  A.test_files = N.test_files
+  A.traced_command = function(ctx, test)
+    return N.traced(test and A.single_test_command(ctx, test) or A.suite_command(ctx))
+  end
+  return A
+end
+
 return N

@@ -65,4 +65,13 @@ function P.faulthandler_stacks(text)
   return threads
 end
 
+-- The parts every Python adapter shares: build system, test files, Python stacks of a
+-- stuck test (both adapters register faulthandler on SIGUSR1, sent by the detector).
+function P.mixin(A)
+  A.build_system = P.build_system
+  A.test_files = P.test_files
+  A.stuck_stacks = function(stdout, stderr) return P.faulthandler_stacks(stderr) end
+  return A
+end
+
 return P

@@ -56,7 +56,10 @@ function M.run(args)
   if args.command and not strobe.fs.exists(args.command) and not args.command:find("^[%w_.-]+$") then
     fail(("command '%s' does not exist. Pass the path of the built test binary (e.g. build/tests)."):format(args.command))
   end
-  local ctx = { root = root, command = args.command, level = args.level, test = args.test, env = args.env or {}, scratch = strobe.test.scratch() }
+  local ctx = {
+    root = root, command = args.command, level = args.level, test = args.test, env = args.env or {},
+    killOnStuck = args.killOnStuck or false, scratch = strobe.test.scratch(),
+  }
   local adapter = M.pick(root, args.framework, ctx)
   ctx.framework = adapter.name
   if adapter.needs_command and not args.command then

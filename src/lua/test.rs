@@ -61,7 +61,7 @@ fn snapshot(run: &TestRun) -> serde_json::Value {
     let (code, signal) = s.exit.unwrap_or((None, None));
     serde_json::json!({
         "id": run.id,
-        "status": if s.exit.is_some() { "exited" } else { "running" },
+        "status": if s.exit.is_some() && !s.capturing { "exited" } else { "running" },
         "elapsedMs": s.ended_ms.unwrap_or_else(|| run.elapsed_ms()),
         "pid": s.pid,
         "exitCode": code,

@@ -85,3 +85,27 @@ pub fn thread_signature(pid: u32) -> Vec<String> {
     out.sort();
     out
 }
+
+/// Some thread is at exactly the same place in both signatures (same tid, state, wait
+/// channel, syscall with its arguments and user PC/SP).
+pub fn a_thread_stayed(before: &[String], now: &[String]) -> bool {
+    before.iter().any(|t| now.contains(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocked_thread_of_this_process_keeps_its_signature() {
+        // The test thread sleeps in a syscall; its signature does not change.
+        let handle = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_secs(2)));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let a = thread_signature(std::process::id());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let b = thread_signature(std::process::id());
+        assert!(a_thread_stayed(&a, &b), "{a:?} / {b:?}");
+        assert!(!a_thread_stayed(&a, &[]));
+        handle.join().unwrap();
+    }
+}

@@ -61,6 +61,8 @@ pub struct RunState {
     pub warnings: Vec<StuckWarning>,
     pub stuck: Vec<StuckReport>,
     pub killed: bool,
+    /// The detector is capturing a stuck process's stacks: the run is not over for readers yet.
+    pub capturing: bool,
     /// The first time the Lua side saw each test as current (ms since start).
     pub current_seen: HashMap<String, u64>,
     pub result: Option<serde_json::Value>,

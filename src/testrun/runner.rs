@@ -81,7 +81,7 @@ pub fn kill(run: &Arc<TestRun>) {
         if s.exit.is_some() {
             return;
         }
-        s.killed = true;
+        s.killed = true; // also set by the detector for killOnStuck, before its dump signal
         s.pid
     };
     let Some(pid) = pid else { return };

@@ -4,7 +4,8 @@
 //!    core (spinning: an infinite loop) — a warning goes out,
 //! 3. a stack comparison: each thread's place (state, wait channel, syscall with user
 //!    PC and SP, from /proc) at `first_stack_ms` of silence and again at `confirm_ms`;
-//!    nothing moved confirms the test is stuck. (gdb would be exact for spinning
+//!    a thread still at exactly the same place confirms it (runtimes keep housekeeping
+//!    threads ticking — Go's sysmon — so not every thread has to stay). (gdb would be exact for spinning
 //!    threads too, but attaching it takes seconds under load; it runs once, for the report.)
 //! The report carries every thread's backtrace (gdb); with `kill_on_stuck` the run is stopped.
 
@@ -57,7 +58,12 @@ fn detect(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds, dump_signal: Op
         let compiling = proctree::compiling(&tree);
         run.state.lock().unwrap().phase = Some(if compiling { "compiling" } else { "running" });
         let now = Instant::now();
-        cpu_history.push((now, tree.iter().map(|p| p.cpu_ticks).sum()));
+        let ticks: u64 = tree.iter().map(|p| p.cpu_ticks).sum();
+        // A process that left the tree takes its CPU time with it: start the window again.
+        if cpu_history.last().is_some_and(|(_, last)| ticks < *last) {
+            cpu_history.clear();
+        }
+        cpu_history.push((now, ticks));
         cpu_history.retain(|(at, _)| now.duration_since(*at) <= Duration::from_millis(2600));
         let silent_ms = now.duration_since(last_output).as_millis() as u64;
         if compiling || silent_ms < t.suspect_ms {
@@ -69,7 +75,7 @@ fn detect(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds, dump_signal: Op
         if span < 1.5 {
             continue;
         }
-        let share = (cpu_history.last().map(|c| c.1).unwrap_or(c0) - c0) as f64 / hz / span;
+        let share = cpu_history.last().map(|c| c.1).unwrap_or(c0).saturating_sub(c0) as f64 / hz / span;
         let kind = if share >= BUSY_SHARE {
             "infinite_loop"
         } else if share <= IDLE_SHARE {
@@ -102,25 +108,31 @@ fn detect(run: Arc<TestRun>, kill_on_stuck: bool, t: Thresholds, dump_signal: Op
         }
         let Some((_, before)) = &first_sample else { continue };
         let now_sig = proctree::thread_signature(target);
-        if before.is_empty() || *before != now_sig {
+        if !proctree::a_thread_stayed(before, &now_sig) {
             first_sample = Some((target, now_sig)); // it moved: compare against this one next time
             continue;
         }
         let (confirmed_at, silent_ms) = (run.elapsed_ms(), Instant::now().duration_since(last_output).as_millis() as u64);
+        reported.push(target);
+        // Report first: the dump signal may end the process (Go's SIGQUIT), and the run must
+        // not be read as finished without its stuck test.
+        let index = {
+            let mut s = run.state.lock().unwrap();
+            s.stuck.push(StuckReport { at_ms: confirmed_at, pid: target, kind: kind.into(), silent_ms, threads: Vec::new(), killed: kill_on_stuck });
+            s.killed |= kill_on_stuck;
+            s.capturing = true;
+            s.stuck.len() - 1
+        };
         if let Some(sig) = dump_signal {
             // SAFETY: signalling a process of this run's tree.
             unsafe { libc::kill(target as i32, sig) };
         }
         let after: Vec<ThreadStack> = super::stacks::capture(target, Duration::from_secs(20));
-        reported.push(target);
-        run.state.lock().unwrap().stuck.push(StuckReport {
-            at_ms: confirmed_at,
-            pid: target,
-            kind: kind.into(),
-            silent_ms,
-            threads: after,
-            killed: kill_on_stuck,
-        });
+        {
+            let mut s = run.state.lock().unwrap();
+            s.stuck[index].threads = after;
+            s.capturing = false;
+        }
         if kill_on_stuck {
             super::runner::kill(&run);
         }
