@@ -71,7 +71,8 @@ fn snapshot(run: &TestRun) -> serde_json::Value {
         "stderr": String::from_utf8_lossy(&s.stderr),
         "droppedBytes": s.dropped_bytes,
         "warnings": s.warnings,
-        "stuck": s.stuck,
+        // A report whose stacks are still being captured is shown once they are in.
+        "stuck": &s.stuck[..s.stuck.len() - usize::from(s.capturing && !s.stuck.is_empty())],
         "killed": s.killed,
         "meta": run.meta,
         "result": s.result,
