@@ -40,16 +40,7 @@ function A.single_test_command(ctx, test)
 end
 
 -- Each JSON line of stdout, decoded (cargo's messages and libtest's events share stdout).
-local function events(stdout)
-  local out = {}
-  for line in stdout:gmatch("[^\n]+") do
-    if line:sub(1, 1) == "{" then
-      local ok, v = pcall(strobe.json.decode, line)
-      if ok and type(v) == "table" then out[#out + 1] = v end
-    end
-  end
-  return out
-end
+local events = require("jsonlines").decode
 
 function A.progress(stdout)
   local p = { passed = 0, failed = 0, skipped = 0, phase = "compiling" }

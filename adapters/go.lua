@@ -25,16 +25,7 @@ function A.single_test_command(ctx, test)
   return command(ctx, { "-run", test })
 end
 
-local function events(stdout)
-  local out = {}
-  for line in stdout:gmatch("[^\n]+") do
-    if line:sub(1, 1) == "{" then
-      local ok, v = pcall(strobe.json.decode, line)
-      if ok and type(v) == "table" then out[#out + 1] = v end
-    end
-  end
-  return out
-end
+local events = require("jsonlines").decode
 
 local function key(e) return e.Package .. "." .. e.Test end
 
