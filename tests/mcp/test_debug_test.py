@@ -318,6 +318,30 @@ async def test_go_json_events_goroutine_dump_and_no_tests(strobe_home):
         assert r["noTests"] is True and "TestXxx" in r["hint"], r
 
 
+# ---------------------------------------------------------------- JavaScript
+
+async def test_mocha_json_report_and_stuck(strobe_home, tmp_path):
+    node_modules = BUILD / "node" / "node_modules"
+    assert (node_modules / ".bin" / "mocha").exists(), "run tests/setup/toolchains.sh"
+    project = tmp_path / "mocha"
+    shutil.copytree(PROJECTS / "mocha", project)
+    (project / "node_modules").symlink_to(node_modules, target_is_directory=True)
+    async with mcp_client(strobe_home) as c:
+        started, r, _ = await run_to_end(c, projectRoot=str(project))
+        assert started["framework"] == "mocha"
+        s = r["summary"]
+        assert (s["passed"], s["failed"], s["skipped"]) == (2, 2, 1), r
+        f = by_name(r)
+        coupon = f["cart keeps the price for an expired coupon"]
+        assert (coupon["file"], coupon["line"], coupon["message"]) == ("cart.js", 3, "unknown coupon SPRING"), coupon
+        assert coupon["stack"] == ["applyCoupon (cart.js:3)", "Context.<anonymous> (test/cart.test.js:9)"]
+        cents = f["cart rounds to cents"]
+        assert (cents["file"], cents["line"]) == ("test/cart.test.js", 12) and "4.995 !== 5" in cents["message"]
+        assert cents["rerunCommand"] == 'npx mocha --grep "cart rounds to cents"'
+        assert r["project"]["testFiles"] == ["test/cart.test.js"]
+        await run_stuck(c, projectRoot=str(project))
+
+
 # ---------------------------------------------------------------- bad input
 
 async def test_bad_input_gets_spec_errors(strobe_home, tmp_path):
