@@ -320,12 +320,35 @@ async def test_go_json_events_goroutine_dump_and_no_tests(strobe_home):
 
 # ---------------------------------------------------------------- JavaScript
 
-async def test_mocha_json_report_and_stuck(strobe_home, tmp_path):
+def node_project(tmp_path, name):
+    """A copy of a JavaScript fixture whose node_modules are the ones toolchains.sh installed."""
     node_modules = BUILD / "node" / "node_modules"
-    assert (node_modules / ".bin" / "mocha").exists(), "run tests/setup/toolchains.sh"
-    project = tmp_path / "mocha"
-    shutil.copytree(PROJECTS / "mocha", project)
+    assert (node_modules / ".bin" / name).exists(), "run tests/setup/toolchains.sh"
+    project = tmp_path / name
+    shutil.copytree(PROJECTS / name, project)
     (project / "node_modules").symlink_to(node_modules, target_is_directory=True)
+    return project
+
+
+async def test_jest_json_report_and_stuck(strobe_home, tmp_path):
+    project = node_project(tmp_path, "jest")
+    async with mcp_client(strobe_home) as c:
+        started, r, _ = await run_to_end(c, projectRoot=str(project))
+        assert started["framework"] == "jest"
+        s = r["summary"]
+        assert (s["passed"], s["failed"], s["skipped"]) == (2, 2, 1), r
+        f = by_name(r)
+        coupon = f["cart keeps the price for an expired coupon"]
+        assert (coupon["file"], coupon["line"], coupon["message"]) == ("cart.js", 3, "unknown coupon SPRING"), coupon
+        assert coupon["stack"] == ["applyCoupon (cart.js:3)", "Object.applyCoupon (cart.test.js:8)"]
+        cents = f["cart rounds to cents"]
+        assert (cents["file"], cents["line"]) == ("cart.test.js", 11) and "Received: 4.995" in cents["message"], cents
+        assert cents["rerunCommand"] == 'npx jest -t "cart rounds to cents"'
+        await run_stuck(c, projectRoot=str(project))
+
+
+async def test_mocha_json_report_and_stuck(strobe_home, tmp_path):
+    project = node_project(tmp_path, "mocha")
     async with mcp_client(strobe_home) as c:
         started, r, _ = await run_to_end(c, projectRoot=str(project))
         assert started["framework"] == "mocha"

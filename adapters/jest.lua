@@ -1,0 +1,81 @@
+-- JavaScript: Jest. Results come from its JSON report (`--json --outputFile=<file>
+-- --testLocationInResults`: every assertion result with status, location and failure
+-- messages carrying the stack). Jest prints its console reporter on stderr meanwhile,
+-- which feeds the live progress ("✓"/"✕" lines). Jest comes from the project's node_modules.
+local js = require("adapter_js")
+
+local A = { name = "jest", language = "javascript", build_system = "npm" }
+
+function A.detect(root)
+  for _, f in ipairs({ "jest.config.js", "jest.config.ts", "jest.config.mjs", "jest.config.cjs", "jest.config.json" }) do
+    if strobe.fs.exists(root .. "/" .. f) then return 92 end
+  end
+  return js.uses(root, "jest") and 92 or 0
+end
+
+local function command(ctx, pattern)
+  local report = ctx.scratch .. "/jest.json"
+  local cmd = { ctx.root .. "/node_modules/.bin/jest", "--ci", "--json", "--outputFile=" .. report, "--testLocationInResults", "--verbose" }
+  if pattern then cmd[#cmd + 1] = "-t" cmd[#cmd + 1] = pattern end
+  return { cmd = cmd, outputs = { json = report }, env = { FORCE_COLOR = "0" } }
+end
+
+function A.suite_command(ctx) return command(ctx, nil) end
+function A.single_test_command(ctx, test) return command(ctx, test) end
+
+function A.progress(stdout, stderr)
+  local p = { passed = 0, failed = 0, skipped = 0, phase = "running" }
+  for mark in stderr:gmatch("\n%s+([✓✕○])") do
+    if mark == "✓" then p.passed = p.passed + 1 elseif mark == "✕" then p.failed = p.failed + 1 else p.skipped = p.skipped + 1 end
+  end
+  return p
+end
+
+local function strip_ansi(s) return (s:gsub("\27%[[%d;]*m", "")) end
+
+function A.parse_output(stdout, stderr, exit, ctx)
+  local r = { summary = { passed = 0, failed = 0, skipped = 0 }, failures = {}, durations = {} }
+  local doc = js.read_json(ctx.outputs.json)
+  if not doc then
+    r.details = "no JSON report (jest did not finish)" .. (stderr ~= "" and (": " .. stderr:sub(-2000)) or "")
+    return r
+  end
+  r.summary = { passed = doc.numPassedTests or 0, failed = doc.numFailedTests or 0, skipped = (doc.numPendingTests or 0) + (doc.numTodoTests or 0) }
+  for _, file in ipairs(doc.testResults or {}) do
+    for _, t in ipairs(file.assertionResults or {}) do
+      r.durations[t.fullName] = t.duration
+      if t.status == "failed" then
+        local text = strip_ansi(table.concat(t.failureMessages or {}, "\n"))
+        local stack = js.stack_of(text, ctx.root)
+        local at = stack[1] or {}
+        r.failures[#r.failures + 1] = {
+          name = t.fullName, file = at.file, line = at.line, stack = stack,
+          message = (text:match("^(.-)\n%s+at ") or text):gsub("^Error: ", ""):gsub("%s+$", ""),
+        }
+      end
+    end
+    if file.status == "failed" and #(file.assertionResults or {}) == 0 then
+      r.details = strip_ansi(file.message or "") -- a test file that did not load
+    end
+  end
+  return r
+end
+
+function A.rerun_command(failure)
+  return ("npx jest -t %q"):format(failure.name)
+end
+
+function A.test_files(root)
+  local out = {}
+  for _, pat in ipairs({ "/*.test.js", "/*.test.ts", "/test/**/*.js", "/tests/**/*.js", "/__tests__/**/*.js", "/src/**/*.test.js", "/src/**/*.test.ts" }) do
+    for _, f in ipairs(strobe.fs.glob(root .. pat)) do out[#out + 1] = f end
+  end
+  table.sort(out)
+  return out
+end
+
+function A.no_tests_hint()
+  return "jest found no tests: name files *.test.js or put them in __tests__/, or check the 'test' filter (-t)."
+end
+
+return A
