@@ -7,10 +7,7 @@ local js = require("adapter_js")
 local A = { name = "jest", language = "javascript", build_system = "npm" }
 
 function A.detect(root)
-  for _, f in ipairs({ "jest.config.js", "jest.config.ts", "jest.config.mjs", "jest.config.cjs", "jest.config.json" }) do
-    if strobe.fs.exists(root .. "/" .. f) then return 92 end
-  end
-  return js.uses(root, "jest") and 92 or 0
+  return js.detect(root, "jest", { "jest.config.js", "jest.config.ts", "jest.config.mjs", "jest.config.cjs", "jest.config.json" }, 92)
 end
 
 local function command(ctx, pattern)

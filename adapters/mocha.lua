@@ -8,10 +8,7 @@ local js = require("adapter_js")
 local read_json = js.read_json
 
 function A.detect(root)
-  for _, f in ipairs({ ".mocharc.js", ".mocharc.json", ".mocharc.yml", ".mocharc.yaml", ".mocharc.cjs" }) do
-    if strobe.fs.exists(root .. "/" .. f) then return 90 end
-  end
-  return js.uses(root, "mocha") and 90 or 0
+  return js.detect(root, "mocha", { ".mocharc.js", ".mocharc.json", ".mocharc.yml", ".mocharc.yaml", ".mocharc.cjs" }, 90)
 end
 
 local function command(ctx, grep)

@@ -16,6 +16,14 @@ function J.uses(root, name)
     or (pkg.scripts and (pkg.scripts.test or ""):find(name, 1, true)) and true or false
 end
 
+-- `score` when one of the framework's config files exists or package.json uses it.
+function J.detect(root, name, config_files, score)
+  for _, f in ipairs(config_files) do
+    if strobe.fs.exists(root .. "/" .. f) then return score end
+  end
+  return J.uses(root, name) and score or 0
+end
+
 -- "    at fn (file.js:3:33)" frames, innermost first, outside node's internals and
 -- node_modules; paths relative to `root`.
 function J.stack_of(text, root)

@@ -330,38 +330,31 @@ def node_project(tmp_path, name):
     return project
 
 
-async def test_jest_json_report_and_stuck(strobe_home, tmp_path):
-    project = node_project(tmp_path, "jest")
+JS = {
+    # framework: (stack of the coupon failure, (file, line) of the cents failure, text in its message, rerun)
+    "jest": (["applyCoupon (cart.js:3)", "Object.applyCoupon (cart.test.js:8)"], ("cart.test.js", 11),
+             "Received: 4.995", 'npx jest -t "cart rounds to cents"'),
+    "mocha": (["applyCoupon (cart.js:3)", "Context.<anonymous> (test/cart.test.js:9)"], ("test/cart.test.js", 12),
+              "4.995 !== 5", 'npx mocha --grep "cart rounds to cents"'),
+}
+
+
+@pytest.mark.parametrize("framework", sorted(JS))
+async def test_javascript_json_reports_and_stuck(strobe_home, tmp_path, framework):
+    coupon_stack, cents_at, cents_text, cents_rerun = JS[framework]
+    project = node_project(tmp_path, framework)
     async with mcp_client(strobe_home) as c:
         started, r, _ = await run_to_end(c, projectRoot=str(project))
-        assert started["framework"] == "jest"
+        assert started["framework"] == framework
         s = r["summary"]
         assert (s["passed"], s["failed"], s["skipped"]) == (2, 2, 1), r
         f = by_name(r)
         coupon = f["cart keeps the price for an expired coupon"]
         assert (coupon["file"], coupon["line"], coupon["message"]) == ("cart.js", 3, "unknown coupon SPRING"), coupon
-        assert coupon["stack"] == ["applyCoupon (cart.js:3)", "Object.applyCoupon (cart.test.js:8)"]
+        assert coupon["stack"] == coupon_stack
         cents = f["cart rounds to cents"]
-        assert (cents["file"], cents["line"]) == ("cart.test.js", 11) and "Received: 4.995" in cents["message"], cents
-        assert cents["rerunCommand"] == 'npx jest -t "cart rounds to cents"'
-        await run_stuck(c, projectRoot=str(project))
-
-
-async def test_mocha_json_report_and_stuck(strobe_home, tmp_path):
-    project = node_project(tmp_path, "mocha")
-    async with mcp_client(strobe_home) as c:
-        started, r, _ = await run_to_end(c, projectRoot=str(project))
-        assert started["framework"] == "mocha"
-        s = r["summary"]
-        assert (s["passed"], s["failed"], s["skipped"]) == (2, 2, 1), r
-        f = by_name(r)
-        coupon = f["cart keeps the price for an expired coupon"]
-        assert (coupon["file"], coupon["line"], coupon["message"]) == ("cart.js", 3, "unknown coupon SPRING"), coupon
-        assert coupon["stack"] == ["applyCoupon (cart.js:3)", "Context.<anonymous> (test/cart.test.js:9)"]
-        cents = f["cart rounds to cents"]
-        assert (cents["file"], cents["line"]) == ("test/cart.test.js", 12) and "4.995 !== 5" in cents["message"]
-        assert cents["rerunCommand"] == 'npx mocha --grep "cart rounds to cents"'
-        assert r["project"]["testFiles"] == ["test/cart.test.js"]
+        assert (cents["file"], cents["line"]) == cents_at and cents_text in cents["message"], cents
+        assert cents["rerunCommand"] == cents_rerun
         await run_stuck(c, projectRoot=str(project))
 
 
