@@ -16,7 +16,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strobe::engine::{Engine, EngineConfig, EvalRequest, LaunchRequest, PointRequest, StepAction};
-use strobe::store::{EventQuery, EventType};
+
+#[path = "support/session.rs"]
+mod session;
+use session::stdout_line;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -30,19 +33,6 @@ fn ns_per_iter(line: &str) -> f64 {
     line.split_whitespace().find_map(|w| w.strip_prefix("ns_per_iter=")).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
 }
 
-async fn stdout_line(engine: &Engine, id: &str, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(900);
-    loop {
-        let q = EventQuery { session_id: id.into(), event_type: Some(EventType::Stdout), limit: 50, ..Default::default() };
-        if let Ok(r) = engine.query(&q) {
-            if let Some(t) = r.events.iter().filter_map(|e| e.text.clone()).find(|t| t.contains(needle)) {
-                return t;
-            }
-        }
-        assert!(Instant::now() < deadline, "no {needle:?} from the target");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 /// One run: ns per iteration, and (with a condition) the eval latencies at the pause.
 async fn run(engine: &Arc<Engine>, binary: &PathBuf, n: u64, condition: Option<String>, eval_calls: u64) -> (f64, Vec<f64>) {

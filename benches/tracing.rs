@@ -18,10 +18,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use strobe::engine::{Engine, EngineConfig, LaunchRequest};
-use strobe::store::{EventQuery, EventType};
 
 #[path = "support/cpu.rs"]
 mod cpu;
+
+#[path = "support/session.rs"]
+mod session;
+use session::{function_events, stdout_line};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -59,25 +62,7 @@ struct Row {
     cpu: cpu::CpuSplit,
 }
 
-fn function_events(engine: &Engine, id: &str) -> i64 {
-    let q = |t| EventQuery { session_id: id.into(), event_type: Some(t), limit: 1, ..Default::default() };
-    engine.query(&q(EventType::FunctionEnter)).map(|r| r.total_count).unwrap_or(0)
-        + engine.query(&q(EventType::FunctionExit)).map(|r| r.total_count).unwrap_or(0)
-}
 
-async fn stdout_line(engine: &Engine, id: &str, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let q = EventQuery { session_id: id.into(), event_type: Some(EventType::Stdout), limit: 50, ..Default::default() };
-        if let Ok(r) = engine.query(&q) {
-            if let Some(t) = r.events.iter().filter_map(|e| e.text.clone()).find(|t| t.contains(needle)) {
-                return t;
-            }
-        }
-        assert!(Instant::now() < deadline, "no {needle:?} from the target");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 async fn traced_run(engine: &Arc<Engine>, hotloop: &Path, name: &'static str, calls: u64, options: Value) -> Row {
     let r = engine

@@ -29,6 +29,8 @@ import { announceThread } from "./threads.js";
 import { forkGateStats, isForkedCopy, sendThroughGate } from "./forksafe.js";
 import { installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
 import { costOptions, setCostOptions } from "./cost_sampling.js";
+import { CAPTURE_MAX_SLOTS, FN_PLAN_OFFSET } from "./capture_c.js";
+import { captureStats, captureSymbols, CaptureSpec, nativeCaptureEnabled, setNativeCapture, setTypedValues, usableCapture, wordsOnly } from "./capture.js";
 
 /** Tuning knobs, settable by the daemon before (or between) hook changes. */
 export interface TracingOptions {
@@ -48,6 +50,14 @@ export interface TracingOptions {
     costShare?: number;
 }
 
+/** Options kept outside this file's settings: typed values captured in native code where the
+ * daemon sent a plan (capture.ts; default true). */
+export interface CaptureOptions {
+    nativeCapture?: boolean;
+    /** false: raw argument words even where typed values are due (a benchmark baseline). */
+    typedValues?: boolean;
+}
+
 /** What a hook spec can carry that the fast path cannot honour. Extend here. */
 export interface HookNeeds {
     /** Force the JS path for this function. */
@@ -56,13 +66,16 @@ export interface HookNeeds {
     serialize?: unknown;
     argTypes?: unknown;
     condition?: unknown;
+    /** A native capture plan (capture.ts): typed values without JS when usable. */
+    capture?: CaptureSpec;
 }
 
 /** The one decision point: does this hook need JS callbacks? */
 export function needsJs(spec: HookNeeds, argCount: number): boolean {
     if (spec.mode === "js") return true;
     if (argCount > MAX_FAST_ARGS) return true;
-    if (spec.watches !== undefined || spec.serialize !== undefined || spec.argTypes !== undefined) return true;
+    if (spec.watches !== undefined || spec.argTypes !== undefined) return true;
+    if (spec.serialize !== undefined && !wordsOnly() && !usableCapture(spec.capture)) return true;
     if (spec.condition !== undefined) return true;
     return false;
 }
@@ -131,7 +144,7 @@ function onAck(message: { seq?: number }): void {
 }
 recv("events-ack", onAck);
 
-export function configure(opts: TracingOptions): object {
+export function configure(opts: TracingOptions & CaptureOptions): object {
     if (opts.ringRecords !== undefined) {
         if (native !== null) throw new Error("ringRecords can only be set before the first fast-path hook");
         options.ringRecords = Math.max(16, Math.min(1 << 24, Math.floor(opts.ringRecords)));
@@ -148,8 +161,10 @@ export function configure(opts: TracingOptions): object {
         throw new Error(`costShare must be a number from 0 to 1 (0: no cost sampling), got ${JSON.stringify(opts.costShare)}`);
     }
     setCostOptions({ costShare: opts.costShare, sampleEvery: options.sampleEvery });
+    if (opts.nativeCapture !== undefined) setNativeCapture(opts.nativeCapture === true);
+    if (opts.typedValues !== undefined) setTypedValues(opts.typedValues === true);
     if (native !== null) writeRateWindow(native.shared);
-    return { ...options, ...costOptions(), available: unavailable === null, unavailable, hookPaths: wrapperStats(), forkGate: forkGateStats() };
+    return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, hookPaths: wrapperStats(), forkGate: forkGateStats(), capture: captureStats() };
 }
 
 function writeRateWindow(shared: NativePointer): void {
@@ -177,7 +192,8 @@ function setUp(): Native | null {
         while (capacity < options.ringRecords) capacity *= 2;
         const shared = zeroed(SHARED_SIZE);
         const ring = zeroed(capacity * RECORD_SIZE);
-        const out = Memory.alloc(options.drainBatch * RECORD_SIZE);
+        // Room for one typed record beyond the batch (capture_c.ts).
+        const out = Memory.alloc((options.drainBatch + CAPTURE_MAX_SLOTS) * RECORD_SIZE);
         const newTids = zeroed(NEW_TIDS * NEW_TID_SLOT);
         const idsOutPtr = zeroed(24);
         const keyCreate = new NativeFunction(libc("pthread_key_create"), "int", ["pointer", "pointer"]);
@@ -197,6 +213,7 @@ function setUp(): Native | null {
             calloc: libc("calloc"),
             memcpy: libc("memcpy"),
             prctl: libc("prctl"),
+            ...captureSymbols(libc),
         });
         const drain = new NativeFunction(cm.strobe_drain, "uint32", ["pointer", "uint32", "pointer"], {
             scheduling: "exclusive",
@@ -305,19 +322,21 @@ export function useFastPath(spec: HookNeeds, argCount: number, requestMode?: str
  * eligible (wrappers.ts), else native attach callbacks. The function's state block is kept
  * (and reused) for its id.
  */
-export function attachFast(fnId: number, address: NativePointer, argCount: number, abi?: string, name = `#${fnId}`): InvocationListener {
+export function attachFast(fnId: number, address: NativePointer, argCount: number, abi?: string, name = `#${fnId}`, capture: NativePointer = NULL): InvocationListener {
     const n = setUp();
     if (n === null) throw new Error(`fast path unavailable: ${unavailable}`);
     let fn = fnStates.get(fnId);
     if (fn === undefined) {
         // Never freed: a callback may still be running on another thread after detach.
-        fn = zeroed(FN_SIZE);
+        // The capture plan pointer (capture_c.ts FN_PLAN) follows the Fn struct.
+        fn = zeroed(Math.max(FN_SIZE, FN_PLAN_OFFSET + 8));
         fn.add(FN_ID).writeU32(fnId);
         fn.add(FN_AUTO).writeU32(1);
         fnStates.set(fnId, fn);
     }
     fn.add(FN_NARGS).writeU32(Math.min(argCount, MAX_FAST_ARGS));
     fn.add(FN_SAMPLE_EVERY).writeU32(options.sampleEvery);
+    fn.add(FN_PLAN_OFFSET).writePointer(capture);
     const listener = installFastHook({ fnId, name, address, fn }, n, options.wrappers ? abi : undefined);
     scheduleDrain();
     return listener;
@@ -415,5 +434,6 @@ export function fastStats(): object {
         batches,
         inFlight: sentSeq - ackedSeq,
         hookPaths: wrapperStats(),
+        capture: captureStats(),
     };
 }

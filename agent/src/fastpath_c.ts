@@ -34,6 +34,8 @@
 // the records; reading the name here, not at drain time, keeps it right for a thread that
 // renamed itself or exited in between.
 
+import { CAPTURE_C } from "./capture_c.js";
+
 export const RECORD_SIZE = 88;
 export const MAX_FAST_ARGS = 6;
 /** Slots of the new-thread list (a power of two). */
@@ -232,6 +234,10 @@ static void check_rate (Fn * f, guint64 n) {
     emit_sampling (f, 1);
 }
 
+/* ---- typed capture (capture_c.ts) ---- */
+${CAPTURE_C}
+/* ---- end of typed capture ---- */
+
 /* The enter half of a traced call, shared by both native hook paths (on_enter and
    strobe_wrapped_call): sampling, the thread's call stack, the enter record with the six
    argument registers a[0..5]. inv->call stays 0 when nothing is to be recorded at exit. */
@@ -257,6 +263,10 @@ static void record_enter (Fn * f, Invocation * inv, const guint64 * a) {
   inv->call = call;
   inv->parent = parent;
   inv->flags = sampled ? 1 : 0;
+  if (FN_PLAN (f) != NULL) {
+    capture_enter (f, t, inv, a); /* typed capture (capture_c.ts) */
+    return;
+  }
 
   guint32 pos;
   Rec * r = reserve (&pos);
@@ -281,6 +291,10 @@ static void record_exit (Fn * f, Invocation * inv, guint64 ret) {
   if (t == NULL)
     return;
   pop_call (t, call);
+  if (FN_PLAN (f) != NULL) {
+    capture_exit (f, t, inv, ret, ts); /* typed capture (capture_c.ts) */
+    return;
+  }
   guint32 pos;
   Rec * r = reserve (&pos);
   if (r == NULL)
@@ -354,26 +368,35 @@ void strobe_js_leave (guint64 call) {
 
 /* Words a record uses: an enter's arguments, two for the others. */
 static guint32 words_of (const Rec * r) {
-  guint32 n = r->kind == 0 ? r->nargs : 2;
+  guint32 n = (r->kind == 0 || r->kind == KIND_TYPED_ENTER) ? r->nargs : 2;
   return n > MAX_ARGS ? MAX_ARGS : n;
 }
 
 /* Copy up to max committed records into out, oldest first, each cut after the words it
    uses (WIRE_HEADER bytes + 8 per word: the rec-v2 wire format); frees their slots.
-   *bytes receives the length written. */
+   *bytes receives the length written. A typed record (capture_c.ts) takes several slots
+   and carries its payload; max counts slots (out has room for CAP_MAX_SLOTS more). */
 guint32 strobe_drain (guint8 * out, guint32 max, guint32 * bytes) {
   guint32 tl = shared.tail;
   guint32 n = 0;
+  guint32 used = 0;
   guint32 pos = 0;
-  while (n < max) {
+  while (used < max) {
     Rec * r = &shared.ring[tl & shared.mask];
     if (r->seq != tl + 1)
+      break;
+    guint32 typed = r->kind == KIND_TYPED_ENTER || r->kind == KIND_TYPED_EXIT;
+    guint32 k = typed ? cap_slots_at (tl) : 1;
+    if (typed && used + k > max && n > 0)
       break;
     guint32 len = WIRE_HEADER + 8 * words_of (r);
     memcpy (out + pos, r, len);
     pos += len;
+    if (typed)
+      pos += cap_take (out + pos, tl, k);
     n++;
-    tl++;
+    used += k;
+    tl += k;
   }
   asm volatile ("" : : : "memory");
   shared.tail = tl;

@@ -10,6 +10,7 @@ import { announceThread } from "./threads.js";
 import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, useFastPath } from "./fastpath.js";
 import { DangerRange, patchParked, prologue } from "./quiesce.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
+import { capturePlan, usableCapture } from "./capture.js";
 
 export const DEFAULT_ARG_COUNT = 6;
 export const MAX_ARG_COUNT = 10;
@@ -199,7 +200,7 @@ function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksRes
             const argCount = Math.max(0, Math.min(MAX_ARG_COUNT, f.argCount ?? DEFAULT_ARG_COUNT));
             const state = { active: true };
             const listener = useFastPath(f, argCount, req.mode)
-                ? attachFast(f.id, address, argCount, f.abi, f.name)
+                ? attachFast(f.id, address, argCount, f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL)
                 : Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount), costMeter(f.id)));
             hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
             result.installed.push(f.id);

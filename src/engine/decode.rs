@@ -23,6 +23,10 @@ pub const HEADER_SIZE: usize = 40;
 const KIND_ENTER: u8 = 0;
 const KIND_EXIT: u8 = 1;
 const KIND_SAMPLING: u8 = 2;
+/// Typed capture (capture_plan.rs): an enter or exit followed by `u32 length` and the
+/// plan's copied blocks.
+const KIND_TYPED_ENTER: u8 = 3;
+const KIND_TYPED_EXIT: u8 = 4;
 const FLAG_SAMPLED: u8 = 1;
 
 /// One record, as laid out by the agent.
@@ -49,11 +53,19 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 /// Words a record carries on the wire: an enter's arguments, two for the others (exit:
 /// return value and duration; sampling: on/off and rate).
 fn words_of(kind: u8, nargs: u8) -> usize {
-    if kind == KIND_ENTER {
+    if kind == KIND_ENTER || kind == KIND_TYPED_ENTER {
         (nargs as usize).min(MAX_ARGS)
     } else {
         2
     }
+}
+
+/// The copied blocks of a typed record (`b` starts at the record; empty for the others).
+fn payload_of<'a>(b: &'a [u8], r: &Record, len: usize) -> &'a [u8] {
+    if r.kind != KIND_TYPED_ENTER && r.kind != KIND_TYPED_EXIT {
+        return &[];
+    }
+    b.get(HEADER_SIZE + 8 * words_of(r.kind, r.nargs) + 4..len).unwrap_or(&[])
 }
 
 impl Record {
@@ -64,7 +76,11 @@ impl Record {
             return None;
         }
         let words = words_of(b[4], b[6]);
-        let len = HEADER_SIZE + 8 * words;
+        let mut len = HEADER_SIZE + 8 * words;
+        if b[4] == KIND_TYPED_ENTER || b[4] == KIND_TYPED_EXIT {
+            let payload = b.get(len..len + 4).map(|l| u32::from_le_bytes(l.try_into().unwrap()))?;
+            len += 4 + payload as usize;
+        }
         if b.len() < len {
             return None;
         }
@@ -103,8 +119,11 @@ pub(super) fn ingest(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, header: &
         return;
     }
     let Ok(symbols) = engine.session_symbols(s) else { return };
-    let batch = decode(engine, s, &symbols, pid, data);
+    let (batch, typed) = decode(engine, s, &symbols, pid, data);
     engine.store.insert_trace_batch(batch);
+    if !typed.is_empty() {
+        engine.store.insert(typed);
+    }
     if let Some(seq) = header.get("seq").and_then(Value::as_u64) {
         acknowledge(engine, s, pid, seq);
     }
@@ -142,8 +161,9 @@ fn acknowledge(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, seq: u64) {
 
 /// Turn the records in `data` into one batch of integer rows (sampling switches go to the
 /// session state). Strings — names, files, thread names — are looked up once per distinct
-/// function and thread of the batch, not per record.
-pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, pid: u32, data: &[u8]) -> RawTraceBatch {
+/// function and thread of the batch, not per record. Typed captures come back as events of
+/// their own (their JSON built here by capture_decode.rs), numbered in stream order.
+pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, pid: u32, data: &[u8]) -> (RawTraceBatch, Vec<crate::store::Event>) {
     let mut batch = RawTraceBatch {
         session_id: s.id.clone(),
         pid: pid as i64,
@@ -158,17 +178,20 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
     let mut last_thread = (u32::MAX, 0u32);
     let mut st = s.state.lock().unwrap();
     let mut rest = data;
+    // (index in batch.records, its JSON text) of typed captures.
+    let mut typed: Vec<(usize, String)> = Vec::new();
     while !rest.is_empty() {
         let Some((r, len)) = Record::parse(rest) else {
             tracing::warn!("session {}: a fast-path batch ends inside a record; its last {} bytes are ignored", s.id, rest.len());
             break;
         };
+        let payload = payload_of(rest, &r, len);
         rest = &rest[len..];
         let Some(f) = symbols.functions.get(r.func as usize) else { continue };
         let ts = r.ts as i64 - s.start_mono_ns;
         let exit = match r.kind {
-            KIND_ENTER => false,
-            KIND_EXIT => true,
+            KIND_ENTER | KIND_TYPED_ENTER => false,
+            KIND_EXIT | KIND_TYPED_EXIT => true,
             KIND_SAMPLING => {
                 let enabled = r.v[0] != 0;
                 if enabled && st.tracing.never_sample.contains(&r.func) {
@@ -222,6 +245,14 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         if exit {
             words[1] = 0; // v[1] of an exit is its duration, not a word to store
         }
+        if r.kind == KIND_TYPED_ENTER || r.kind == KIND_TYPED_EXIT {
+            let text = match st.capture.plans.get(&r.func) {
+                Some(plan) if exit => super::capture_decode::ret_json(plan, r.v[0], payload),
+                Some(plan) => super::capture_decode::args_json(plan, &r.v[..(r.nargs as usize).min(MAX_ARGS)], payload),
+                None => "\"<no capture plan>\"".into(),
+            };
+            typed.push((batch.records.len(), text));
+        }
         batch.records.push(RawTraceRecord {
             id,
             exit,
@@ -235,7 +266,38 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             words,
         });
     }
-    batch
+    drop(st);
+    let events = split_typed(&mut batch, typed);
+    (batch, events)
+}
+
+/// Typed captures leave the integer batch as events carrying their JSON.
+fn split_typed(batch: &mut RawTraceBatch, typed: Vec<(usize, String)>) -> Vec<crate::store::Event> {
+    if typed.is_empty() {
+        return Vec::new();
+    }
+    let mut texts = typed.into_iter().peekable();
+    let mut kept = Vec::with_capacity(batch.records.len());
+    let mut moved = RawTraceBatch { session_id: batch.session_id.clone(), pid: batch.pid, sites: batch.sites.clone(), threads: batch.threads.clone(), records: Vec::new() };
+    let mut moved_texts = Vec::new();
+    for (i, r) in batch.records.drain(..).enumerate() {
+        if texts.peek().is_some_and(|(j, _)| *j == i) {
+            moved_texts.push(texts.next().unwrap().1);
+            moved.records.push(r);
+        } else {
+            kept.push(r);
+        }
+    }
+    batch.records = kept;
+    let mut events = moved.to_events();
+    for (e, text) in events.iter_mut().zip(moved_texts) {
+        if e.event_type == crate::store::EventType::FunctionExit {
+            e.return_value = Some(text);
+        } else {
+            e.arguments = Some(text);
+        }
+    }
+    events
 }
 
 #[cfg(test)]

@@ -35,6 +35,8 @@ mod stepping;
 mod trace;
 mod watches;
 mod word_shapes; // typed text of fast-path hooks' raw words
+mod capture_plan; // typed capture in native code: what to copy (issue 18)
+mod capture_decode; // typed capture: the serializer's JSON from the copied bytes
 
 pub use launch::{LaunchRequest, LaunchResult};
 pub use launch_points::{LaunchPoint, Origin};

@@ -53,6 +53,8 @@ pub(crate) struct SessionState {
     pub open_calls: rustc_hash::FxHashMap<u64, i64>,
     /// Fast-path state: events lost, sampled functions (engine/sampling.rs).
     pub tracing: super::sampling::TracingState,
+    /// Native typed-capture plans of hooked functions (capture_plan.rs).
+    pub capture: super::capture_plan::CaptureState,
     /// Crashes, exit status, children, thread names (lifecycle.rs).
     pub life: super::lifecycle::LifeState,
     /// Watches and serializationDepth (watches.rs).
@@ -127,6 +129,7 @@ impl Session {
                 hooked: BTreeSet::new(),
                 open_calls: Default::default(),
                 tracing: Default::default(),
+                capture: Default::default(),
                 life: Default::default(),
                 watch: Default::default(),
                 modules: Default::default(),

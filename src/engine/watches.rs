@@ -310,7 +310,8 @@ impl Engine {
         let redo: BTreeSet<u32> = candidates
             .into_iter()
             .filter(|i| !done.contains(i))
-            .filter(|i| self.watched(session, symbols, *i) && self.hook_extras(session, symbols, info, *i).0.is_none())
+            // A natively captured hook records no watch values either (capture_plan.rs).
+            .filter(|i| self.watched(session, symbols, *i) && (self.hook_extras(session, symbols, info, *i).0.is_none() || session.state.lock().unwrap().capture.plans.contains_key(i)))
             .collect();
         if redo.is_empty() {
             return Ok(());
@@ -365,6 +366,28 @@ impl Engine {
                 spec["abi"] = json!(abi);
             }
             if let Some(recipe) = recipe {
+                // Typed capture in native code where it can print what the serializer would
+                // (capture_plan.rs); the recipe stays for the JS path (mode "js", no CModule).
+                let plan = (target != SpecsFor::OtherImage && recipe.get("exit").is_none() && !self.watched(session, symbols, i))
+                    .then(|| own.signature(address))
+                    .flatten()
+                    .and_then(|sig| {
+                        let depth = session.state.lock().unwrap().watch.depth.unwrap_or(DEFAULT_DEPTH);
+                        super::capture_plan::compile(&own, &sig, depth)
+                    });
+                {
+                    let mut st = session.state.lock().unwrap();
+                    match plan {
+                        Some(plan) => {
+                            spec["capture"] = plan.to_agent();
+                            st.capture.plans.insert(i, Arc::new(plan));
+                        }
+                        None if target != SpecsFor::OtherImage => {
+                            st.capture.plans.remove(&i);
+                        }
+                        None => {}
+                    }
+                }
                 spec["serialize"] = recipe;
                 session.state.lock().unwrap().tracing.word_shapes.remove(&i);
                 if !Arc::ptr_eq(&own, &info) {
@@ -414,8 +437,26 @@ impl Engine {
         session.ensure_running()?;
         self.frida_running()?.host().rpc(session.pid, "serialization", json!([{ "depth": depth }])).await?;
         session.state.lock().unwrap().watch.depth = Some(depth as u32);
+        self.recapture(&session).await?;
         self.rpc_to_children(&session, "serialization", json!([{ "depth": depth }]), false).await;
         Ok(depth as u32)
+    }
+
+    /// Natively captured hooks print at the depth their plan was compiled for
+    /// (capture_plan.rs): after a depth change they are hooked again with new plans.
+    async fn recapture(&self, session: &Session) -> Result<()> {
+        let ids: BTreeSet<u32> = {
+            let st = session.state.lock().unwrap();
+            st.hooked.iter().copied().filter(|i| st.capture.plans.contains_key(i)).collect()
+        };
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let symbols = self.session_symbols(session)?;
+        let frida = self.frida_running()?;
+        super::children::remove_hooks(&frida, session, session.pid, &symbols, &ids).await?;
+        super::children::add_hooks(self, &frida, session, session.pid, &symbols, &ids).await?;
+        Ok(())
     }
 
     pub fn watches(&self, id: &str) -> Vec<ActiveWatch> {

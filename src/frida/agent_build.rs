@@ -41,6 +41,8 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/memory.ts", include_str!("../../agent/src/memory.ts")),
     ("src/forksafe.ts", include_str!("../../agent/src/forksafe.ts")),
     ("src/xmm.ts", include_str!("../../agent/src/xmm.ts")),
+    ("src/capture.ts", include_str!("../../agent/src/capture.ts")),
+    ("src/capture_c.ts", include_str!("../../agent/src/capture_c.ts")),
 ];
 
 /// The entry point, relative to the project root.

@@ -159,6 +159,9 @@ impl TypeReader<'_> {
                         let v = match c.attr_value(gimli::DW_AT_const_value).ok().flatten() {
                             Some(AttributeValue::Sdata(v)) => v,
                             Some(AttributeValue::Udata(v)) => v as i64,
+                            // DW_FORM_data1/2/4 carry no sign: 250 in a data1 of an unsigned
+                            // enum is 250, not -6 (which no enumerator name matched).
+                            Some(v) if !signed => v.udata_value().map(|u| u as i64).or_else(|| v.sdata_value()).unwrap_or(0),
                             Some(v) => v.sdata_value().or_else(|| v.udata_value().map(|u| u as i64)).unwrap_or(0),
                             None => 0,
                         };
@@ -235,9 +238,19 @@ impl TypeReader<'_> {
                         info.attr_string(unit, &c, gimli::DW_AT_name).unwrap_or_else(|| "<anonymous>".into())
                     };
                     let bits = udata(&c, gimli::DW_AT_bit_size).map(|bs| (udata(&c, gimli::DW_AT_data_bit_offset).unwrap_or(0), bs));
-                    let offset = member_offset(&c).unwrap_or(0);
-                    // data_bit_offset counts from the struct start: keep it relative to `offset`.
-                    let bits = bits.map(|(bo, bs)| if offset == 0 { (bo, bs) } else { (bo.saturating_sub(offset * 8), bs) });
+                    let located = member_offset(&c);
+                    let mut offset = located.unwrap_or(0);
+                    // data_bit_offset counts from the struct start: keep it relative to `offset`;
+                    // without a member location (DWARF 5), the field starts at its first byte
+                    // (else the bits were read at offset 0, shifted out: every bitfield read 0).
+                    let bits = bits.map(|(bo, bs)| match located {
+                        None => {
+                            offset = bo / 8;
+                            (bo % 8, bs)
+                        }
+                        Some(_) if offset == 0 => (bo, bs),
+                        Some(_) => (bo.saturating_sub(offset * 8), bs),
+                    });
                     raw.push((name, offset, ty, bits));
                 }
                 gimli::DW_TAG_template_type_parameter => {

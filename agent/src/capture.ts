@@ -1,0 +1,123 @@
+// Typed capture in native code (issue 18 item 1), the JavaScript side: the fault-safe copy
+// the C side reads pointees with, its exception hook, and the capture plan a hook spec
+// carries (`capture`, compiled by the daemon: src/engine/capture_plan.rs) turned into the
+// native block capture_c.ts runs. JavaScript stays for what needs it: a hook with watches or
+// a condition, or when the agent's depth is not the plan's, serializes in JS as before.
+
+import { addExceptionHook } from "./crash.js";
+import { currentDepth } from "./serialize.js";
+
+export interface CaptureSpec {
+    /** [src, off, size, kind] per op: the enter ops, then the exit ops. */
+    ops: [number, number, number, number][];
+    /** How many of `ops` run at enter. */
+    enter: number;
+    /** serializationDepth the plan was compiled for. */
+    depth: number;
+}
+
+const OP_SIZE = 16;
+
+interface SafeCopy {
+    code: NativePointer;
+    faultAt: NativePointer;
+    recover: NativePointer;
+}
+
+let safeCopy: SafeCopy | null = null;
+let faults = 0;
+let enabled = true;
+let typedValues = true;
+/** Plans by their spec text: hooks of the same function share one block. Never freed. */
+const plans = new Map<string, NativePointer>();
+
+/**
+ * `guint64 strobe_safe_copy(dst, src, n)` (System V: rdi, rsi, rdx): `rep movsb`; returns the
+ * bytes not copied. A fault in the copy resumes at `recover`, which returns rcx — the bytes
+ * left — instead of killing the target (the exception hook below, run from crash.ts).
+ */
+function makeSafeCopy(): SafeCopy {
+    const code = Memory.alloc(Process.pageSize);
+    let faultAt = code;
+    let recover = code;
+    Memory.patchCode(code, 64, (w) => {
+        const x = new X86Writer(w, { pc: code });
+        x.putMovRegReg("rcx", "rdx");
+        faultAt = code.add(x.offset);
+        x.putBytes([0xf3, 0xa4]); // rep movsb
+        x.putXorRegReg("eax", "eax");
+        x.putRet();
+        recover = code.add(x.offset);
+        x.putMovRegReg("rax", "rcx");
+        x.putRet();
+        x.flush();
+    });
+    const result = { code, faultAt, recover };
+    addExceptionHook((details) => {
+        if (!details.context.pc.equals(result.faultAt)) return false;
+        faults++;
+        (details.context as X64CpuContext).rip = result.recover;
+        return true;
+    });
+    return result;
+}
+
+/** Symbols the fast path's CModule needs for typed capture (fastpath.ts setUp). */
+export function captureSymbols(libc: (name: string) => NativePointer): Record<string, NativePointer> {
+    if (safeCopy === null) safeCopy = makeSafeCopy();
+    const shared = Memory.alloc(16);
+    shared.writeU64(0);
+    shared.add(8).writeU64(0);
+    const keyCreate = new NativeFunction(libc("pthread_key_create"), "int", ["pointer", "pointer"]);
+    // Each thread's scratch is freed by libc when the thread exits.
+    if (keyCreate(shared, libc("free")) !== 0) throw new Error("pthread_key_create failed (capture scratch)");
+    return { capture: shared, strobe_safe_copy: safeCopy.code };
+}
+
+/** Tracing option `nativeCapture` (default true): false keeps typed hooks in JavaScript. */
+export function setNativeCapture(on: boolean): void {
+    enabled = on;
+}
+
+export function nativeCaptureEnabled(): boolean {
+    return enabled;
+}
+
+/** Tracing option `typedValues` (default true): false records typed functions' raw argument
+ * words on the fast path instead (the integer-only baseline of benches/sqlite_real.rs). */
+export function setTypedValues(on: boolean): void {
+    typedValues = on;
+}
+
+export function wordsOnly(): boolean {
+    return !typedValues;
+}
+
+/** Can this spec's typed values be captured natively now? */
+export function usableCapture(capture: CaptureSpec | undefined): boolean {
+    return enabled && typedValues && capture !== undefined && Array.isArray(capture.ops) && capture.depth === currentDepth();
+}
+
+/** The native plan block of a spec (capture_c.ts CapPlan), built once per distinct plan. */
+export function capturePlan(capture: CaptureSpec): NativePointer {
+    const key = JSON.stringify(capture);
+    const known = plans.get(key);
+    if (known !== undefined) return known;
+    const n = capture.ops.length;
+    const block = Memory.alloc(8 + OP_SIZE * Math.max(1, n));
+    block.writeU32(capture.enter);
+    block.add(4).writeU32(n - capture.enter);
+    capture.ops.forEach(([src, off, size, kind], i) => {
+        const op = block.add(8 + OP_SIZE * i);
+        op.writeS32(src);
+        op.add(4).writeU32(off);
+        op.add(8).writeU32(size);
+        op.add(12).writeU32(kind);
+    });
+    plans.set(key, block);
+    return block;
+}
+
+export function captureStats(): object {
+    return { enabled, typedValues, plans: plans.size, faultsRecovered: faults };
+}

@@ -1,0 +1,62 @@
+/* Strobe benchmark driver (benches/sqlite_real.rs): SQLite's own code (the amalgamation of
+ * the libsqlite3-sys crate, built -g -O0) running a query workload. Nobody here wrote the
+ * traced functions: sqlite3VdbeMemRelease(Mem *), sqlite3BtreeNext(BtCursor *, int) and
+ * sqlite3BtreePayloadSize(BtCursor *) (returns a field of the cursor's struct).
+ *
+ * Usage: sqlite_drv [rows=2000] [queries=40] [wait]
+ * Builds a table, then (after "ready" and a line on stdin with "wait") runs `queries` full
+ * scans with a filter and an aggregate, timing only that part:
+ *   "workload ns=T rows=R queries=Q checksum=C" */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "sqlite3.h"
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    int rows = argc > 1 ? atoi(argv[1]) : 2000;
+    int queries = argc > 2 ? atoi(argv[2]) : 40;
+    sqlite3 *db;
+    if (sqlite3_open(":memory:", &db) != SQLITE_OK) return 1;
+    sqlite3_exec(db, "create table t(id integer primary key, name text, score int)", 0, 0, 0);
+    sqlite3_exec(db, "begin", 0, 0, 0);
+    sqlite3_stmt *ins;
+    sqlite3_prepare_v2(db, "insert into t(name, score) values(?1, ?2)", -1, &ins, 0);
+    for (int i = 0; i < rows; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "name-%d", i);
+        sqlite3_bind_text(ins, 1, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(ins, 2, (i * 7919) % 1000);
+        sqlite3_step(ins);
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    sqlite3_exec(db, "commit", 0, 0, 0);
+    if (argc > 3 && strcmp(argv[3], "wait") == 0) {
+        char line[16];
+        printf("ready\n");
+        fflush(stdout);
+        if (fgets(line, sizeof line, stdin) == NULL) return 1;
+    }
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(db, "select upper(name), score from t where score > ?1", -1, &q, 0);
+    long long checksum = 0;
+    long long t0 = now_ns();
+    for (int k = 0; k < queries; k++) {
+        sqlite3_bind_int(q, 1, k % 500);
+        while (sqlite3_step(q) == SQLITE_ROW) checksum += sqlite3_column_int(q, 1) + sqlite3_column_bytes(q, 0);
+        sqlite3_reset(q);
+    }
+    long long t1 = now_ns();
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    printf("workload ns=%lld rows=%d queries=%d checksum=%lld\n", t1 - t0, rows, queries, checksum);
+    fflush(stdout);
+    return 0;
+}

@@ -1,0 +1,250 @@
+//! Typed tracing on a real C program nobody here wrote (issue 18): SQLite, from the
+//! amalgamation bundled in the `libsqlite3-sys` crate, built `-g -O0` with a small driver
+//! (benches/real/sqlite_drv.c) running a query workload. Four functions taking struct
+//! pointers are traced — sqlite3VdbeMemRelease(Mem *), sqlite3BtreeNext(BtCursor *, int),
+//! sqlite3BtreePayloadSize(BtCursor *) (returns a field of the cursor) and
+//! sqlite3VdbeIntValue(const Mem *) — side by side in one run: untraced, uftrace with
+//! `-A`/`-R` on the same functions, Strobe with typed arguments at the default depth (native
+//! capture, capture_plan.rs), and Strobe integer-only (raw argument words). The driver times
+//! its own query loop, so "ns per traced call" is (traced − untraced) / traced calls.
+//!
+//! `cargo bench --bench sqlite_real` (env: `SQLITE_BENCH_ROWS`, default 1000;
+//! `SQLITE_BENCH_QUERIES`, default 10; `SQLITE_BENCH_REPEAT`, runs of each row, default 3,
+//! medians reported). uftrace (Debian package) is installed with apt-get when missing and
+//! this runs as root; otherwise its row is skipped with a note.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use strobe::engine::{Engine, EngineConfig, LaunchRequest};
+use strobe::store::{EventQuery, EventType};
+
+const FUNCTIONS: [&str; 4] = ["sqlite3VdbeMemRelease", "sqlite3BtreeNext", "sqlite3BtreePayloadSize", "sqlite3VdbeIntValue"];
+
+#[path = "support/session.rs"]
+mod session;
+use session::{function_events, stdout_line};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The amalgamation of the libsqlite3-sys crate in this workspace's dependency tree.
+fn sqlite_dir() -> PathBuf {
+    let out = Command::new(env!("CARGO")).args(["metadata", "--format-version", "1"]).current_dir(repo()).output().expect("cargo metadata");
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata JSON");
+    let manifest = meta["packages"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "libsqlite3-sys"))
+        .and_then(|p| p["manifest_path"].as_str())
+        .expect("libsqlite3-sys in the dependency tree");
+    Path::new(manifest).parent().unwrap().join("sqlite3")
+}
+
+/// The driver, built once (`-fpatchable-function-entry=5`: entry nops uftrace patches; the
+/// same binary for every row).
+fn build_driver() -> PathBuf {
+    let dir = repo().join("target").join("bench-real");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("sqlite_drv");
+    let src = repo().join("benches/real/sqlite_drv.c");
+    let sqlite = sqlite_dir();
+    let newer = |a: &Path, b: &Path| a.metadata().and_then(|m| m.modified()).ok() > b.metadata().and_then(|m| m.modified()).ok();
+    if !exe.exists() || newer(&src, &exe) {
+        eprintln!("building {} (SQLite -g -O0, about a minute)", exe.display());
+        let st = Command::new("cc")
+            .args(["-g", "-O0", "-fpatchable-function-entry=5", "-fno-omit-frame-pointer", "-I"])
+            .arg(&sqlite)
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .arg(sqlite.join("sqlite3.c"))
+            .args(["-lpthread", "-ldl", "-lm"])
+            .status()
+            .expect("cc");
+        assert!(st.success(), "building the SQLite driver failed");
+    }
+    exe
+}
+
+/// uftrace on PATH, installing the Debian package when missing (as root).
+fn uftrace() -> Option<PathBuf> {
+    let found = || Command::new("sh").args(["-c", "command -v uftrace"]).output().ok().filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    if let Some(p) = found() {
+        return Some(p);
+    }
+    eprintln!("uftrace missing: apt-get install -y uftrace");
+    let _ = Command::new("apt-get").args(["install", "-y", "uftrace"]).status();
+    found()
+}
+
+/// "workload ns=T ..." -> T
+fn workload_ns(text: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix("workload ns=")).and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse().ok())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// uftrace's run: workload ns and the traced calls it counted.
+fn uftrace_run(uftrace: &Path, exe: &Path, args: &[String]) -> (f64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(uftrace);
+    cmd.arg("record").arg("--no-libcall").arg("-d").arg(dir.path().join("data"));
+    for f in FUNCTIONS {
+        cmd.args(["-P", f]);
+    }
+    cmd.args(["-A", "sqlite3VdbeMemRelease@arg1", "-A", "sqlite3BtreeNext@arg1,arg2", "-A", "sqlite3BtreePayloadSize@arg1", "-A", "sqlite3VdbeIntValue@arg1"]);
+    for f in FUNCTIONS {
+        cmd.args(["-R", &format!("{f}@retval")]);
+    }
+    let out = cmd.arg(exe).args(args).output().expect("uftrace record");
+    let ns = workload_ns(&String::from_utf8_lossy(&out.stdout)).unwrap_or(f64::NAN);
+    let report = Command::new(uftrace).arg("report").arg("-d").arg(dir.path().join("data")).output().expect("uftrace report");
+    let calls = String::from_utf8_lossy(&report.stdout)
+        .lines()
+        .filter(|l| FUNCTIONS.iter().any(|f| l.trim_end().ends_with(f)))
+        .filter_map(|l| l.split_whitespace().rev().nth(1).and_then(|c| c.parse::<u64>().ok()))
+        .sum();
+    (ns, calls)
+}
+
+
+
+struct StrobeRun {
+    ns: f64,
+    stored: i64,
+    lost: u64,
+    rows_per_sec: f64,
+    plans: u64,
+    sample: Option<String>,
+}
+
+async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], options: Value) -> StrobeRun {
+    let mut argv = args.to_vec();
+    argv.push("wait".into());
+    let r = engine
+        .launch(LaunchRequest { command: exe.display().to_string(), args: argv, project_root: exe.parent().unwrap().display().to_string(), ..Default::default() })
+        .await
+        .expect("launch");
+    let id = r.session_id;
+    engine.store().set_max_events_per_session(&id, 100_000_000);
+    stdout_line(engine, &id, "ready").await;
+    engine.configure_tracing(&id, options).await.expect("tracing options");
+    let patterns: Vec<String> = FUNCTIONS.iter().map(|f| f.to_string()).collect();
+    let t = engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
+    assert_eq!(t.hooked_functions, FUNCTIONS.len(), "{t:?}");
+    let settings = engine.configure_tracing(&id, json!({})).await.expect("settings");
+    let t0 = Instant::now();
+    engine.send_stdin(&id, b"go\n").await.expect("stdin");
+    let line = stdout_line(engine, &id, "workload ns=").await;
+    while engine.status(&id).map(|s| s.status == "running").unwrap_or(false) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    engine.store().flush();
+    let stored = function_events(engine, &id);
+    let elapsed = t0.elapsed();
+    let st = engine.status(&id).expect("status");
+    // One typed enter, to show what was stored.
+    let q = EventQuery { session_id: id.clone(), event_type: Some(EventType::FunctionEnter), limit: 1, ..Default::default() };
+    let sample = engine.query(&q).ok().and_then(|r| r.events.first().and_then(|e| e.arguments.clone()));
+    engine.stop(&id, false).await.expect("stop");
+    StrobeRun {
+        ns: workload_ns(&line).unwrap_or(f64::NAN),
+        stored,
+        lost: st.events_lost,
+        rows_per_sec: stored as f64 / elapsed.as_secs_f64(),
+        plans: settings["capture"]["plans"].as_u64().unwrap_or(0),
+        sample,
+    }
+}
+
+fn main() {
+    let exe = build_driver();
+    let args = vec![env_u64("SQLITE_BENCH_ROWS", 1000).to_string(), env_u64("SQLITE_BENCH_QUERIES", 10).to_string()];
+    let repeat = env_u64("SQLITE_BENCH_REPEAT", 3).max(1) as usize;
+    let uftrace = uftrace();
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (untraced, uf, typed, words) = rt.block_on(async {
+        let home = tempfile::tempdir().unwrap();
+        let cache_dir = repo().join("target").join("strobe-cache");
+        let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
+        engine.warm_up().await.expect("Frida host");
+        let base = json!({ "hotCallsPerSec": 0, "ringRecords": 1 << 20 });
+        let mut words_only = base.clone();
+        words_only["typedValues"] = json!(false);
+        let (mut untraced, mut uf, mut typed, mut words) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // Interleaved, so a slow spell of the shared machine does not land on one row only.
+        for _ in 0..repeat {
+            let out = Command::new(&exe).args(&args).output().expect("run driver");
+            untraced.push(workload_ns(&String::from_utf8_lossy(&out.stdout)).expect("workload line"));
+            if let Some(u) = &uftrace {
+                uf.push(uftrace_run(u, &exe, &args));
+            }
+            typed.push(strobe_run(&engine, &exe, &args, base.clone()).await);
+            words.push(strobe_run(&engine, &exe, &args, words_only.clone()).await);
+        }
+        (untraced, uf, typed, words)
+    });
+
+    let base_ns = median(untraced.clone());
+    let calls = words.iter().map(|r| (r.stored + r.lost as i64) / 2).max().unwrap_or(0) as f64;
+    let uf_ns = median(uf.iter().map(|r| r.0).collect());
+    let uf_calls = uf.first().map(|r| r.1).unwrap_or(0);
+    let per_call = |ns: f64| (ns - base_ns) / calls;
+    let uf_per_call = per_call(uf_ns);
+    println!("SQLite {} rows, {} queries; traced: {}", args[0], args[1], FUNCTIONS.join(", "));
+    println!("traced calls per run: {calls:.0} (Strobe: (stored + lost) / 2); uftrace counted {uf_calls}");
+    println!("{:<28} {:>12} {:>14} {:>10} {:>12} {:>10} {:>12}", "run", "workload ms", "ns/traced call", "× uftrace", "rows stored", "lost", "rows/s e2e");
+    println!("{:<28} {:>12.1} {:>14} {:>10} {:>12} {:>10} {:>12}", "untraced", base_ns / 1e6, "-", "-", "-", "-", "-");
+    if uftrace.is_some() {
+        println!("{:<28} {:>12.1} {:>14.0} {:>10.2} {:>12} {:>10} {:>12}", "uftrace -A/-R", uf_ns / 1e6, uf_per_call, 1.0, "-", "-", "-");
+    } else {
+        println!("uftrace: not available (apt-get install uftrace failed); its row is skipped");
+    }
+    for (name, runs) in [("Strobe typed (native, depth 3)", &typed), ("Strobe integer-only", &words)] {
+        let ns = median(runs.iter().map(|r| r.ns).collect());
+        let mid = &runs[runs.len() / 2];
+        println!(
+            "{:<28} {:>12.1} {:>14.0} {:>10.2} {:>12} {:>10} {:>12.0}",
+            name,
+            ns / 1e6,
+            per_call(ns),
+            per_call(ns) / uf_per_call,
+            mid.stored,
+            mid.lost,
+            mid.rows_per_sec
+        );
+    }
+    println!("\nEach run (workload ms):");
+    println!("  untraced  {:?}", untraced.iter().map(|n| (n / 1e5).round() / 10.0).collect::<Vec<_>>());
+    println!("  uftrace   {:?}", uf.iter().map(|r| (r.0 / 1e5).round() / 10.0).collect::<Vec<_>>());
+    println!("  typed     {:?}", typed.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
+    println!("  int-only  {:?}", words.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
+    for (name, runs) in [("typed", &typed), ("int-only", &words)] {
+        for r in runs.iter() {
+            let total = r.stored + r.lost as i64;
+            println!(
+                "{name}: {} stored + {} lost = {total} of {} events: {}; native plans {}",
+                r.stored,
+                r.lost,
+                2.0 * calls,
+                if total as f64 == 2.0 * calls { "every event accounted for" } else { "MISMATCH" },
+                r.plans
+            );
+        }
+    }
+    if let Some(s) = typed.first().and_then(|r| r.sample.as_deref()) {
+        println!("\na typed enter as stored: {}", &s[..s.len().min(600)]);
+    }
+}

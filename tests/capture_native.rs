@@ -1,0 +1,124 @@
+//! Native typed capture (issue 18 item 1): functions taking struct pointers and C strings
+//! are hooked without JavaScript and the daemon decodes what the hook copied. What is stored
+//! must equal the JavaScript serializer's output for the same calls: nested structs, chains
+//! deeper than the depth, cycles, long / non-UTF-8 / page-cut strings, unions, bitfields,
+//! arrays of pointers, unreadable and partly readable pointees (fixture c_capture).
+//!
+//! Run: `cargo test --test capture_native -- --nocapture`.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use strobe::engine::{Engine, EngineConfig, LaunchRequest};
+use strobe::store::{Event, EventType};
+
+fn engine() -> (tempfile::TempDir, Arc<Engine>) {
+    let home = tempfile::tempdir().unwrap();
+    let cache_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("strobe-cache");
+    let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
+    (home, engine)
+}
+
+/// One c_capture process (3 rounds, two passes of the same calls at the same addresses):
+/// pass 0 traced with the JavaScript serializer, pass 1 with native capture. Returns the
+/// events of each pass and the agent's tracing settings during pass 1.
+async fn run_both(engine: &Arc<Engine>) -> (Vec<Event>, Vec<Event>, Value) {
+    let r = engine
+        .launch(LaunchRequest {
+            command: common::fixture("c_capture").display().to_string(),
+            args: vec!["3".into(), "wait".into()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch c_capture");
+    let id = r.session_id;
+    let patterns = ["cap_*".to_string()];
+    let mut passes = Vec::new();
+    let mut settings = Value::Null;
+    for (pass, native) in [(0, false), (1, true)] {
+        common::events::wait_for_stdout(engine, &id, &format!("ready {pass}"), Duration::from_secs(60)).await;
+        engine.configure_tracing(&id, json!({ "nativeCapture": native })).await.expect("configure tracing");
+        let t = engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
+        assert_eq!(t.hooked_functions, 8, "{t:?}");
+        settings = engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+        let before = common::events::trace_events(engine, &id).len();
+        engine.send_stdin(&id, b"go\n").await.expect("stdin");
+        common::events::wait_for_stdout(engine, &id, &format!("pass {pass} done"), Duration::from_secs(60)).await;
+        // Every event of the pass is stored before the hooks go (the drain is prompt; allow load).
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while common::events::trace_events(engine, &id).len() < before + 3 * 17 * 2 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if pass == 0 {
+            engine.trace(Some(&id), &[], &patterns).await.expect("untrace");
+        }
+        passes.push(common::events::trace_events(engine, &id)[before..].to_vec());
+        if pass == 0 {
+            assert_eq!(settings["capture"]["plans"], json!(0), "the JS pass used no plan: {settings}");
+        }
+    }
+    common::events::wait_for_exit(engine, &id).await;
+    let native = passes.pop().unwrap();
+    (passes.pop().unwrap(), native, settings)
+}
+
+/// (kind, function, arguments, return value, parent function) of each event, in order.
+fn content(events: &[Event]) -> Vec<(EventType, String, Option<Value>, Option<Value>, Option<String>)> {
+    let by_id: std::collections::HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
+    let parse = |s: &Option<String>| s.as_deref().map(|t| serde_json::from_str::<Value>(t).unwrap_or_else(|e| panic!("{t}: {e}")));
+    events
+        .iter()
+        .map(|e| {
+            let parent = e.parent_event_id.and_then(|p| by_id.get(&p)).and_then(|p| p.function_name.clone());
+            (e.event_type, e.function_name.clone().unwrap(), parse(&e.arguments), parse(&e.return_value), parent)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_capture_prints_what_the_javascript_serializer_prints() {
+    let (_home, engine) = engine();
+    let (js_events, native_events, native_settings) = run_both(&engine).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(8), "every cap_* function has a native plan: {native_settings}");
+    let (js, native) = (content(&js_events), content(&native_events));
+    // 3 rounds × 17 calls, enter + exit each.
+    assert_eq!(js.len(), 3 * 17 * 2, "{js:#?}");
+    for (i, (a, b)) in js.iter().zip(&native).enumerate() {
+        assert_eq!(b, a, "event {i}: native capture (left) differs from the JS serializer (right)");
+    }
+    assert_eq!(native.len(), js.len());
+
+    // And the values are the real ones, not the same mistake twice.
+    let enter = |f: &str| native.iter().find(|e| e.0 == EventType::FunctionEnter && e.1 == f).unwrap().2.clone().unwrap();
+    let holder = &enter("cap_holder")["h"];
+    assert_eq!(holder["inline_leaf"]["tag"], json!("inline"));
+    assert_eq!(holder["link"]["tag"], json!("leaf-a"));
+    assert_eq!(holder["links"][2].as_str().map(|s| s.starts_with("<unreadable 0x")), Some(true), "{holder}");
+    assert_eq!(holder["name"][0], json!("n"));
+    assert_eq!(holder["shade"], json!("NEON"));
+    assert_eq!(holder["level"], json!(-3));
+    let list = &enter("cap_list")["head"];
+    assert_eq!(list["next"]["next"]["next"], json!("<circular ref to struct node>"), "{list}");
+    let chain = &enter("cap_chain")["l"];
+    assert_eq!(chain["down"]["down"]["down"], json!("<struct l4>"), "depth 3 prints three structs: {chain}");
+    let texts: Vec<Value> = native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == "cap_text").map(|e| e.2.clone().unwrap()).take(5).collect();
+    assert_eq!(texts[0], json!({ "s": "hello", "t": null }));
+    assert!(texts[1]["s"].as_str().unwrap().ends_with('…') && texts[1]["s"].as_str().unwrap().chars().count() == 1025, "{}", texts[1]);
+    assert_eq!(texts[1]["t"], json!("caf\u{e9}"), "not UTF-8: bytes as Latin-1");
+    assert_eq!(texts[2]["t"], json!("edge!"));
+    assert_eq!(texts[3]["s"], json!("cut!"), "a string cut by an unreadable page keeps what could be read");
+    assert!(texts[3]["t"].as_str().unwrap().starts_with("<unreadable 0x"), "{}", texts[3]);
+    assert_eq!(texts[4]["s"], json!("<unreadable 0x20>"));
+    let tails: Vec<Value> = native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == "cap_tail").map(|e| e.2.clone().unwrap()).take(2).collect();
+    assert_eq!(tails[0]["t"], json!({ "a": 1, "b": -1, "c": "1152921504606846976" }), "beyond 2^53: decimal text");
+    assert_eq!(tails[1]["t"]["a"], json!(11), "a struct cut by an unreadable page: {}", tails[1]);
+    assert!(tails[1]["t"]["b"].as_str().unwrap().starts_with("<unreadable 0x"), "{}", tails[1]);
+    let label = native.iter().find(|e| e.0 == EventType::FunctionExit && e.1 == "cap_label").unwrap();
+    assert_eq!(label.3, Some(json!("even label")), "a C string result");
+    assert!(native_settings["capture"]["faultsRecovered"].is_number());
+}
