@@ -200,7 +200,9 @@ function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksRes
             const argCount = Math.max(0, Math.min(MAX_ARG_COUNT, f.argCount ?? DEFAULT_ARG_COUNT));
             const state = { active: true };
             const listener = useFastPath(f, argCount, req.mode)
-                ? attachFast(f.id, address, argCount, f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL)
+                ? // Captured hooks attach (no wrapper): a watch added later must be able to move
+                  // them to the JS path, which a kept wrapper (wrappers.ts) does not allow.
+                  attachFast(f.id, address, argCount, usableCapture(f.capture) ? undefined : f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL)
                 : Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount), costMeter(f.id)));
             hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
             result.installed.push(f.id);
