@@ -28,34 +28,8 @@ function A.progress(stdout, stderr)
   return p
 end
 
-local function strip_ansi(s) return (s:gsub("\27%[[%d;]*m", "")) end
-
 function A.parse_output(stdout, stderr, exit, ctx)
-  local r = { summary = { passed = 0, failed = 0, skipped = 0 }, failures = {}, durations = {} }
-  local doc = js.read_json(ctx.outputs.json)
-  if not doc then
-    r.details = "no JSON report (jest did not finish)" .. (stderr ~= "" and (": " .. stderr:sub(-2000)) or "")
-    return r
-  end
-  r.summary = { passed = doc.numPassedTests or 0, failed = doc.numFailedTests or 0, skipped = (doc.numPendingTests or 0) + (doc.numTodoTests or 0) }
-  for _, file in ipairs(doc.testResults or {}) do
-    for _, t in ipairs(file.assertionResults or {}) do
-      r.durations[t.fullName] = t.duration
-      if t.status == "failed" then
-        local text = strip_ansi(table.concat(t.failureMessages or {}, "\n"))
-        local stack = js.stack_of(text, ctx.root)
-        local at = stack[1] or {}
-        r.failures[#r.failures + 1] = {
-          name = t.fullName, file = at.file, line = at.line, stack = stack,
-          message = (text:match("^(.-)\n%s+at ") or text):gsub("^Error: ", ""):gsub("%s+$", ""),
-        }
-      end
-    end
-    if file.status == "failed" and #(file.assertionResults or {}) == 0 then
-      r.details = strip_ansi(file.message or "") -- a test file that did not load
-    end
-  end
-  return r
+  return js.parse_jest_json(ctx.outputs.json, ctx.root, stderr, "jest")
 end
 
 function A.rerun_command(failure)

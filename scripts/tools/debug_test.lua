@@ -22,7 +22,7 @@ return {
   title = "Run tests and read structured results",
   -- Runs the project's test commands (they may do anything); 'kill' stops a run.
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = true },
-  description = [[Run a project's tests and get structured results. ALWAYS use this instead of running test commands in a shell. action 'run' starts the tests in the background and returns testRunId; poll action 'status' (every 1-2 s) for progress (passed/failed so far, currentTest, phase compiling/running/suites_finished, stuck warnings) until status is 'completed', then read result: summary, failures (name, file, line, message, stack, suggestedTraces, rerunCommand), stuck tests with every thread's backtrace, compileErrors, noTests. The framework is detected (cargo, pytest, unittest, go, gtest, catch2, ...) or given; gtest/Catch2 need 'command' (the test binary). 'test' runs one test (name or substring). To debug a failure, rerun it traced: {action: 'run', projectRoot, test: failure.name, tracePatterns: failure.suggestedTraces} gives a sessionId for debug_query. A stuck test: action 'kill' stops the run (or pass killOnStuck: true).
+  description = [[Run a project's tests and get structured results. ALWAYS use this instead of running test commands in a shell. action 'run' starts the tests in the background and returns testRunId; poll action 'status' (every 1-2 s) for progress (passed/failed so far, currentTest, phase compiling/running/suites_finished, stuck warnings) until status is 'completed', then read result: summary, failures (name, file, line, message, stack, suggestedTraces, rerunCommand), stuck tests with every thread's backtrace, compileErrors, noTests. The framework is detected (cargo, pytest, unittest, go, gtest, catch2, jest, vitest, mocha) or given; gtest/Catch2 need 'command' (the test binary). 'test' runs one test (name or substring). To debug a failure, rerun it traced: {action: 'run', projectRoot, test: failure.name, tracePatterns: failure.suggestedTraces} gives a sessionId for debug_query. A stuck test: action 'kill' stops the run (or pass killOnStuck: true).
 Example: {action: 'run', projectRoot: '/src/app'} then {action: 'status', testRunId: 'test-...'}.]],
   inputSchema = {
     type = "object",
@@ -31,7 +31,7 @@ Example: {action: 'run', projectRoot: '/src/app'} then {action: 'status', testRu
       action = { type = "string", enum = { "run", "status", "kill" }, description = "Default 'run'" },
       testRunId = { type = "string", minLength = 1, description = "Required for 'status' and 'kill'" },
       projectRoot = { type = "string", description = "Required for 'run': the project's root directory" },
-      framework = { type = "string", description = "Override detection: cargo, pytest, unittest, go, gtest, catch2, jest, vitest, mocha, bun, deno" },
+      framework = { type = "string", description = "Override detection: cargo, pytest, unittest, go, gtest, catch2, jest, vitest, mocha" },
       level = { type = "string", enum = { "unit", "integration", "e2e" }, description = "Only this level of tests (omit for all)" },
       test = { type = "string", minLength = 1, description = "Run only this test (full name or substring)" },
       command = { type = "string", minLength = 1, description = "Test binary (required for gtest and Catch2)" },

@@ -336,6 +336,8 @@ JS = {
              "Received: 4.995", 'npx jest -t "cart rounds to cents"'),
     "mocha": (["applyCoupon (cart.js:3)", "Context.<anonymous> (test/cart.test.js:9)"], ("test/cart.test.js", 12),
               "4.995 !== 5", 'npx mocha --grep "cart rounds to cents"'),
+    "vitest": (["applyCoupon (cart.js:3)", "<anonymous> (cart.test.js:9)"], ("cart.test.js", 12),
+               "expected 4.995 to be 5", 'npx vitest run -t "cart rounds to cents"'),
 }
 
 
