@@ -117,4 +117,34 @@ function M.status(id)
   return { testRunId = id, status = "completed", sessionId = r.sessionId, result = result }
 end
 
+-- Wait up to `wait_ms` for run `id` to complete, sending MCP progress (tests done so far)
+-- each poll; answers early, as status does, when the run completes or a test is stuck.
+function M.wait(id, wait_ms)
+  local deadline = strobe.time.monotonic_ms() + wait_ms
+  local reported = 0
+  strobe.progress(0, nil, "tests starting")
+  while true do
+    local st = M.status(id)
+    if st.status == "completed" then
+      local sum = (st.result or {}).summary or {}
+      local n = (sum.passed or 0) + (sum.failed or 0) + (sum.skipped or 0)
+      strobe.progress(math.max(n, reported + 1), math.max(n, reported + 1),
+        ("completed: %d passed, %d failed, %d skipped"):format(sum.passed or 0, sum.failed or 0, sum.skipped or 0))
+      return st
+    end
+    local p = st.progress or {}
+    if p.stuck and #p.stuck > 0 then return st end
+    local done = (p.passed or 0) + (p.failed or 0) + (p.skipped or 0)
+    if done > reported then
+      reported = done
+      local msg = ("%d passed, %d failed, %d skipped"):format(p.passed or 0, p.failed or 0, p.skipped or 0)
+      if p.currentTest then msg = msg .. "; running " .. p.currentTest end
+      strobe.progress(done, nil, msg)
+    end
+    local left = deadline - strobe.time.monotonic_ms()
+    if left <= 0 then return st end
+    strobe.sleep(math.min(250, left))
+  end
+end
+
 return M

@@ -6,10 +6,13 @@ local testrun = require("testrun")
 local actions = {}
 
 function actions.run(args)
-  return testrun.run(args)
+  local started = testrun.run(args)
+  if args.waitMs then return testrun.wait(started.testRunId, args.waitMs) end
+  return started
 end
 
 function actions.status(args)
+  if args.waitMs then return testrun.wait(args.testRunId, args.waitMs) end
   return testrun.status(args.testRunId)
 end
 
@@ -23,7 +26,8 @@ return {
   -- Runs the project's test commands (they may do anything); 'kill' stops a run.
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = true },
   description = [[Run a project's tests and get structured results. ALWAYS use this instead of running test commands in a shell. action 'run' starts the tests in the background and returns testRunId; poll action 'status' (every 1-2 s) for progress (passed/failed so far, currentTest, phase compiling/running/suites_finished, stuck warnings) until status is 'completed', then read result: summary, failures (name, file, line, message, stack, suggestedTraces, rerunCommand), stuck tests with every thread's backtrace, compileErrors, noTests. The framework is detected (cargo, pytest, unittest, go, gtest, catch2, jest, vitest, mocha) or given; gtest/Catch2 need 'command' (the test binary). 'test' runs one test (name or substring). To debug a failure, rerun it traced: {action: 'run', projectRoot, test: failure.name, tracePatterns: failure.suggestedTraces} gives a sessionId for debug_query. A stuck test: action 'kill' stops the run (or pass killOnStuck: true).
-Example: {action: 'run', projectRoot: '/src/app'} then {action: 'status', testRunId: 'test-...'}.]],
+Pass waitMs (e.g. 120000) to 'run' or 'status' to wait for the result in one call instead of polling (it answers early when a test is stuck).
+Example: {action: 'run', projectRoot: '/src/app', waitMs: 120000}, or {action: 'run', projectRoot: '/src/app'} then {action: 'status', testRunId: 'test-...'}.]],
   inputSchema = {
     type = "object",
     additionalProperties = false,
@@ -38,6 +42,7 @@ Example: {action: 'run', projectRoot: '/src/app'} then {action: 'status', testRu
       tracePatterns = { type = "array", items = { type = "string" }, description = "Run under Frida with these trace patterns (as debug_trace's add)" },
       watches = { type = "object", description = "Run under Frida with these watches (as debug_trace's watches: {add: [...]})" },
       env = { type = "object", additionalProperties = { type = "string" }, description = "Extra environment variables" },
+      waitMs = { type = "integer", minimum = 0, maximum = 600000, description = "Wait up to this long for the run to complete before answering (MCP progress notifications meanwhile); saves polling. A run that is still going answers as 'status' does" },
       killOnStuck = { type = "boolean", description = "Stop the run when a test is confirmed stuck (~8 s without progress)" },
     },
   },

@@ -412,3 +412,34 @@ async def test_broken_adapter_keeps_last_good_version(strobe_home, tmp_path):
         assert "last good version" in err["message"]
         r = (await wait_done(c, started["testRunId"]))["result"]
         assert r["summary"]["passed"] == 7
+
+
+# ---------------------------------------------------------------- waiting in one call
+
+async def test_run_with_wait_answers_the_result_in_one_call_with_progress(strobe_home):
+    """waitMs turns run-then-poll into one call; each finished test is a progress notification."""
+    import json
+    notes = []
+
+    async def on_progress(progress, total, message):
+        notes.append((progress, message))
+
+    async with mcp_client(strobe_home) as c:
+        raw = await c.session.call_tool(
+            "debug_test",
+            {"projectRoot": str(PROJECTS / "cargo"), "env": cargo_env(), "waitMs": 240000},
+            progress_callback=on_progress,
+        )
+        assert not raw.is_error, raw
+        done = json.loads(raw.content[0].text)
+        assert done["status"] == "completed", done
+        s = done["result"]["summary"]
+        assert s["failed"] >= 1 and s["passed"] >= 1, s
+        assert notes, "no progress notification while waiting"
+        values = [p for p, _ in notes]
+        assert values == sorted(values) and len(set(values)) == len(values), values
+        assert any("passed" in (m or "") for _, m in notes), notes
+
+        # status with a short wait on a finished run answers at once, the same result
+        again = await c.call("debug_test", action="status", testRunId=done["testRunId"], waitMs=5000)
+        assert again["status"] == "completed" and again["result"]["summary"] == s
