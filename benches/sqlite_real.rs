@@ -180,7 +180,9 @@ fn main() {
         let cache_dir = repo().join("target").join("strobe-cache");
         let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
         engine.warm_up().await.expect("Frida host");
-        let base = json!({ "hotCallsPerSec": 0, "ringRecords": 1 << 20 });
+        // Every call recorded: no rate sampling and no cost sampling (a JS-path fallback
+        // would otherwise be thinned to 1 call in 100, which reads as missing events).
+        let base = json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": 1 << 20 });
         let mut words_only = base.clone();
         words_only["typedValues"] = json!(false);
         let (mut untraced, mut uf, mut typed, mut words) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
