@@ -375,18 +375,12 @@ impl Engine {
                         let depth = session.state.lock().unwrap().watch.depth.unwrap_or(DEFAULT_DEPTH);
                         super::capture_plan::compile(&own, &sig, depth)
                     });
-                {
-                    let mut st = session.state.lock().unwrap();
-                    match plan {
-                        Some(plan) => {
-                            spec["capture"] = plan.to_agent();
-                            st.capture.plans.insert(i, Arc::new(plan));
-                        }
-                        None if target != SpecsFor::OtherImage => {
-                            st.capture.plans.remove(&i);
-                        }
-                        None => {}
-                    }
+                // A plan is kept when this hook moves to the JS path: other processes of the
+                // session (followed forks) may still run the native hook and need it to decode
+                // their records, and to be moved to the JS path in turn (rehook_watched).
+                if let Some(plan) = plan {
+                    spec["capture"] = plan.to_agent();
+                    session.state.lock().unwrap().capture.plans.insert(i, Arc::new(plan));
                 }
                 spec["serialize"] = recipe;
                 session.state.lock().unwrap().tracing.word_shapes.remove(&i);

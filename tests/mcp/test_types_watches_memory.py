@@ -211,11 +211,18 @@ async def test_rust_values(strobe_home, fixtures_dir):
         e = await last_event(c, sid, "types::owned")
         assert e["arguments"]["s"].startswith("round-")
         # Option<&Config> / Option<u32>: Some(x) is x, None is null.
-        r = await c.wait_for(sid, "types::maybe", eventType="function_enter", verbose=True,
-                             **{"function": {"equals": "types::maybe"}})
-        seen = [ev["arguments"] for ev in r["events"]]
-        assert any(x.get("n") is not None and x["v"]["retries"] == 3 for x in seen), seen
-        assert any(x.get("n") is None and x.get("v") is None for x in seen), seen
+        # maybe() gets Some on even rounds and None on odd ones: wait until both were recorded.
+        some = lambda x: x.get("n") is not None and x["v"]["retries"] == 3
+        none = lambda x: x.get("n") is None and x.get("v") is None
+        for _ in range(300):
+            r = await c.call("debug_query", sessionId=sid, eventType="function_enter", verbose=True,
+                             limit=50, **{"function": {"equals": "types::maybe"}})
+            seen = [ev["arguments"] for ev in r["events"]]
+            if any(map(some, seen)) and any(map(none, seen)):
+                break
+            await _sleep(0.1)
+        assert any(map(some, seen)), seen
+        assert any(map(none, seen)), seen
 
         r = await c.call("debug_memory", sessionId=sid, targets=[{"variable": "types::LEVEL"}])
         assert r["results"][0]["value"] == 5
