@@ -1,4 +1,5 @@
--- What the JavaScript adapters (mocha, jest) share: package.json, V8 stack frames.
+-- What the JavaScript adapters (mocha, jest, vitest, bun, deno) share: package.json, V8
+-- stack frames, Jest's JSON report, JUnit XML reports.
 local J = {}
 
 function J.read_json(path)
@@ -100,6 +101,63 @@ function J.parse_jest_json(path, root, stderr, tool)
     end
   end
   return r
+end
+
+local function junit_cases(el, out)
+  if el.tag == "testcase" then out[#out + 1] = el return out end
+  for _, c in ipairs(el.children or {}) do junit_cases(c, out) end
+  return out
+end
+
+local function child(el, tag)
+  for _, c in ipairs(el.children or {}) do
+    if c.tag == tag then return c end
+  end
+end
+
+-- A JUnit XML report (bun test --reporter=junit, deno test --junit-path) as a debug_test
+-- result. `full_name(testcase)` gives the name a rerun filter accepts.
+function J.parse_junit(path, root, stderr, tool, full_name)
+  local r = { summary = { passed = 0, failed = 0, skipped = 0 }, failures = {}, durations = {} }
+  local ok, text = pcall(strobe.fs.read, path)
+  if not ok then
+    r.details = ("no JUnit report (%s did not finish)"):format(tool) .. (stderr ~= "" and (": " .. stderr:sub(-2000)) or "")
+    return r
+  end
+  for _, tc in ipairs(junit_cases(strobe.xml.decode(text), {})) do
+    local name = full_name(tc)
+    local failed = child(tc, "failure") or child(tc, "error")
+    r.durations[name] = math.floor((tonumber(tc.attrs.time) or 0) * 1000 + 0.5)
+    if failed then
+      r.summary.failed = r.summary.failed + 1
+      local body = strip_ansi(failed.text or "")
+      local stack = J.stack_of(body, root)
+      local at = stack[1] or {}
+      local message = strip_ansi(failed.attrs.message or body:match("^[^\n]*") or "")
+      message = message:gsub("^Uncaught ", ""):gsub("^%w*Error: ", ""):gsub("%s+$", "")
+      r.failures[#r.failures + 1] = { name = name, file = at.file, line = at.line, message = message, stack = stack }
+    elseif child(tc, "skipped") then
+      r.summary.skipped = r.summary.skipped + 1
+    else
+      r.summary.passed = r.summary.passed + 1
+    end
+  end
+  return r
+end
+
+-- Test files under `root` matching `globs` (relative to it), outside node_modules.
+function J.test_files(root, globs)
+  local files, seen = {}, {}
+  for _, g in ipairs(globs) do
+    for _, f in ipairs(strobe.fs.glob(root .. "/" .. g)) do
+      if not f:find("/node_modules/", 1, true) and not seen[f] then
+        seen[f] = true
+        files[#files + 1] = f
+      end
+    end
+  end
+  table.sort(files)
+  return files
 end
 
 return J

@@ -338,6 +338,10 @@ JS = {
               "4.995 !== 5", 'npx mocha --grep "cart rounds to cents"'),
     "vitest": (["applyCoupon (cart.js:3)", "<anonymous> (cart.test.js:9)"], ("cart.test.js", 12),
                "expected 4.995 to be 5", 'npx vitest run -t "cart rounds to cents"'),
+    "bun": (["applyCoupon (cart.js:3)", "<anonymous> (cart.test.js:9)"], ("cart.test.js", 12),
+            "Received: 4.995", 'bun test --test-name-pattern "cart rounds to cents"'),
+    "deno": (["applyCoupon (cart.js:3)", "<anonymous> (cart_test.js:7)"], ("cart_test.js", 11),
+             "4.995 !== 5", 'deno test -A --filter "cart rounds to cents"'),
 }
 
 
@@ -345,8 +349,10 @@ JS = {
 async def test_javascript_json_reports_and_stuck(strobe_home, tmp_path, framework):
     coupon_stack, cents_at, cents_text, cents_rerun = JS[framework]
     project = node_project(tmp_path, framework)
+    # Bun and Deno keep caches under the home directory unless told otherwise.
+    env = {"DENO_DIR": str(tmp_path / "deno-dir"), "BUN_INSTALL": str(tmp_path / "bun-home")}
     async with mcp_client(strobe_home) as c:
-        started, r, _ = await run_to_end(c, projectRoot=str(project))
+        started, r, _ = await run_to_end(c, projectRoot=str(project), env=env)
         assert started["framework"] == framework
         s = r["summary"]
         assert (s["passed"], s["failed"], s["skipped"]) == (2, 2, 1), r
@@ -357,7 +363,7 @@ async def test_javascript_json_reports_and_stuck(strobe_home, tmp_path, framewor
         cents = f["cart rounds to cents"]
         assert (cents["file"], cents["line"]) == cents_at and cents_text in cents["message"], cents
         assert cents["rerunCommand"] == cents_rerun
-        await run_stuck(c, projectRoot=str(project))
+        await run_stuck(c, projectRoot=str(project), env=env)
 
 
 # ---------------------------------------------------------------- bad input
