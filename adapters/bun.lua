@@ -15,14 +15,9 @@ function A.detect(root)
   return test:find("bun test", 1, true) and 90 or 0
 end
 
-local function bun(root)
-  local own = root .. "/node_modules/.bin/bun"
-  return strobe.fs.exists(own) and own or "bun"
-end
-
 local function command(ctx, name)
   local report = ctx.scratch .. "/bun-junit.xml"
-  local cmd = { bun(ctx.root), "test", "--reporter=junit", "--reporter-outfile=" .. report }
+  local cmd = { js.bin(ctx.root, "bun"), "test", "--reporter=junit", "--reporter-outfile=" .. report }
   if name then cmd[#cmd + 1] = "--test-name-pattern" cmd[#cmd + 1] = name end
   return { cmd = cmd, outputs = { junit = report } }
 end

@@ -14,14 +14,9 @@ function A.detect(root)
   return 0
 end
 
-local function deno(root)
-  local own = root .. "/node_modules/.bin/deno"
-  return strobe.fs.exists(own) and own or "deno"
-end
-
 local function command(ctx, name)
   local report = ctx.scratch .. "/deno-junit.xml"
-  local cmd = { deno(ctx.root), "test", "-A", "--no-check", "--junit-path=" .. report }
+  local cmd = { js.bin(ctx.root, "deno"), "test", "-A", "--no-check", "--junit-path=" .. report }
   if name then cmd[#cmd + 1] = "--filter" cmd[#cmd + 1] = name end
   return { cmd = cmd, outputs = { junit = report } }
 end

@@ -17,43 +17,18 @@ function J.uses(root, name)
     or (pkg.scripts and (pkg.scripts.test or ""):find(name, 1, true)) and true or false
 end
 
+-- The project's own copy of tool `name` (node_modules/.bin), else the one on PATH.
+function J.bin(root, name)
+  local own = root .. "/node_modules/.bin/" .. name
+  return strobe.fs.exists(own) and own or name
+end
+
 -- `score` when one of the framework's config files exists or package.json uses it.
 function J.detect(root, name, config_files, score)
   for _, f in ipairs(config_files) do
     if strobe.fs.exists(root .. "/" .. f) then return score end
   end
-  local function strip_ansi(s) return (s:gsub("\27%[[%d;]*m", "")) end
-
--- Jest's JSON report (Vitest writes the same shape) as a debug_test result.
-function J.parse_jest_json(path, root, stderr, tool)
-  local r = { summary = { passed = 0, failed = 0, skipped = 0 }, failures = {}, durations = {} }
-  local doc = J.read_json(path)
-  if not doc then
-    r.details = ("no JSON report (%s did not finish)"):format(tool) .. (stderr ~= "" and (": " .. stderr:sub(-2000)) or "")
-    return r
-  end
-  r.summary = { passed = doc.numPassedTests or 0, failed = doc.numFailedTests or 0, skipped = (doc.numPendingTests or 0) + (doc.numTodoTests or 0) }
-  for _, file in ipairs(doc.testResults or {}) do
-    for _, t in ipairs(file.assertionResults or {}) do
-      r.durations[t.fullName] = t.duration
-      if t.status == "failed" then
-        local text = strip_ansi(table.concat(t.failureMessages or {}, "\n"))
-        local stack = J.stack_of(text, root)
-        local at = stack[1] or {}
-        r.failures[#r.failures + 1] = {
-          name = t.fullName, file = at.file, line = at.line, stack = stack,
-          message = (text:match("^(.-)\n%s+at ") or text):gsub("^%w*Error: ", ""):gsub("%s+$", ""),
-        }
-      end
-    end
-    if file.status == "failed" and #(file.assertionResults or {}) == 0 then
-      r.details = strip_ansi(file.message or "") -- a test file that did not load
-    end
-  end
-  return r
-end
-
-return J.uses(root, name) and score or 0
+  return J.uses(root, name) and score or 0
 end
 
 -- "    at fn (file.js:3:33)" frames, innermost first, outside node's internals and
