@@ -8,15 +8,18 @@ import { addExceptionHook } from "./crash.js";
 import { currentDepth } from "./serialize.js";
 
 export interface CaptureSpec {
-    /** [src, off, size, kind] per op: the enter ops, then the exit ops. */
-    ops: [number, number, number, number][];
-    /** How many of `ops` run at enter. */
+    /** Per (struct type, depth left): [typeKey, depth, size, [[off, count, stride, kind, child], …]]. */
+    progs: [number, number, number, [number, number, number, number, number][]][];
+    /** [reg, kind, prog] per walk start: the enter roots, then the exit roots. */
+    roots: [number, number, number][];
+    /** How many of `roots` start at enter. */
     enter: number;
     /** serializationDepth the plan was compiled for. */
     depth: number;
 }
 
-const OP_SIZE = 16;
+/** capture_c.ts: CapPlan header, CapRoot, CapProg and CapEdge sizes. */
+const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 24;
 
 interface SafeCopy {
     code: NativePointer;
@@ -95,7 +98,7 @@ export function wordsOnly(): boolean {
 
 /** Can this spec's typed values be captured natively now? */
 export function usableCapture(capture: CaptureSpec | undefined): boolean {
-    return enabled && typedValues && capture !== undefined && Array.isArray(capture.ops) && capture.depth === currentDepth();
+    return enabled && typedValues && capture !== undefined && Array.isArray(capture.progs) && Array.isArray(capture.roots) && capture.depth === currentDepth();
 }
 
 /** The native plan block of a spec (capture_c.ts CapPlan), built once per distinct plan. */
@@ -103,16 +106,19 @@ export function capturePlan(capture: CaptureSpec): NativePointer {
     const key = JSON.stringify(capture);
     const known = plans.get(key);
     if (known !== undefined) return known;
-    const n = capture.ops.length;
-    const block = Memory.alloc(8 + OP_SIZE * Math.max(1, n));
-    block.writeU32(capture.enter);
-    block.add(4).writeU32(n - capture.enter);
-    capture.ops.forEach(([src, off, size, kind], i) => {
-        const op = block.add(8 + OP_SIZE * i);
-        op.writeS32(src);
-        op.add(4).writeU32(off);
-        op.add(8).writeU32(size);
-        op.add(12).writeU32(kind);
+    const { progs, roots } = capture;
+    const nEdges = progs.reduce((n, p) => n + p[3].length, 0);
+    const block = Memory.alloc(PLAN_HEADER + ROOT_SIZE * roots.length + PROG_SIZE * progs.length + EDGE_SIZE * Math.max(1, nEdges));
+    const u32s = (at: NativePointer, values: number[]) => values.forEach((v, i) => at.add(4 * i).writeU32(v));
+    u32s(block, [capture.enter, roots.length - capture.enter, progs.length, nEdges]);
+    roots.forEach(([reg, kind, prog], i) => u32s(block.add(PLAN_HEADER + ROOT_SIZE * i), [reg, kind, prog, 0]));
+    const progsAt = block.add(PLAN_HEADER + ROOT_SIZE * roots.length);
+    const edgesAt = progsAt.add(PROG_SIZE * progs.length);
+    let first = 0;
+    progs.forEach(([typeKey, depth, size, edges], i) => {
+        u32s(progsAt.add(PROG_SIZE * i), [typeKey, depth, size, first, edges.length, 0]);
+        edges.forEach(([off, count, stride, kind, child], j) => u32s(edgesAt.add(EDGE_SIZE * (first + j)), [off, count, stride, kind, child, 0]));
+        first += edges.length;
     });
     plans.set(key, block);
     return block;

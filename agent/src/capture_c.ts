@@ -3,14 +3,25 @@
 // (src/engine/capture_plan.rs; its Fn block carries the plan right after the Fn struct)
 // copies the pointees the JavaScript serializer would read into its record, natively.
 //
-// Plan: u32 n_enter, u32 n_exit, then ops {i32 src, u32 off, u32 size, u32 kind}: src < 0
-// is register -src-1 (arguments; at exit rax), else the pointer is the 8 bytes at `off` of
-// the block op `src` copied; kind 0 copies `size` bytes, kind 1 a C string (up to 1,025
-// bytes, stopping at NUL). An op whose pointer is null, implausible (below 64 KiB or not a
-// user-space address) or whose source block is missing is skipped: the daemon prints what
-// the serializer would for it (null, or <unreadable …>). Each copy goes into the payload as
-// u64 address | u32 meta | bytes (meta: struct: bytes copied; C string: length scanned,
-// bit 30 set, bit 31 when a NUL ended it; min(length, 1024) bytes follow).
+// Plan (built by capture.ts): a header {u32 n_enter, n_exit, n_progs, n_edges}, then the
+// roots {u32 reg, kind, prog, pad} (enter roots, then exit roots: reg 0 is rax), the
+// programs {u32 key, depth, size, first edge, n edges, pad} and the edges {u32 off, count,
+// stride, kind, child, pad}. A program says what to do with a struct of one type (key)
+// reached with `depth` left: copy `size` bytes and follow its pointer edges (`count`
+// pointers `stride` apart from `off`; kind 0: a struct, run program `child`; kind 1: a C
+// string, up to 1,025 bytes, stopping at NUL).
+//
+// The walk (cap_run) is depth-first with an explicit stack; a hash table keyed by (address,
+// type) skips a pointee already visited with as much depth left (cycles and shared
+// pointees cost one copy), and a revisit with more depth reuses the bytes when they reach
+// far enough. A pointer that is null or implausible (below 64 KiB or not a user-space
+// address) is skipped: the daemon prints what the serializer would for it (null, or
+// <unreadable …>). The bytes one call copies are bounded (CAP_BUDGET), as are the
+// pointees it visits (CAP_VISITS) and the stack (CAP_STACK): what does not fit is left
+// out, and the daemon prints <unreadable …> for it — never a wrong value. Each copy goes
+// into the payload as u64 address | u32 meta | bytes (meta: struct: bytes copied; C
+// string: length scanned, bit 30 set, bit 31 when a NUL ended it; min(length, 1024)
+// bytes follow).
 //
 // Reads never fault the target: strobe_safe_copy (capture.ts) is a `rep movsb` whose fault
 // the agent's exception hook turns into a return of the bytes not copied.
@@ -26,16 +37,22 @@ export const FN_PLAN_OFFSET = 48;
 export const CAPTURE_MAX_SLOTS = 2400;
 
 export const CAPTURE_C = `
-typedef struct { gint32 src; guint32 off; guint32 size; guint32 kind; } CapOp;
-typedef struct { guint32 n_enter; guint32 n_exit; CapOp ops[1]; } CapPlan;
+typedef struct { guint32 n_enter; guint32 n_exit; guint32 n_progs; guint32 n_edges; } CapPlan;
+typedef struct { guint32 reg; guint32 kind; guint32 prog; guint32 pad; } CapRoot;
+typedef struct { guint32 key; guint32 depth; guint32 size; guint32 first; guint32 n; guint32 pad; } CapProg;
+typedef struct { guint32 off; guint32 count; guint32 stride; guint32 kind; guint32 child; guint32 pad; } CapEdge;
 typedef struct { guint32 tls_key; guint32 pad; volatile guint64 faults; } CaptureShared;
 
 extern CaptureShared capture;
 extern guint64 strobe_safe_copy (void * dst, const void * src, guint64 n);
 
-#define CAP_SCRATCH (200 * 1024)
-#define CAP_MAX_OPS 1024
+/* Bytes of blocks one call may copy (capture_plan.rs documents it: beyond, <unreadable>). */
+#define CAP_BUDGET (200 * 1024)
 #define CAP_STRING 1024
+#define CAP_TABLE 2048            /* (address, type) slots, a power of two */
+#define CAP_VISITS 1536           /* distinct pointees per call: keeps the table sparse */
+#define CAP_STACK 2048
+#define CAP_KEY_CSTRING 0xffffffffu
 #define CAP_MAX_SLOTS ${CAPTURE_MAX_SLOTS}
 #define META_CSTRING (1u << 30)
 #define META_TERMINATED (1u << 31)
@@ -44,12 +61,18 @@ extern guint64 strobe_safe_copy (void * dst, const void * src, guint64 n);
 #define FN_PLAN(f) (*(CapPlan * volatile *) ((guint8 *) (f) + ${FN_PLAN_OFFSET}))
 typedef char fn_struct_ends_before_the_plan[sizeof (Fn) <= ${FN_PLAN_OFFSET} ? 1 : -1];
 
-/* Per thread: where each op's block went, and the payload being built (u32 length first). */
+/* A pointee visited this call (gen == the call's generation): the depth it was walked
+   with, the size asked for, and where its copy went (len 0: nothing could be read). */
+typedef struct { guint64 addr; guint8 * data; guint32 key; guint32 gen; guint32 depth; guint32 want; guint32 len; guint32 pad; } CapSeen;
+typedef struct { guint64 p; guint32 kind; guint32 prog; } CapTodo;
+
+/* Per thread: the visit table, the walk's stack and the payload being built (u32 length first). */
 typedef struct {
-  guint64 addr[CAP_MAX_OPS];
-  guint8 * data[CAP_MAX_OPS];
-  guint32 len[CAP_MAX_OPS];
-  guint8 buf[4 + CAP_SCRATCH + 2048];
+  guint32 gen;
+  guint32 visits;
+  CapSeen seen[CAP_TABLE];
+  CapTodo todo[CAP_STACK];
+  guint8 buf[4 + CAP_BUDGET + CAP_STRING + 64];
 } CapScratch;
 
 static CapScratch * cap_scratch (void) {
@@ -67,80 +90,127 @@ static inline int cap_plausible (guint64 p) {
   return p >= 0x10000 && p < 0x800000000000ULL;
 }
 
-/* Run n ops; the payload goes to s->buf + 4. Returns its length. */
-static guint32 cap_run (const CapOp * ops, guint32 n, const guint64 * regs, CapScratch * s) {
-  guint8 * out = s->buf + 4;
-  guint32 pos = 0;
-  guint32 i;
-  if (n > CAP_MAX_OPS)
-    n = CAP_MAX_OPS;
-  for (i = 0; i < n; i++) {
-    const CapOp * op = &ops[i];
-    guint64 p;
-    s->data[i] = NULL;
-    s->len[i] = 0;
-    if (op->src < 0) {
-      p = regs[-op->src - 1];
-    } else {
-      guint32 b = (guint32) op->src;
-      if (b >= i || s->data[b] == NULL || s->len[b] < op->off + 8)
-        continue;
-      memcpy (&p, s->data[b] + op->off, 8);
+/* The table slot of (p, key) this call; *fresh when it was not there. NULL: table full. */
+static CapSeen * cap_seen (CapScratch * s, guint64 p, guint32 key, int * fresh) {
+  guint32 h = (guint32) (((p >> 3) ^ (p >> 17) ^ ((guint64) key * 0x9e3779b9u)) * 0x9e3779b1u) & (CAP_TABLE - 1);
+  for (;;) {
+    CapSeen * e = &s->seen[h];
+    if (e->gen != s->gen) {
+      if (s->visits >= CAP_VISITS)
+        return NULL;
+      s->visits++;
+      e->gen = s->gen; e->addr = p; e->key = key;
+      e->depth = 0; e->want = 0; e->len = 0; e->data = NULL;
+      *fresh = 1;
+      return e;
     }
-    if (!cap_plausible (p))
+    if (e->addr == p && e->key == key) {
+      *fresh = 0;
+      return e;
+    }
+    h = (h + 1) & (CAP_TABLE - 1);
+  }
+}
+
+/* A C string at p into out + pos (header included); returns the bytes used (0: none). */
+static guint32 cap_string (guint8 * h, guint64 p) {
+  guint8 * d = h + 12;
+  guint32 got = 0, term = 0;
+  while (got <= CAP_STRING) {
+    guint64 at = p + got;
+    guint32 chunk = 64 - (guint32) (at & 63); /* aligned chunks never cross a page */
+    if (chunk > CAP_STRING + 1 - got)
+      chunk = CAP_STRING + 1 - got;
+    guint32 c = chunk - (guint32) strobe_safe_copy (d + got, (const void *) at, chunk);
+    guint32 k;
+    for (k = 0; k < c; k++)
+      if (d[got + k] == 0)
+        break;
+    if (k < c) {
+      got += k;
+      term = 1;
+      break;
+    }
+    got += c;
+    if (c < chunk)
+      break;
+  }
+  if (got == 0 && !term)
+    return 0;
+  guint32 meta = got | META_CSTRING | (term ? META_TERMINATED : 0);
+  memcpy (h, &p, 8);
+  memcpy (h + 8, &meta, 4);
+  return 12 + (got > CAP_STRING ? CAP_STRING : got);
+}
+
+/* Walk the plan's enter (or exit) roots; the payload goes to s->buf + 4. Returns its length. */
+static guint32 cap_run (const CapPlan * plan, int at_exit, const guint64 * regs, CapScratch * s) {
+  const CapRoot * roots = (const CapRoot *) (plan + 1);
+  const CapProg * progs = (const CapProg *) (roots + plan->n_enter + plan->n_exit);
+  const CapEdge * edges = (const CapEdge *) (progs + plan->n_progs);
+  const CapRoot * r = at_exit ? roots + plan->n_enter : roots;
+  guint32 nr = at_exit ? plan->n_exit : plan->n_enter;
+  guint8 * out = s->buf + 4;
+  guint32 pos = 0, sp = 0, i;
+  if (++s->gen == 0) { /* wrapped: forget every slot once */
+    for (i = 0; i < CAP_TABLE; i++)
+      s->seen[i].gen = 0;
+    s->gen = 1;
+  }
+  s->visits = 0;
+  for (i = nr; i-- > 0;) {
+    s->todo[sp].p = regs[r[i].reg]; s->todo[sp].kind = r[i].kind; s->todo[sp].prog = r[i].prog;
+    sp++;
+  }
+  while (sp > 0) {
+    CapTodo t = s->todo[--sp];
+    int fresh;
+    if (!cap_plausible (t.p))
       continue;
-    s->addr[i] = p;
     guint8 * h = out + pos;
-    if (op->kind == 0) {
-      guint32 j;
-      for (j = 0; j < i; j++)
-        if (s->data[j] != NULL && s->addr[j] == p && ops[j].kind == 0 && s->len[j] >= op->size)
-          break;
-      if (j < i) {
-        s->data[i] = s->data[j];
-        s->len[i] = s->len[j];
+    if (t.kind != 0) {
+      CapSeen * e = cap_seen (s, t.p, CAP_KEY_CSTRING, &fresh);
+      if (e == NULL || !fresh || pos + 12 + CAP_STRING > CAP_BUDGET)
         continue;
+      pos += cap_string (h, t.p);
+      continue;
+    }
+    if (t.prog >= plan->n_progs)
+      continue;
+    const CapProg * g = &progs[t.prog];
+    CapSeen * e = cap_seen (s, t.p, g->key, &fresh);
+    if (e == NULL || (!fresh && e->depth >= g->depth))
+      continue;
+    if (e->want < g->size) {
+      if (pos + 12 + g->size > CAP_BUDGET)
+        continue; /* over the budget: left out (a later, smaller need may still fit) */
+      guint32 got = g->size - (guint32) strobe_safe_copy (h + 12, (const void *) t.p, g->size);
+      e->want = g->size;
+      if (got > 0) {
+        memcpy (h, &t.p, 8);
+        memcpy (h + 8, &got, 4);
+        e->data = h + 12;
+        e->len = got;
+        pos += 12 + got;
       }
-      if (pos + 12 + op->size > CAP_SCRATCH)
-        continue;
-      guint32 got = op->size - (guint32) strobe_safe_copy (h + 12, (const void *) p, op->size);
-      if (got == 0)
-        continue;
-      memcpy (h, &p, 8);
-      memcpy (h + 8, &got, 4);
-      s->data[i] = h + 12;
-      s->len[i] = got;
-      pos += 12 + got;
-    } else {
-      if (pos + 12 + CAP_STRING + 64 > CAP_SCRATCH + 2048)
-        continue;
-      guint8 * d = h + 12;
-      guint32 got = 0, term = 0;
-      while (got <= CAP_STRING) {
-        guint64 at = p + got;
-        guint32 chunk = 64 - (guint32) (at & 63); /* aligned chunks never cross a page */
-        if (chunk > CAP_STRING + 1 - got)
-          chunk = CAP_STRING + 1 - got;
-        guint32 c = chunk - (guint32) strobe_safe_copy (d + got, (const void *) at, chunk);
-        guint32 k;
-        for (k = 0; k < c; k++)
-          if (d[got + k] == 0)
-            break;
-        if (k < c) {
-          got += k;
-          term = 1;
-          break;
-        }
-        got += c;
-        if (c < chunk)
-          break;
+    }
+    e->depth = g->depth;
+    /* Children pushed last-edge first: popped in field order. */
+    guint32 k = g->n;
+    while (k-- > 0) {
+      const CapEdge * ed = &edges[g->first + k];
+      guint32 c = ed->count;
+      while (c-- > 0) {
+        guint32 off = ed->off + c * ed->stride;
+        guint64 p;
+        if (off + 8 > e->len || sp >= CAP_STACK)
+          continue;
+        memcpy (&p, e->data + off, 8);
+        if (p == 0)
+          continue;
+        s->todo[sp].p = p; s->todo[sp].kind = ed->kind; s->todo[sp].prog = ed->child;
+        sp++;
       }
-      if (got == 0 && !term)
-        continue;
-      guint32 meta = got | META_CSTRING | (term ? META_TERMINATED : 0);
-      memcpy (h, &p, 8);
-      memcpy (h + 8, &meta, 4);
-      pos += 12 + (got > CAP_STRING ? CAP_STRING : got);
     }
   }
   return pos;
@@ -182,7 +252,7 @@ static inline guint32 cap_slots_for (guint32 len) {
 static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 * a) {
   CapPlan * plan = FN_PLAN (f);
   CapScratch * s = cap_scratch ();
-  guint32 len = s != NULL ? cap_run (plan->ops, plan->n_enter, a, s) : 0;
+  guint32 len = s != NULL ? cap_run (plan, 0, a, s) : 0;
   guint32 pos;
   Rec * r = s != NULL ? reserve_n (cap_slots_for (len), &pos) : NULL;
   guint64 ts = now_ns ();
@@ -209,7 +279,7 @@ static void capture_exit (Fn * f, Thread * t, Invocation * inv, guint64 ret, gui
     xadd64 (&shared.lost, 1);
     return;
   }
-  guint32 len = cap_run (plan->ops + plan->n_enter, plan->n_exit, &ret, s);
+  guint32 len = cap_run (plan, 1, &ret, s);
   guint32 pos;
   Rec * r = reserve_n (cap_slots_for (len), &pos);
   if (r == NULL)

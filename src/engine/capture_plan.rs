@@ -7,12 +7,17 @@
 //! reading through a fault-safe copy. The daemon rebuilds the very JSON the serializer would
 //! print from those bytes (`capture_decode.rs`), so nothing the LLM sees changes.
 //!
-//! A plan is a list of ops in execution order: `[src, off, size, kind]`. `src < 0`: the
-//! pointer is register `-src - 1` (arguments rdi, rsi, ...; at exit rax); `src >= 0`: the
-//! pointer is the 8 bytes at `off` in the block op `src` copied. `kind` 0 copies `size` bytes
-//! (a struct), 1 a C string. The agent skips an op whose pointer is null, implausible or
-//! whose source block was not copied; each copy goes into the record as `u64 address, u32
-//! meta, bytes` and the decoder finds reads by address, exactly as the serializer would.
+//! A plan is *type-driven*: small programs, one per (struct type, remaining depth) the
+//! serializer can reach, and the roots (registers) that start a walk. A program is the
+//! struct's bytes to copy (up to the last field printed at that depth) and its pointer
+//! fields — offset, count and stride (an array of pointers is one edge), target kind
+//! (struct or C string) and, for a struct, the child program. The agent walks them per call
+//! with an explicit stack, de-duplicating pointees by (address, type): a pointee is visited
+//! again only when a later path reaches it with more depth left. Plan size is bounded by
+//! types × depth, not by paths; the bytes one call copies are bounded by the agent's scratch
+//! (capture_c.ts CAP_BUDGET): pointees beyond it are left out and decode as `<unreadable …>`,
+//! never as a wrong value. Each copy goes into the record as `u64 address, u32 meta, bytes`
+//! and the decoder finds reads by address, exactly as the serializer would.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,23 +30,44 @@ use crate::symbols::{DebugInfo, Signature, Type, TypeId, TypeKind};
 pub(crate) const MAX_KEYS: usize = 100;
 pub(crate) const MAX_ELEMENTS: u64 = 100;
 pub(crate) const MAX_STRING: usize = 1024;
-/// Most ops and payload bytes a plan may need; bigger ones keep the JavaScript serializer.
-const MAX_OPS: usize = 1024;
-/// Must stay below the agent's per-thread scratch (capture_c.ts CAP_SCRATCH).
-pub(crate) const MAX_PAYLOAD: u64 = 192 * 1024;
+/// Most pointer edges and programs a plan may have; bigger ones keep the JavaScript serializer.
+const MAX_EDGES: usize = 4096;
+const MAX_PROGRAMS: usize = 1024;
+/// Largest struct copy: one must fit the agent's per-call byte budget (capture_c.ts CAP_BUDGET).
+const MAX_STRUCT: u64 = 64 * 1024;
 /// Bytes of a block header in the payload: u64 address, u32 meta.
 pub(crate) const BLOCK_HEADER: u64 = 12;
-const KIND_STRUCT: u32 = 0;
-const KIND_CSTRING: u32 = 1;
+pub(crate) const KIND_STRUCT: u32 = 0;
+pub(crate) const KIND_CSTRING: u32 = 1;
 
-/// One copy the native hook makes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Op {
-    /// `< 0`: register `-src - 1`; else the op whose block holds the pointer.
-    pub src: i32,
+/// A pointer field a program follows: `count` pointers `stride` bytes apart from `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Edge {
     pub off: u64,
-    pub size: u64,
+    pub count: u64,
+    pub stride: u64,
     pub kind: u32,
+    /// The pointee's program (structs only).
+    pub child: u32,
+}
+
+/// What the walk does with a struct of one type reached with `depth` left.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Program {
+    /// The struct type's index in the plan: the walk's de-duplication key with the address.
+    pub type_key: u32,
+    pub depth: u32,
+    /// Bytes to copy: up to the last one a print at this depth reads.
+    pub size: u64,
+    pub edges: Vec<Edge>,
+}
+
+/// A walk's start: the pointer in register `reg` (arguments rdi, rsi, ...; at exit rax).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Root {
+    pub reg: u8,
+    pub kind: u32,
+    pub program: u32,
 }
 
 /// A function's capture plan, with the types its decoder needs.
@@ -52,17 +78,25 @@ pub(crate) struct CapturePlan {
     pub params: Vec<(String, TypeId)>,
     /// The result's type; `None` for `void`.
     pub ret: Option<TypeId>,
-    pub enter: Vec<Op>,
-    pub exit: Vec<Op>,
+    pub programs: Vec<Program>,
+    pub enter: Vec<Root>,
+    pub exit: Vec<Root>,
     /// Every type a decode may look at, resolved once (no DebugInfo lock per read).
     pub types: HashMap<TypeId, Arc<Type>>,
 }
 
 impl CapturePlan {
-    /// The hook spec's `capture` field: `{ops: [[src, off, size, kind], …], enter: n, depth}`.
+    /// The hook spec's `capture` field: `{progs: [[typeKey, depth, size, [[off, count,
+    /// stride, kind, child], …]], …], roots: [[reg, kind, prog], …], enter: n, depth}`
+    /// (the enter roots, then the exit roots).
     pub fn to_agent(&self) -> Value {
-        let ops: Vec<Value> = self.enter.iter().chain(&self.exit).map(|o| json!([o.src, o.off, o.size, o.kind])).collect();
-        json!({ "ops": ops, "enter": self.enter.len(), "depth": self.depth })
+        let progs: Vec<Value> = self
+            .programs
+            .iter()
+            .map(|p| json!([p.type_key, p.depth, p.size, p.edges.iter().map(|e| json!([e.off, e.count, e.stride, e.kind, e.child])).collect::<Vec<_>>()]))
+            .collect();
+        let roots: Vec<Value> = self.enter.iter().chain(&self.exit).map(|r| json!([r.reg, r.kind, r.program])).collect();
+        json!({ "progs": progs, "roots": roots, "enter": self.enter.len(), "depth": self.depth })
     }
 
     pub fn ty(&self, id: TypeId) -> Option<&Arc<Type>> {
@@ -77,12 +111,12 @@ fn register_scalar(t: &Type) -> bool {
 
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
 /// serves (not C on x86-64, a parameter or result not in one integer register, more than
-/// six parameters, or a plan beyond the op or byte budget).
+/// six parameters, or a plan beyond the edge / program budget).
 pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<CapturePlan> {
     if !info.x86_64 || !sig.c_language || sig.rust || sig.variadic || sig.closure_env || sig.params.len() > 6 {
         return None;
     }
-    let mut c = Compiler { info, ops: Vec::new(), types: HashMap::new(), over: false };
+    let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), type_keys: HashMap::new(), edges: 0, over: false };
     let mut params = Vec::new();
     for (i, p) in sig.params.iter().enumerate() {
         let ty = p.ty?;
@@ -92,49 +126,43 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
         params.push((if p.name.is_empty() { format!("arg{i}") } else { p.name.clone() }, ty));
     }
     let depth_i = depth as i64;
-    for (i, (_, ty)) in params.iter().enumerate() {
-        c.value(Loc::Reg(i as u8), *ty, depth_i);
-    }
-    let enter = std::mem::take(&mut c.ops);
+    let enter: Vec<Root> = params.iter().enumerate().filter_map(|(i, (_, ty))| c.root(i as u8, *ty, depth_i)).collect();
     let ret = match sig.ret {
         Some(t) if matches!(c.ty(t).kind, TypeKind::Void) => None,
         Some(t) if register_scalar(&c.ty(t)) => Some(t),
         Some(_) => return None,
         None => None,
     };
-    if let Some(t) = ret {
-        c.value(Loc::Reg(0), t, depth_i);
-    }
-    let exit = std::mem::take(&mut c.ops);
-    let bound = |ops: &[Op]| ops.iter().map(|o| BLOCK_HEADER + if o.kind == KIND_CSTRING { MAX_STRING as u64 } else { o.size }).sum::<u64>();
-    if c.over || enter.len() > MAX_OPS || exit.len() > MAX_OPS || bound(&enter) > MAX_PAYLOAD || bound(&exit) > MAX_PAYLOAD {
+    let exit: Vec<Root> = ret.and_then(|t| c.root(0, t, depth_i)).into_iter().collect();
+    if c.over {
         return None;
     }
-    Some(CapturePlan { depth, params, ret, enter, exit, types: c.types })
+    Some(CapturePlan { depth, params, ret, programs: c.programs, enter, exit, types: c.types })
 }
 
-#[derive(Clone, Copy)]
-enum Loc {
-    /// The value's bytes are argument register i (rax at exit).
-    Reg(u8),
-    /// At this offset in the block of op i.
-    Block(usize, u64),
+/// A program's body while it is compiled: bytes touched and pointer edges, offsets from 0.
+#[derive(Default)]
+struct Body {
+    size: u64,
+    edges: Vec<Edge>,
 }
 
-impl Loc {
-    fn add(self, n: u64) -> Loc {
-        match self {
-            Loc::Block(b, off) => Loc::Block(b, off + n),
-            reg => reg, // a register holds scalars only: no offsets into it
-        }
+impl Body {
+    /// The bytes [off, off + n) are read: the copy must reach them.
+    fn touch(&mut self, off: u64, n: u64) {
+        self.size = self.size.max(off + n);
     }
 }
 
 struct Compiler<'a> {
     info: &'a DebugInfo,
-    ops: Vec<Op>,
     types: HashMap<TypeId, Arc<Type>>,
-    /// The plan grew beyond MAX_OPS: abandoned.
+    programs: Vec<Program>,
+    /// (struct type, depth) -> program.
+    memo: HashMap<(TypeId, i64), u32>,
+    type_keys: HashMap<TypeId, u32>,
+    edges: usize,
+    /// Beyond the edge or program budget: abandoned.
     over: bool,
 }
 
@@ -143,25 +171,53 @@ impl Compiler<'_> {
         self.types.entry(id).or_insert_with(|| self.info.ty(id)).clone()
     }
 
-    /// The bytes [off, off + n) of a block are read: its copy must reach them.
-    fn touch(&mut self, at: Loc, n: u64) {
-        if let Loc::Block(b, off) = at {
-            let op = &mut self.ops[b];
-            op.size = op.size.max(off + n);
-        }
+    /// The walk a pointer value in register `reg` starts, if the serializer follows it.
+    fn root(&mut self, reg: u8, id: TypeId, depth: i64) -> Option<Root> {
+        let edge = self.pointer(0, id, depth)?;
+        Some(Root { reg, kind: edge.kind, program: edge.child })
     }
 
-    fn push(&mut self, src: Loc, kind: u32) -> Option<usize> {
-        if self.ops.len() >= MAX_OPS {
+    /// serialize.ts on a pointer at `off`: a C string at any depth, a struct while depth is left.
+    fn pointer(&mut self, off: u64, id: TypeId, depth: i64) -> Option<Edge> {
+        let TypeKind::Pointer { target: Some(to) } = self.ty(id).kind else { return None };
+        let tt = self.ty(to);
+        if crate::symbols::types::is_c_char(&tt) {
+            return Some(Edge { off, count: 1, stride: 0, kind: KIND_CSTRING, child: 0 });
+        }
+        if matches!(tt.kind, TypeKind::Struct { .. }) && depth > 0 {
+            // Followed without spending depth; the struct spends it.
+            let child = self.program(to, depth)?;
+            return Some(Edge { off, count: 1, stride: 0, kind: KIND_STRUCT, child });
+        }
+        None
+    }
+
+    /// The program of struct `id` reached with `depth` (>= 1) left, compiled once.
+    fn program(&mut self, id: TypeId, depth: i64) -> Option<u32> {
+        if let Some(&p) = self.memo.get(&(id, depth)) {
+            return Some(p);
+        }
+        if self.over || self.programs.len() >= MAX_PROGRAMS {
             self.over = true;
             return None;
         }
-        let (src, off) = match src {
-            Loc::Reg(r) => (-(r as i32) - 1, 0),
-            Loc::Block(b, off) => (b as i32, off),
-        };
-        self.ops.push(Op { src, off, size: 0, kind });
-        Some(self.ops.len() - 1)
+        let index = self.programs.len() as u32;
+        let next_key = self.type_keys.len() as u32;
+        let type_key = *self.type_keys.entry(id).or_insert(next_key);
+        // In the memo before its body: a struct reaching itself at the same depth (only
+        // through a `__0` wrapper) ends here instead of recursing.
+        self.memo.insert((id, depth), index);
+        self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
+        let mut body = Body::default();
+        self.structure(&mut body, 0, id, depth);
+        self.edges += body.edges.len();
+        if self.edges > MAX_EDGES || body.size > MAX_STRUCT {
+            self.over = true;
+        }
+        let p = &mut self.programs[index as usize];
+        p.size = body.size;
+        p.edges = body.edges;
+        Some(index)
     }
 
     /// serialize.ts `typeSize`: what an array steps by.
@@ -174,35 +230,46 @@ impl Compiler<'_> {
         }
     }
 
-    /// Mirrors serialize.ts `read(addr, id, depth)`: what it would read at `at`.
-    fn value(&mut self, at: Loc, id: TypeId, depth: i64) {
+    /// Mirrors serialize.ts `read(addr, id, depth)`: what it would read at `off`.
+    fn value(&mut self, b: &mut Body, off: u64, id: TypeId, depth: i64) {
         if self.over {
             return;
         }
         let t = self.ty(id);
         match &t.kind {
-            TypeKind::Int { .. } | TypeKind::Char { .. } | TypeKind::Enum { .. } => self.touch(at, t.size.clamp(1, 8)),
-            TypeKind::Bool => self.touch(at, 1),
-            TypeKind::Float => self.touch(at, if t.size == 16 { 10 } else { t.size }),
-            TypeKind::Pointer { target } => {
-                self.touch(at, 8);
-                let Some(to) = *target else { return };
-                let tt = self.ty(to);
-                if crate::symbols::types::is_c_char(&tt) {
-                    self.push(at, KIND_CSTRING);
-                } else if matches!(tt.kind, TypeKind::Struct { .. }) && depth > 0 {
-                    // Followed without spending depth; the struct spends it.
-                    if let Some(b) = self.push(at, KIND_STRUCT) {
-                        self.structure(Loc::Block(b, 0), to, depth);
-                    }
+            TypeKind::Int { .. } | TypeKind::Char { .. } | TypeKind::Enum { .. } => b.touch(off, t.size.clamp(1, 8)),
+            TypeKind::Bool => b.touch(off, 1),
+            TypeKind::Float => b.touch(off, if t.size == 16 { 10 } else { t.size }),
+            TypeKind::Pointer { .. } => {
+                b.touch(off, 8);
+                if let Some(e) = self.pointer(off, id, depth) {
+                    b.edges.push(e);
                 }
             }
-            TypeKind::Struct { .. } => self.structure(at, id, depth),
+            TypeKind::Struct { .. } => self.structure(b, off, id, depth),
             TypeKind::Array { element, count } => {
                 let n = count.unwrap_or(0).min(MAX_ELEMENTS);
+                if n == 0 {
+                    return;
+                }
                 let es = self.elem_size(*element);
-                for i in 0..n {
-                    self.value(at.add(i * es), *element, depth);
+                // One element's reads, then repeated: an edge of one pointer becomes one
+                // edge over the array; nested arrays' edges are repeated per element.
+                let mut one = Body::default();
+                self.value(&mut one, 0, *element, depth);
+                if one.size > 0 {
+                    b.touch(off + (n - 1) * es, one.size);
+                }
+                for e in one.edges {
+                    if e.count == 1 {
+                        b.edges.push(Edge { off: off + e.off, count: n, stride: es, ..e });
+                    } else {
+                        b.edges.extend((0..n).map(|i| Edge { off: off + i * es + e.off, ..e }));
+                    }
+                    if b.edges.len() > MAX_EDGES {
+                        self.over = true;
+                        return;
+                    }
                 }
             }
             _ => {}
@@ -210,24 +277,23 @@ impl Compiler<'_> {
     }
 
     /// serialize.ts `readStruct`.
-    fn structure(&mut self, at: Loc, id: TypeId, depth: i64) {
+    fn structure(&mut self, b: &mut Body, off: u64, id: TypeId, depth: i64) {
         if depth <= 0 {
             return;
         }
         let t = self.ty(id);
         let TypeKind::Struct { members, .. } = &t.kind else { return };
         if t.size > 0 {
-            self.touch(at, 1);
+            b.touch(off, 1);
         }
         if members.len() == 1 && members[0].name == "__0" && members[0].bits.is_none() {
-            self.value(at.add(members[0].offset), members[0].ty, depth);
+            self.value(b, off + members[0].offset, members[0].ty, depth);
             return;
         }
         for m in members.iter().take(MAX_KEYS) {
-            let fat = at.add(m.offset);
             match m.bits {
-                Some((bo, bs)) => self.touch(fat, (bo + bs).div_ceil(8).clamp(1, 8)),
-                None => self.value(fat, m.ty, depth - 1),
+                Some((bo, bs)) => b.touch(off + m.offset, (bo + bs).div_ceil(8).clamp(1, 8)),
+                None => self.value(b, off + m.offset, m.ty, depth - 1),
             }
         }
     }
@@ -241,11 +307,14 @@ pub(crate) struct CaptureState {
 
 #[cfg(test)]
 mod tests {
-    /// Plan sizes on the SQLite benchmark driver, when it has been built (benches/sqlite_real.rs).
+    /// Plan sizes on the SQLite benchmark driver, when it has been built (benches/sqlite_real.rs):
+    /// every traced function keeps a native plan at the default depth (path expansion made
+    /// the `BtCursor *` ones exceed the old 1,024-op budget).
     #[test]
     fn sqlite_plans_fit_the_budget() {
         let exe = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-real/sqlite_drv");
         if !exe.exists() {
+            eprintln!("skipped: {} not built (cargo bench --bench sqlite_real builds it)", exe.display());
             return;
         }
         let index = crate::symbols::SymbolIndex::load(&exe).unwrap();
@@ -255,8 +324,9 @@ mod tests {
             let sig = info.signature(f.address).unwrap();
             for depth in [1, 2, 3] {
                 let plan = super::compile(&info, &sig, depth);
-                let sizes = plan.as_ref().map(|p| (p.enter.len(), p.enter.iter().map(|o| o.size).sum::<u64>(), p.exit.len()));
-                eprintln!("{name} depth {depth}: {sizes:?}");
+                let sizes = plan.as_ref().map(|p| (p.programs.len(), p.programs.iter().map(|g| g.edges.len()).sum::<usize>(), p.programs.iter().map(|g| g.size).sum::<u64>()));
+                eprintln!("{name} depth {depth}: (programs, edges, struct bytes) {sizes:?}");
+                assert!(plan.is_some(), "{name} at depth {depth} has no native plan");
             }
         }
     }
