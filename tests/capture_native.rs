@@ -2,7 +2,10 @@
 //! are hooked without JavaScript and the daemon decodes what the hook copied. What is stored
 //! must equal the JavaScript serializer's output for the same calls: nested structs, chains
 //! deeper than the depth, cycles, long / non-UTF-8 / page-cut strings, unions, bitfields,
-//! arrays of pointers, unreadable and partly readable pointees (fixture c_capture).
+//! arrays of pointers, unreadable and partly readable pointees, pointees shared or reached
+//! at two depths by the native walk (fixture c_capture). One exception, by design: a call
+//! whose pointees exceed the native per-call byte budget prints `<unreadable …>` for those
+//! left out (cap_big), never a wrong value.
 //!
 //! Run: `cargo test --test capture_native -- --nocapture`.
 
@@ -15,6 +18,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use strobe::engine::{Engine, EngineConfig, LaunchRequest};
 use strobe::store::{Event, EventType};
+
+/// cap_* functions of the fixture, and their calls per round.
+const FUNCTIONS: usize = 10;
+const CALLS: usize = 19;
 
 fn engine() -> (tempfile::TempDir, Arc<Engine>) {
     let home = tempfile::tempdir().unwrap();
@@ -44,14 +51,14 @@ async fn run_both(engine: &Arc<Engine>) -> (Vec<Event>, Vec<Event>, Value) {
         common::events::wait_for_stdout(engine, &id, &format!("ready {pass}"), Duration::from_secs(60)).await;
         engine.configure_tracing(&id, json!({ "nativeCapture": native })).await.expect("configure tracing");
         let t = engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
-        assert_eq!(t.hooked_functions, 8, "{t:?}");
+        assert_eq!(t.hooked_functions, FUNCTIONS, "{t:?}");
         settings = engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
         let before = common::events::trace_events(engine, &id).len();
         engine.send_stdin(&id, b"go\n").await.expect("stdin");
         common::events::wait_for_stdout(engine, &id, &format!("pass {pass} done"), Duration::from_secs(60)).await;
         // Every event of the pass is stored before the hooks go (the drain is prompt; allow load).
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while common::events::trace_events(engine, &id).len() < before + 3 * 17 * 2 && std::time::Instant::now() < deadline {
+        while common::events::trace_events(engine, &id).len() < before + 3 * CALLS * 2 && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         if pass == 0 {
@@ -84,10 +91,18 @@ fn content(events: &[Event]) -> Vec<(EventType, String, Option<Value>, Option<Va
 async fn native_capture_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
     let (js_events, native_events, native_settings) = run_both(&engine).await;
-    assert_eq!(native_settings["capture"]["plans"], json!(8), "every cap_* function has a native plan: {native_settings}");
-    let (js, native) = (content(&js_events), content(&native_events));
-    // 3 rounds × 17 calls, enter + exit each.
-    assert_eq!(js.len(), 3 * 17 * 2, "{js:#?}");
+    assert_eq!(native_settings["capture"]["plans"], json!(FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
+    let (js, mut native) = (content(&js_events), content(&native_events));
+    // 3 rounds × CALLS calls, enter + exit each.
+    assert_eq!(js.len(), 3 * CALLS * 2, "{:#?}", js.iter().map(|e| &e.1).collect::<Vec<_>>());
+    for e in native.iter_mut().filter(|e| e.0 == EventType::FunctionEnter && e.1 == "cap_big") {
+        // Beyond the byte budget: the first four 48,000-byte pointees fit, the fifth is left
+        // out and says so. Put back what the serializer read, to compare the rest.
+        let parts = e.2.as_mut().unwrap()["b"]["parts"].as_array_mut().unwrap();
+        assert_eq!(parts[3]["rows"][59]["v"][99], json!(305_999), "the fourth pointee is whole");
+        assert_eq!(parts[4].as_str().map(|s| s.starts_with("<unreadable 0x")), Some(true), "the fifth is left out");
+        parts[4] = js.iter().find(|j| j.0 == EventType::FunctionEnter && j.1 == "cap_big").unwrap().2.as_ref().unwrap()["b"]["parts"][4].clone();
+    }
     for (i, (a, b)) in js.iter().zip(&native).enumerate() {
         assert_eq!(b, a, "event {i}: native capture (left) differs from the JS serializer (right)");
     }
@@ -102,6 +117,11 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     assert_eq!(holder["name"][0], json!("n"));
     assert_eq!(holder["shade"], json!("NEON"));
     assert_eq!(holder["level"], json!(-3));
+    let graph = &enter("cap_graph")["t"];
+    assert_eq!(graph["mid"]["x"], json!({ "leaf": "<struct gleaf>", "n": 7, "in": "<struct ginl>" }), "x with depth 1 left: {graph}");
+    assert_eq!(graph["x"], json!({ "leaf": { "v": 71, "tag": "g-one" }, "n": 7, "in": { "q": 70 } }), "x again with depth 2 left: {graph}");
+    assert_eq!(graph["again"], graph["x"], "a shared pointee");
+    assert_eq!(graph["shared"], json!([{ "v": 72, "tag": "g-two" }, { "v": 72, "tag": "g-two" }, null, { "v": 71, "tag": "g-one" }]));
     let list = &enter("cap_list")["head"];
     assert_eq!(list["next"]["next"]["next"], json!("<circular ref to struct node>"), "{list}");
     let chain = &enter("cap_chain")["l"];
