@@ -92,6 +92,7 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
     let (js_events, native_events, native_settings) = run_both(&engine).await;
     assert_eq!(native_settings["capture"]["plans"], json!(FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
+    assert_eq!(native_settings["hookPaths"]["wrapped"].as_array().map(Vec::len), Some(FUNCTIONS), "typed capture runs in replaceFast wrappers: {native_settings}");
     let (js, mut native) = (content(&js_events), content(&native_events));
     // 3 rounds × CALLS calls, enter + exit each.
     assert_eq!(js.len(), 3 * CALLS * 2, "{:#?}", js.iter().map(|e| &e.1).collect::<Vec<_>>());

@@ -7,6 +7,7 @@ import { nowNs } from "./clock.js";
 import { costMeter, CostMeter, setCostOptions } from "./cost_sampling.js";
 import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
+import { idleWrapperDanger, releaseIdleWrapper } from "./wrappers.js";
 import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, useFastPath } from "./fastpath.js";
 import { DangerRange, patchParked, prologue } from "./quiesce.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
@@ -170,7 +171,11 @@ export function updateHooks(req: HooksRequest): HooksResult {
         for (const f of functions) {
             if (hooks.has(f.id)) continue;
             try {
-                patched.push(prologue(resolve(f)));
+                const address = resolve(f);
+                patched.push(prologue(address));
+                // A JS-path hook releases an idle wrapper there (wrappers.ts): park threads
+                // outside it too.
+                if (!useFastPath(f, argCountOf(f), req.mode)) patched.push(...idleWrapperDanger(address));
             } catch (_) {
                 // reported below
             }
@@ -189,6 +194,10 @@ export function updateHooks(req: HooksRequest): HooksResult {
     return result;
 }
 
+function argCountOf(f: FunctionSpec): number {
+    return Math.max(0, Math.min(MAX_ARG_COUNT, f.argCount ?? DEFAULT_ARG_COUNT));
+}
+
 function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksResult): void {
     for (const f of functions) {
         if (hooks.has(f.id)) {
@@ -197,13 +206,15 @@ function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksRes
         }
         try {
             const address = resolve(f);
-            const argCount = Math.max(0, Math.min(MAX_ARG_COUNT, f.argCount ?? DEFAULT_ARG_COUNT));
+            const argCount = argCountOf(f);
             const state = { active: true };
-            const listener = useFastPath(f, argCount, req.mode)
-                ? // Captured hooks attach (no wrapper): a watch added later must be able to move
-                  // them to the JS path, which a kept wrapper (wrappers.ts) does not allow.
-                  attachFast(f.id, address, argCount, usableCapture(f.capture) ? undefined : f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL)
-                : Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount), costMeter(f.id)));
+            let listener: InvocationListener;
+            if (useFastPath(f, argCount, req.mode)) {
+                listener = attachFast(f.id, address, argCount, f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL);
+            } else {
+                releaseIdleWrapper(address);
+                listener = Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount), costMeter(f.id)));
+            }
             hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
             result.installed.push(f.id);
         } catch (e) {

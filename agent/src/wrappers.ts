@@ -18,6 +18,9 @@
 // process. Patches that do happen (the first wrap, attach, demotion) are written with the
 // program's threads parked outside the patched bytes (quiesce.ts patchParked).
 //
+// A JS-path hook of a function whose wrapper is idle (a watch moving a traced function to
+// the JS path) releases that wrapper first (releaseIdleWrapper), with the threads parked.
+//
 // Conflicts. A function replaced this way cannot also be attached to, and its wrapper frame
 // has no unwind info (backtraces, step-out). So the first breakpoint, logpoint or step probe
 // of the process (probes.ts) demotes every wrapper to the attach path — revert, then attach
@@ -213,6 +216,33 @@ export function installFastHook(target: FastTarget, n: NativeHooks, abi: string 
             }
         },
     } as InvocationListener;
+}
+
+/**
+ * What a JS-path hook at `address` must keep threads out of while an idle wrapper there is
+ * released (releaseIdleWrapper): empty when there is none.
+ */
+export function idleWrapperDanger(address: NativePointer): DangerRange[] {
+    const h = idle.get(address.toString());
+    if (h === undefined || h.slot === null || native === null) return [];
+    const trampoline = h.slot.add(SLOT_ORIG).readPointer();
+    return [wrapperCode(native), [trampoline, trampoline.add(TRAMPOLINE_SPAN)]];
+}
+
+/**
+ * Give the function at `address` back its own entry when an idle wrapper (header) holds it,
+ * so that Interceptor.attach can hook it: a JS-path hook (a watch, a condition) for a
+ * function that was wrapped before. Call with the threads parked outside
+ * idleWrapperDanger(address) and the prologue (hooks.ts does). The slot's original becomes
+ * the function's entry, as in demoteWrappers.
+ */
+export function releaseIdleWrapper(address: NativePointer): void {
+    const key = address.toString();
+    const h = idle.get(key);
+    if (h === undefined) return;
+    idle.delete(key);
+    Interceptor.revert(address);
+    h.slot?.add(SLOT_ORIG).writePointer(address);
 }
 
 /**
