@@ -1,7 +1,9 @@
 //! The ingest loop: turns what the Frida host reports (output bytes, agent event
 //! batches, detaches) into timeline rows and session state.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -11,16 +13,34 @@ use super::{lifecycle, monotonic_ns, Engine, Session};
 use crate::frida::HostEvent;
 use crate::store::event::{Event, EventType};
 
+/// How long a process's end waits for its output streams to close. Frida reads the stdio
+/// pipes on its own: the last `write()`s before `exit` can arrive after the exit status, and
+/// a partial line stored at the exit would be cut from its rest (seen in CI: "line " +
+/// "5734\n"). A forked child that keeps the pipe open must not hold the end for long.
+const END_WAITS_FOR_OUTPUT: Duration = Duration::from_millis(300);
+
 pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEvent>) {
     let mut lines = LineBuffers::default();
+    // Process ends held until the process's output streams closed (or END_WAITS_FOR_OUTPUT).
+    let mut held: VecDeque<(Instant, HostEvent)> = VecDeque::new();
     loop {
         // Partial output lines wait for their newline until they are due (output_lines.rs).
-        let due = lines.next_due();
+        let due = [lines.next_due(), held.front().map(|h| h.0)].into_iter().flatten().min();
         let ev = tokio::select! {
+            biased; // output already queued may complete the partial line: read it first
             ev = rx.recv() => ev,
-            _ = tokio::time::sleep_until(due.unwrap_or_else(std::time::Instant::now).into()), if due.is_some() => {
+            _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now).into()), if due.is_some() => {
                 let Some(engine) = engine.upgrade() else { return };
-                store_lines(&engine, lines.expired(std::time::Instant::now()));
+                let now = Instant::now();
+                while held.front().is_some_and(|h| h.0 <= now) {
+                    let (_, ev) = held.pop_front().unwrap();
+                    process_end(&engine, &mut lines, ev);
+                }
+                let quiet = lines.expired(now);
+                if !quiet.is_empty() {
+                    tracing::debug!(lines = quiet.len(), "partial output lines stored after a quiet second");
+                }
+                store_lines(&engine, quiet);
                 continue;
             }
         };
@@ -29,7 +49,11 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
         match ev {
             HostEvent::Output { pid, fd, data } => {
                 if data.is_empty() {
-                    store_lines(&engine, lines.take(pid, Some(fd))); // stream closed
+                    store_lines(&engine, lines.close(pid, fd));
+                    // The process's end waited for this: what is held for it goes now.
+                    if !lines.streams_open(pid) {
+                        release(&engine, &mut lines, &mut held, pid);
+                    }
                     continue;
                 }
                 if let Some(s) = engine.session_by_pid(pid) {
@@ -68,22 +92,59 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                     }
                 }
             }
-            // Exit status, exec and children: lifecycle.rs.
-            HostEvent::Detached { pid, reason } => {
-                store_lines(&engine, lines.take(pid, None));
-                lifecycle::on_detached(&engine, pid, &reason)
-            }
-            HostEvent::ExitStatus { pid, code, signal } => {
-                store_lines(&engine, lines.take(pid, None));
-                lifecycle::on_exit_status(&engine, pid, code, signal)
+            // Exit status and detach (lifecycle.rs), once the process's output is in.
+            HostEvent::Detached { pid, .. } | HostEvent::ExitStatus { pid, .. } => {
+                let waiting = held.iter().find(|h| end_pid(&h.1) == Some(pid)).map(|h| h.0);
+                // A detach that is not the process's end (Frida ended its session while the
+                // process runs on: lifecycle.rs re-attaches) must be seen while it runs.
+                let an_end = !matches!(&ev, HostEvent::Detached { reason, .. } if reason != "process-terminated");
+                if waiting.is_some() || an_end && lines.streams_open(pid) {
+                    held.push_back((waiting.unwrap_or_else(|| Instant::now() + END_WAITS_FOR_OUTPUT), ev));
+                } else {
+                    process_end(&engine, &mut lines, ev);
+                }
             }
             HostEvent::ChildAdded { pid, parent_pid, origin, .. } => lifecycle::on_child_added(&engine, pid, parent_pid, origin),
             HostEvent::HostExited { status } => {
+                for (_, ev) in held.drain(..) {
+                    process_end(&engine, &mut lines, ev);
+                }
                 tracing::warn!("Frida host exited: {status}");
                 engine.on_host_exited(&status);
                 return;
             }
         }
+    }
+}
+
+fn end_pid(ev: &HostEvent) -> Option<u32> {
+    match ev {
+        HostEvent::Detached { pid, .. } | HostEvent::ExitStatus { pid, .. } => Some(*pid),
+        _ => None,
+    }
+}
+
+/// The held ends of `pid`, in the order they came.
+fn release(engine: &Arc<Engine>, lines: &mut LineBuffers, held: &mut VecDeque<(Instant, HostEvent)>, pid: u32) {
+    let (mine, rest): (VecDeque<_>, VecDeque<_>) = held.drain(..).partition(|h| end_pid(&h.1) == Some(pid));
+    *held = rest;
+    for (_, ev) in mine {
+        process_end(engine, lines, ev);
+    }
+}
+
+/// A process ended: its partial lines are stored as they are, then its end is recorded.
+fn process_end(engine: &Arc<Engine>, lines: &mut LineBuffers, ev: HostEvent) {
+    match ev {
+        HostEvent::Detached { pid, reason } => {
+            store_lines(engine, lines.take(pid, None));
+            lifecycle::on_detached(engine, pid, &reason)
+        }
+        HostEvent::ExitStatus { pid, code, signal } => {
+            store_lines(engine, lines.take(pid, None));
+            lifecycle::on_exit_status(engine, pid, code, signal)
+        }
+        _ => {}
     }
 }
 
