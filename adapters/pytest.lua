@@ -5,6 +5,7 @@
 -- (writing to the real stderr, past pytest's capture): the stuck detector sends it, and
 -- stuck reports carry the Python stacks.
 local py = require("adapter_python")
+local junit = require("junit")
 
 local A = py.mixin({
   name = "pytest",
@@ -74,12 +75,6 @@ function A.progress(stdout)
   return p
 end
 
-local function testcases(el, out)
-  if el.tag == "testcase" then out[#out + 1] = el end
-  for _, c in ipairs(el.children) do testcases(c, out) end
-  return out
-end
-
 -- "--tb=short" frames: "path.py:12: in func".
 local function stack_of(text)
   local frames = {}
@@ -96,16 +91,12 @@ function A.parse_output(stdout, stderr, exit, ctx)
     r.details = (stderr ~= "" and stderr or stdout):sub(-4000)
     return r
   end
-  for _, tc in ipairs(testcases(strobe.xml.decode(strobe.fs.read(report)), {})) do
+  for _, tc in ipairs(junit.cases(strobe.xml.decode(strobe.fs.read(report)))) do
     if tc.attrs.name then -- an interrupted run leaves a nameless entry for the test it stopped
     local name = (tc.attrs.file or tc.attrs.classname or "") .. "::" .. tc.attrs.name
     r.durations[name] = (tonumber(tc.attrs.time) or 0) * 1000
-    local bad, skipped
-    for _, c in ipairs(tc.children) do
-      if c.tag == "failure" or c.tag == "error" then bad = c end
-      if c.tag == "skipped" then skipped = c end
-    end
-    if bad then
+    local verdict, bad = junit.verdict(tc)
+    if verdict == "failed" then
       r.summary.failed = r.summary.failed + 1
       local stack = stack_of(bad.text or "")
       -- Where it failed: the innermost frame inside the project.
@@ -115,7 +106,7 @@ function A.parse_output(stdout, stderr, exit, ctx)
         name = name, file = at.file, line = at.line,
         message = bad.attrs.message or bad.text, stack = stack, output = bad.text,
       }
-    elseif skipped then
+    elseif verdict == "skipped" then
       r.summary.skipped = r.summary.skipped + 1
     else
       r.summary.passed = r.summary.passed + 1

@@ -1,5 +1,6 @@
 -- What the JavaScript adapters (mocha, jest, vitest, bun, deno) share: package.json, V8
 -- stack frames, Jest's JSON report, JUnit XML reports.
+local junit = require("junit")
 local J = {}
 
 function J.read_json(path)
@@ -78,18 +79,6 @@ function J.parse_jest_json(path, root, stderr, tool)
   return r
 end
 
-local function junit_cases(el, out)
-  if el.tag == "testcase" then out[#out + 1] = el return out end
-  for _, c in ipairs(el.children or {}) do junit_cases(c, out) end
-  return out
-end
-
-local function child(el, tag)
-  for _, c in ipairs(el.children or {}) do
-    if c.tag == tag then return c end
-  end
-end
-
 -- A JUnit XML report (bun test --reporter=junit, deno test --junit-path) as a debug_test
 -- result. `full_name(testcase)` gives the name a rerun filter accepts.
 function J.parse_junit(path, root, stderr, tool, full_name)
@@ -99,11 +88,11 @@ function J.parse_junit(path, root, stderr, tool, full_name)
     r.details = ("no JUnit report (%s did not finish)"):format(tool) .. (stderr ~= "" and (": " .. stderr:sub(-2000)) or "")
     return r
   end
-  for _, tc in ipairs(junit_cases(strobe.xml.decode(text), {})) do
+  for _, tc in ipairs(junit.cases(strobe.xml.decode(text))) do
     local name = full_name(tc)
-    local failed = child(tc, "failure") or child(tc, "error")
+    local verdict, failed = junit.verdict(tc)
     r.durations[name] = math.floor((tonumber(tc.attrs.time) or 0) * 1000 + 0.5)
-    if failed then
+    if verdict == "failed" then
       r.summary.failed = r.summary.failed + 1
       local body = strip_ansi(failed.text or "")
       local stack = J.stack_of(body, root)
@@ -111,7 +100,7 @@ function J.parse_junit(path, root, stderr, tool, full_name)
       local message = strip_ansi(failed.attrs.message or body:match("^[^\n]*") or "")
       message = message:gsub("^Uncaught ", ""):gsub("^%w*Error: ", ""):gsub("%s+$", "")
       r.failures[#r.failures + 1] = { name = name, file = at.file, line = at.line, message = message, stack = stack }
-    elseif child(tc, "skipped") then
+    elseif verdict == "skipped" then
       r.summary.skipped = r.summary.skipped + 1
     else
       r.summary.passed = r.summary.passed + 1
