@@ -1,0 +1,116 @@
+//! Breakpoints and logpoints go in and out of a running process without crashing it: four
+//! threads call busy_int() (integer arguments) and busy_double() (a double) in a tight loop
+//! while the test adds and removes, 200 times, a logpoint or a breakpoint (removed, which
+//! resumes the threads it caught, right after it is set) on one of them. Every attempt that
+//! kills the target is counted (and the target relaunched), and the test wants none
+//! (agent/src/probes.ts says why it once did).
+//!
+//! Run: `cargo test --test probe_install_stress -- --nocapture`. Fixture: tests/fixtures/c/probestress.c.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use strobe::engine::{LaunchRequest, PointRequest};
+use strobe::store::EventType;
+
+const ATTEMPTS: usize = 200;
+const FUNCTIONS: [&str; 2] = ["busy_int", "busy_double"];
+
+use common::harness::{harness, Harness};
+
+async fn launch(h: &Harness) -> String {
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("probestress").display().to_string(),
+            args: vec!["4".into()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch probestress");
+    common::events::wait_for_stdout(&h.engine, &r.session_id, "ready", Duration::from_secs(60)).await;
+    r.session_id
+}
+
+/// How the target ended, if it did ("SIGSEGV", "exit 1", ...).
+fn ended(h: &Harness, id: &str) -> Option<String> {
+    let st = h.engine.status(id).unwrap();
+    if st.status == "running" {
+        return None;
+    }
+    Some(st.signal.clone().unwrap_or_else(|| format!("{} {:?} {:?}", st.status, st.exit_code, st.exit_reason)))
+}
+
+/// Attempt `i`: add (even) or remove (odd) a logpoint or a breakpoint on one function, in
+/// turn: logpoint busy_int, breakpoint busy_int, logpoint busy_double, breakpoint busy_double.
+fn plan(i: usize) -> (bool, bool, &'static str) {
+    let pair = i / 2;
+    (i % 2 == 0, pair % 2 == 0, FUNCTIONS[(pair / 2) % 2])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_and_removing_probes_on_busy_threads_never_crashes_the_target() {
+    let h = harness();
+    let started = Instant::now();
+    let mut id = launch(&h).await;
+    let mut crashes: Vec<(usize, String)> = Vec::new();
+    let mut current: Option<String> = None;
+    for attempt in 0..ATTEMPTS {
+        let (add, logpoint, function) = plan(attempt);
+        let r = if add {
+            let req = PointRequest {
+                function: Some(function.into()),
+                // The double argument is read from its xmm register. A logpoint logging
+                // every call would flood the host (millions of calls a second): one in 1024.
+                message: logpoint.then(|| if function == "busy_int" { "a={a}" } else { "x={x}" }.to_string()),
+                condition: logpoint.then(|| if function == "busy_int" { "(a & 1023) == 0" } else { "n > 7" }.to_string()),
+                ..Default::default()
+            };
+            h.engine.set_points(&id, &[req], &[]).await.map(|r| {
+                let p = if logpoint { &r.logpoints } else { &r.breakpoints };
+                current = p.last().map(|p| p.id.clone());
+            })
+        } else {
+            // Removing a breakpoint resumes the threads it holds. (Nothing to remove right
+            // after a relaunch: the attempt is a pause.)
+            let Some(rid) = current.take() else { continue };
+            h.engine.set_points(&id, &[], &[rid]).await.map(|_| ())
+        };
+        // Let the threads run through the new code before looking (longer when the call
+        // failed: a target that just died may not be reported yet).
+        let mut how = None;
+        for _ in 0..if r.is_ok() { 1 } else { 100 } {
+            tokio::time::sleep(Duration::from_millis(15)).await;
+            how = ended(&h, &id);
+            if how.is_some() {
+                break;
+            }
+        }
+        if let Some(how) = how {
+            let what = format!("{} {} {function}", if add { "add" } else { "remove" }, if logpoint { "logpoint" } else { "breakpoint" });
+            eprintln!("attempt {attempt} ({what}): the target died: {how}");
+            for c in common::events::query_all(&h.engine, &id, Some(EventType::Crash), None) {
+                eprintln!("  crash: {}", format!("{c:?}").chars().take(1500).collect::<String>());
+            }
+            crashes.push((attempt, how));
+            id = launch(&h).await;
+            current = None;
+            continue;
+        }
+        if let Err(e) = r {
+            panic!("attempt {attempt}: {e:?}");
+        }
+    }
+    // Whatever is still set goes, then the program must end normally.
+    if let Some(rid) = current.take() {
+        h.engine.set_points(&id, &[], &[rid]).await.expect("remove the last point");
+    }
+    h.engine.send_stdin(&id, b"quit\n").await.unwrap();
+    common::events::wait_for_exit(&h.engine, &id).await;
+    let st = h.engine.status(&id).unwrap();
+    eprintln!("{ATTEMPTS} attempts in {:?}: {} crashed the target", started.elapsed(), crashes.len());
+    assert_eq!(crashes, vec![], "probe changes crashed the target");
+    assert_eq!((st.exit_code, st.signal.as_deref()), (Some(0), None), "{st:?}");
+}
