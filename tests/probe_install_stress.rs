@@ -107,6 +107,9 @@ async fn adding_and_removing_probes_on_busy_threads_never_crashes_the_target() {
     if let Some(rid) = current.take() {
         h.engine.set_points(&id, &[], &[rid]).await.expect("remove the last point");
     }
+    // How often the patches waited for threads, and how the removed probes were freed.
+    let cfg = h.engine.configure_tracing(&id, serde_json::json!({})).await.expect("tracing settings");
+    eprintln!("patching: {}", cfg["hookPaths"]["patching"]);
     h.engine.send_stdin(&id, b"quit\n").await.unwrap();
     common::events::wait_for_exit(&h.engine, &id).await;
     let st = h.engine.status(&id).unwrap();

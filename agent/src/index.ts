@@ -14,6 +14,7 @@ import { setCostSampling } from "./cost_sampling.js";
 import { nowNs } from "./clock.js";
 import { batchesSent as jsBatchesSent, flush, markExiting, stats } from "./events.js";
 import { configure as configureTracing, drainFast, fastBatchesSent, fastStats, setSampling, SamplingRequest, TracingOptions } from "./fastpath.js";
+import { releasePins } from "./probe_detach.js";
 import { activeCount, currentSlide, errorText, removeAll, setImageBase, updateHooks, HooksRequest, HooksResult } from "./hooks.js";
 import { guardMainThread } from "./altstack.js";
 import { installCrashHandler } from "./crash.js";
@@ -174,6 +175,7 @@ rpc.exports = {
     },
     dispose(): void {
         // Called by the host before detaching, and by Frida itself at process exit.
+        releasePins();
         flush();
         drainFast(true);
     },

@@ -328,6 +328,38 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
     }
 }
 
+/**
+ * One try of patchParked that may decline: park, and run `apply` (then flush) only when no
+ * program thread stands in `ranges` and `ready()` (read while they are parked) holds.
+ * Returns whether it ran. Without parking (another platform) it runs at once.
+ */
+export function tryParked(ranges: DangerRange[], ready: () => boolean, apply: () => void): boolean {
+    const p = setUp();
+    if (p === null) {
+        apply();
+        Interceptor.flush();
+        return true;
+    }
+    const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
+    try {
+        if (unknown > 0 || inDanger(p, ranges) || !ready()) {
+            stats.retries++;
+            return false;
+        }
+        stats.flushes++;
+        apply();
+        Interceptor.flush();
+        return true;
+    } finally {
+        p.unpark();
+    }
+}
+
+/** More counters for quiesceStats, by the modules that park (probe_detach.ts). */
+export const moreStats: Record<string, () => object> = {};
+
 export function quiesceStats(): object {
-    return { ...stats, unavailable };
+    const more: Record<string, object> = {};
+    for (const [name, f] of Object.entries(moreStats)) more[name] = f();
+    return { ...stats, unavailable, ...more };
 }

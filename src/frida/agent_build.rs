@@ -35,6 +35,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/stepping.ts", include_str!("../../agent/src/stepping.ts")),
     ("src/values.ts", include_str!("../../agent/src/values.ts")),
     ("src/probes.ts", include_str!("../../agent/src/probes.ts")),
+    ("src/probe_detach.ts", include_str!("../../agent/src/probe_detach.ts")),
     ("src/hwbreak.ts", include_str!("../../agent/src/hwbreak.ts")),
     ("src/serialize.ts", include_str!("../../agent/src/serialize.ts")),
     ("src/watches.ts", include_str!("../../agent/src/watches.ts")),
