@@ -8,37 +8,17 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use strobe::engine::{LaunchRequest, PointRequest};
-use strobe::store::EventType;
+use strobe::engine::PointRequest;
 
 const ATTEMPTS: usize = 200;
 
+use common::busy::{died_after, quit_cleanly};
 use common::harness::{harness, Harness};
 
 async fn launch(h: &Harness) -> String {
-    let r = h
-        .engine
-        .launch(LaunchRequest {
-            command: common::fixture("hookstress").display().to_string(),
-            args: vec!["4".into()],
-            project_root: common::fixtures_src_dir().display().to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("launch hookstress");
-    common::events::wait_for_stdout(&h.engine, &r.session_id, "ready", Duration::from_secs(60)).await;
-    r.session_id
-}
-
-/// How the target ended, if it did ("SIGSEGV", "exit 1", ...).
-fn ended(h: &Harness, id: &str) -> Option<String> {
-    let st = h.engine.status(id).unwrap();
-    if st.status == "running" {
-        return None;
-    }
-    Some(st.signal.clone().unwrap_or_else(|| format!("{} {:?} {:?}", st.status, st.exit_code, st.exit_reason)))
+    common::busy::launch(h, "hookstress", 4).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,21 +41,8 @@ async fn adding_and_removing_traces_on_busy_threads_never_crashes_the_target() {
         } else {
             h.engine.trace(Some(&id), &["busy".to_string()], &[]).await
         };
-        // Let the threads run through the new code before looking (longer when the call
-        // failed: a target that just died may not be reported yet).
-        let mut how = None;
-        for _ in 0..if r.is_ok() { 1 } else { 100 } {
-            tokio::time::sleep(Duration::from_millis(15)).await;
-            how = ended(&h, &id);
-            if how.is_some() {
-                break;
-            }
-        }
-        if let Some(how) = how {
-            eprintln!("attempt {attempt} ({}): the target died: {how}", if traced { "remove" } else { "add" });
-            for c in common::events::query_all(&h.engine, &id, Some(EventType::Crash), None) {
-                eprintln!("  crash: {}", format!("{c:?}").chars().take(2500).collect::<String>());
-            }
+        let what = format!("attempt {attempt} ({})", if traced { "remove" } else { "add" });
+        if let Some(how) = died_after(&h, &id, r.is_ok(), &what).await {
             crashes.push((attempt, how));
             id = launch(&h).await;
             traced = false;
@@ -85,10 +52,7 @@ async fn adding_and_removing_traces_on_busy_threads_never_crashes_the_target() {
         r.expect("trace");
         traced = !traced;
     }
-    h.engine.send_stdin(&id, b"quit\n").await.unwrap();
-    common::events::wait_for_exit(&h.engine, &id).await;
-    let st = h.engine.status(&id).unwrap();
     eprintln!("{ATTEMPTS} attempts in {:?}: {} crashed the target", started.elapsed(), crashes.len());
     assert_eq!(crashes, vec![], "hook changes crashed the target");
-    assert_eq!((st.exit_code, st.signal.as_deref()), (Some(0), None), "{st:?}");
+    quit_cleanly(&h, &id).await;
 }

@@ -9,38 +9,18 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use strobe::engine::{LaunchRequest, PointRequest};
-use strobe::store::EventType;
+use strobe::engine::PointRequest;
 
 const ATTEMPTS: usize = 200;
 const FUNCTIONS: [&str; 2] = ["busy_int", "busy_double"];
 
+use common::busy::{died_after, quit_cleanly};
 use common::harness::{harness, Harness};
 
 async fn launch(h: &Harness) -> String {
-    let r = h
-        .engine
-        .launch(LaunchRequest {
-            command: common::fixture("probestress").display().to_string(),
-            args: vec!["4".into()],
-            project_root: common::fixtures_src_dir().display().to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("launch probestress");
-    common::events::wait_for_stdout(&h.engine, &r.session_id, "ready", Duration::from_secs(60)).await;
-    r.session_id
-}
-
-/// How the target ended, if it did ("SIGSEGV", "exit 1", ...).
-fn ended(h: &Harness, id: &str) -> Option<String> {
-    let st = h.engine.status(id).unwrap();
-    if st.status == "running" {
-        return None;
-    }
-    Some(st.signal.clone().unwrap_or_else(|| format!("{} {:?} {:?}", st.status, st.exit_code, st.exit_reason)))
+    common::busy::launch(h, "probestress", 4).await
 }
 
 /// Attempt `i`: add (even) or remove (odd) a logpoint or a breakpoint on one function, in
@@ -78,22 +58,8 @@ async fn adding_and_removing_probes_on_busy_threads_never_crashes_the_target() {
             let Some(rid) = current.take() else { continue };
             h.engine.set_points(&id, &[], &[rid]).await.map(|_| ())
         };
-        // Let the threads run through the new code before looking (longer when the call
-        // failed: a target that just died may not be reported yet).
-        let mut how = None;
-        for _ in 0..if r.is_ok() { 1 } else { 100 } {
-            tokio::time::sleep(Duration::from_millis(15)).await;
-            how = ended(&h, &id);
-            if how.is_some() {
-                break;
-            }
-        }
-        if let Some(how) = how {
-            let what = format!("{} {} {function}", if add { "add" } else { "remove" }, if logpoint { "logpoint" } else { "breakpoint" });
-            eprintln!("attempt {attempt} ({what}): the target died: {how}");
-            for c in common::events::query_all(&h.engine, &id, Some(EventType::Crash), None) {
-                eprintln!("  crash: {}", format!("{c:?}").chars().take(1500).collect::<String>());
-            }
+        let what = format!("attempt {attempt} ({} {} {function})", if add { "add" } else { "remove" }, if logpoint { "logpoint" } else { "breakpoint" });
+        if let Some(how) = died_after(&h, &id, r.is_ok(), &what).await {
             crashes.push((attempt, how));
             id = launch(&h).await;
             current = None;
@@ -110,10 +76,7 @@ async fn adding_and_removing_probes_on_busy_threads_never_crashes_the_target() {
     // How often the patches waited for threads, and how the removed probes were freed.
     let cfg = h.engine.configure_tracing(&id, serde_json::json!({})).await.expect("tracing settings");
     eprintln!("patching: {}", cfg["hookPaths"]["patching"]);
-    h.engine.send_stdin(&id, b"quit\n").await.unwrap();
-    common::events::wait_for_exit(&h.engine, &id).await;
-    let st = h.engine.status(&id).unwrap();
     eprintln!("{ATTEMPTS} attempts in {:?}: {} crashed the target", started.elapsed(), crashes.len());
     assert_eq!(crashes, vec![], "probe changes crashed the target");
-    assert_eq!((st.exit_code, st.signal.as_deref()), (Some(0), None), "{st:?}");
+    quit_cleanly(&h, &id).await;
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by integration tests: the compiled fixture programs.
 #![allow(dead_code)]
 
+pub mod busy;
 pub mod events;
 pub mod harness;
 
