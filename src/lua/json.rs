@@ -8,7 +8,7 @@ pub fn register(lua: &Lua, strobe: &Table) -> mlua::Result<()> {
     json.set(
         "encode",
         lua.create_function(|lua, v: Value| {
-            let j: serde_json::Value = lua.from_value(v)?;
+            let j = super::convert::to_json(lua, v)?;
             Ok(j.to_string())
         })?,
     )?;
