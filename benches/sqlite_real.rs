@@ -16,63 +16,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use strobe::engine::{Engine, EngineConfig, LaunchRequest};
+use strobe::engine::{Engine, EngineConfig};
 use strobe::store::{EventQuery, EventType};
 
 const FUNCTIONS: [&str; 4] = ["sqlite3VdbeMemRelease", "sqlite3BtreeNext", "sqlite3BtreePayloadSize", "sqlite3VdbeIntValue"];
 
 #[path = "support/session.rs"]
 mod session;
-use session::{function_events, stdout_line};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// The amalgamation of the libsqlite3-sys crate in this workspace's dependency tree.
-fn sqlite_dir() -> PathBuf {
-    let out = Command::new(env!("CARGO")).args(["metadata", "--format-version", "1"]).current_dir(repo()).output().expect("cargo metadata");
-    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata JSON");
-    let manifest = meta["packages"]
-        .as_array()
-        .and_then(|p| p.iter().find(|p| p["name"] == "libsqlite3-sys"))
-        .and_then(|p| p["manifest_path"].as_str())
-        .expect("libsqlite3-sys in the dependency tree");
-    Path::new(manifest).parent().unwrap().join("sqlite3")
-}
-
-/// The driver, built once (`-fpatchable-function-entry=5`: entry nops uftrace patches; the
-/// same binary for every row).
-fn build_driver() -> PathBuf {
-    let dir = repo().join("target").join("bench-real");
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("sqlite_drv");
-    let src = repo().join("benches/real/sqlite_drv.c");
-    let sqlite = sqlite_dir();
-    let newer = |a: &Path, b: &Path| a.metadata().and_then(|m| m.modified()).ok() > b.metadata().and_then(|m| m.modified()).ok();
-    if !exe.exists() || newer(&src, &exe) {
-        eprintln!("building {} (SQLite -g -O0, about a minute)", exe.display());
-        let st = Command::new("cc")
-            .args(["-g", "-O0", "-fpatchable-function-entry=5", "-fno-omit-frame-pointer", "-I"])
-            .arg(&sqlite)
-            .arg("-o")
-            .arg(&exe)
-            .arg(&src)
-            .arg(sqlite.join("sqlite3.c"))
-            .args(["-lpthread", "-ldl", "-lm"])
-            .status()
-            .expect("cc");
-        assert!(st.success(), "building the SQLite driver failed");
-    }
-    exe
-}
+#[path = "support/sqlite_driver.rs"]
+mod sqlite_driver;
+use sqlite_driver::{build_driver, env_u64, launch_waiting, repo, run_traced, workload_ns};
 
 /// uftrace on PATH, installing the Debian package when missing (as root).
 fn uftrace() -> Option<PathBuf> {
@@ -83,11 +38,6 @@ fn uftrace() -> Option<PathBuf> {
     eprintln!("uftrace missing: apt-get install -y uftrace");
     let _ = Command::new("apt-get").args(["install", "-y", "uftrace"]).status();
     found()
-}
-
-/// "workload ns=T ..." -> T
-fn workload_ns(text: &str) -> Option<f64> {
-    text.lines().find_map(|l| l.strip_prefix("workload ns=")).and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse().ok())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -130,40 +80,18 @@ struct StrobeRun {
 }
 
 async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], options: Value) -> StrobeRun {
-    let mut argv = args.to_vec();
-    argv.push("wait".into());
-    let r = engine
-        .launch(LaunchRequest { command: exe.display().to_string(), args: argv, project_root: exe.parent().unwrap().display().to_string(), ..Default::default() })
-        .await
-        .expect("launch");
-    let id = r.session_id;
-    engine.store().set_max_events_per_session(&id, 100_000_000);
-    stdout_line(engine, &id, "ready").await;
-    engine.configure_tracing(&id, options).await.expect("tracing options");
-    let patterns: Vec<String> = FUNCTIONS.iter().map(|f| f.to_string()).collect();
-    let t = engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
-    assert_eq!(t.hooked_functions, FUNCTIONS.len(), "{t:?}");
-    let settings = engine.configure_tracing(&id, json!({})).await.expect("settings");
-    let t0 = Instant::now();
-    engine.send_stdin(&id, b"go\n").await.expect("stdin");
-    let line = stdout_line(engine, &id, "workload ns=").await;
-    while engine.status(&id).map(|s| s.status == "running").unwrap_or(false) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    engine.store().flush();
-    let stored = function_events(engine, &id);
-    let elapsed = t0.elapsed();
-    let st = engine.status(&id).expect("status");
+    let id = launch_waiting(engine, exe, args).await;
+    let run = run_traced(engine, &id, &FUNCTIONS, options).await;
     // One typed enter, to show what was stored.
     let q = EventQuery { session_id: id.clone(), event_type: Some(EventType::FunctionEnter), limit: 1, ..Default::default() };
     let sample = engine.query(&q).ok().and_then(|r| r.events.first().and_then(|e| e.arguments.clone()));
     engine.stop(&id, false).await.expect("stop");
     StrobeRun {
-        ns: workload_ns(&line).unwrap_or(f64::NAN),
-        stored,
-        lost: st.events_lost,
-        rows_per_sec: stored as f64 / elapsed.as_secs_f64(),
-        plans: settings["capture"]["plans"].as_u64().unwrap_or(0),
+        ns: workload_ns(&run.line).unwrap_or(f64::NAN),
+        stored: run.stored,
+        lost: run.lost,
+        rows_per_sec: run.stored as f64 / run.elapsed.as_secs_f64(),
+        plans: run.settings["capture"]["plans"].as_u64().unwrap_or(0),
         sample,
     }
 }

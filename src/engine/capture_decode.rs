@@ -2,176 +2,139 @@
 //! `serialize.ts` reading from the bytes the hook copied instead of live memory. A read
 //! that no copied block covers is what faulted in the target: `<unreadable 0x…>`, as there.
 //! Must print exactly what serialize.ts prints (tests/capture_native.rs compares both).
+//!
+//! It runs for every typed record at ingest, so it is built for speed (benches/capture_decode.rs):
+//! reads go through an address index of the record's blocks (`capture_view.rs`), the text is
+//! written straight into one `String` (`capture_json.rs`) instead of a `serde_json::Value`
+//! tree, and the index's storage is reused across records.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use rustc_hash::FxHashMap;
 
-use super::capture_plan::{CapturePlan, BLOCK_HEADER, MAX_ELEMENTS, MAX_KEYS, MAX_STRING};
+use super::capture_json as json;
+use super::capture_plan::{CapturePlan, MAX_ELEMENTS, MAX_KEYS, MAX_STRING};
+use super::capture_view::{Index, View, REG_ADDR};
 use crate::symbols::{Type, TypeId, TypeKind};
 
-/// Where register values are placed for reading (never a user-space address).
-const REG_ADDR: u64 = 0xffff_ff00_0000_0000;
-const META_CSTRING: u32 = 1 << 30;
-const META_TERMINATED: u32 = 1 << 31;
-const META_LEN: u32 = (1 << 30) - 1;
-/// 2^53 - 1: beyond it a JavaScript number changes the value (serialize.ts readInt).
-const MAX_SAFE: u64 = (1 << 53) - 1;
-
-/// The blocks of one record's payload.
-struct View<'a> {
-    /// (address, bytes) of struct copies and register values.
-    blocks: Vec<(u64, &'a [u8])>,
-    /// (address, bytes, scanned length, ended at a NUL) of C strings.
-    strings: Vec<(u64, &'a [u8], usize, bool)>,
+/// Per decoding thread: the block index's storage, and which struct types have a member
+/// name twice (keyed by the type's address; the `Arc` kept so the address is not reused).
+#[derive(Default)]
+struct Scratch {
+    index: Index,
+    repeats_names: FxHashMap<usize, (Arc<Type>, bool)>,
+    /// Length of the last text: the next one's capacity (no regrowth in the common case).
+    last_len: usize,
 }
 
-impl<'a> View<'a> {
-    fn parse(regs: &'a [u8], payload: &'a [u8]) -> View<'a> {
-        let mut v = View { blocks: Vec::new(), strings: Vec::new() };
-        for (i, r) in regs.chunks_exact(8).enumerate() {
-            v.blocks.push((REG_ADDR + 16 * i as u64, r));
-        }
-        let mut rest = payload;
-        while rest.len() as u64 >= BLOCK_HEADER {
-            let addr = u64::from_le_bytes(rest[0..8].try_into().unwrap());
-            let meta = u32::from_le_bytes(rest[8..12].try_into().unwrap());
-            let len = (meta & META_LEN) as usize;
-            let stored = if meta & META_CSTRING != 0 { len.min(MAX_STRING) } else { len };
-            let Some(bytes) = rest.get(12..12 + stored) else { break };
-            if meta & META_CSTRING != 0 {
-                v.strings.push((addr, bytes, len, meta & META_TERMINATED != 0));
-            } else {
-                v.blocks.push((addr, bytes));
-            }
-            rest = &rest[12 + stored..];
-        }
-        v
-    }
+/// Struct types remembered per thread before the memo starts over.
+const MEMO_TYPES: usize = 4096;
 
-    fn bytes(&self, addr: u64, n: u64) -> Result<&'a [u8], ()> {
-        for (a, b) in &self.blocks {
-            if addr >= *a && addr.checked_add(n).is_some_and(|end| end <= a + b.len() as u64) {
-                let off = (addr - a) as usize;
-                return Ok(&b[off..off + n as usize]);
-            }
-        }
-        Err(())
-    }
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
 
-    fn u64_at(&self, addr: u64, n: u64) -> Result<u64, ()> {
-        let b = self.bytes(addr, n)?;
-        let mut w = [0u8; 8];
-        w[..b.len()].copy_from_slice(b);
-        Ok(u64::from_le_bytes(w))
-    }
+/// Decode with `f` over this thread's scratch.
+fn with_reader(plan: &CapturePlan, regs: &[u64], payload: &[u8], f: impl FnOnce(&mut Reader)) -> String {
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        let Scratch { index, repeats_names, last_len } = &mut *s;
+        let view = index.view(regs, payload);
+        let out = String::with_capacity((*last_len + 64).max(2 * payload.len() + 64));
+        let mut r = Reader { plan, view: &view, path: Vec::new(), repeats_names, types: [(TypeId::MAX, None); TYPE_SLOTS], out };
+        f(&mut r);
+        *last_len = r.out.len();
+        r.out
+    })
 }
 
 /// `{name: value}` of the arguments of a captured enter (`regs`: the argument words).
 pub(crate) fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
-    let raw: Vec<u8> = regs.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let view = View::parse(&raw, payload);
-    let mut out = Map::new();
-    for (i, (name, ty)) in plan.params.iter().enumerate() {
-        let mut r = Reader { plan, view: &view, path: Vec::new() };
-        out.insert(name.clone(), r.read(REG_ADDR + 16 * i as u64, *ty, plan.depth as i64));
-    }
-    Value::Object(out).to_string()
+    with_reader(plan, regs, payload, |r| {
+        // `(int arg1, int)`: two parameters print as `arg1`.
+        let repeated = plan.params.iter().enumerate().any(|(i, p)| plan.params[..i].iter().any(|q| q.0 == p.0));
+        let mut spans = Vec::new();
+        r.out.push('{');
+        let from = r.out.len();
+        for (i, (name, ty)) in plan.params.iter().enumerate() {
+            if i > 0 {
+                r.out.push(',');
+            }
+            let k = r.out.len();
+            json::key(&mut r.out, name);
+            let v = r.out.len();
+            r.read(REG_ADDR + 16 * i as u64, *ty, plan.depth as i64);
+            if repeated {
+                spans.push((k, v, r.out.len()));
+            }
+        }
+        if repeated {
+            json::merge_repeated_keys(&mut r.out, from, &spans);
+        }
+        r.out.push('}');
+    })
 }
 
 /// The return value of a captured exit (`rax`).
 pub(crate) fn ret_json(plan: &CapturePlan, rax: u64, payload: &[u8]) -> String {
     let Some(ty) = plan.ret else { return "null".into() };
-    let raw = rax.to_le_bytes();
-    let view = View::parse(&raw, payload);
-    Reader { plan, view: &view, path: Vec::new() }.read(REG_ADDR, ty, plan.depth as i64).to_string()
-}
-
-fn unreadable(addr: u64) -> Value {
-    Value::String(format!("<unreadable 0x{addr:x}>"))
-}
-
-fn hex(p: u64) -> Value {
-    Value::String(format!("0x{p:x}"))
-}
-
-/// A JavaScript number as JSON after the trip through `JSON.stringify` and serde: integral
-/// values print without a fraction.
-pub(crate) fn js_number(v: f64) -> Value {
-    if v.is_finite() && v == v.trunc() {
-        if (0.0..18446744073709551616.0).contains(&v) {
-            return Value::from(v as u64);
-        }
-        if (-9223372036854775808.0..0.0).contains(&v) {
-            return Value::from(v as i64);
-        }
-    }
-    serde_json::Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null)
-}
-
-/// serialize.ts `readInt`: a number, or decimal text beyond 2^53.
-fn int_value(raw: u64, size: u64, signed: bool) -> Value {
-    let bits = size * 8;
-    if signed {
-        let v = if bits == 64 { raw as i64 } else { ((raw << (64 - bits)) as i64) >> (64 - bits) };
-        if v.unsigned_abs() <= MAX_SAFE {
-            Value::from(v)
-        } else {
-            Value::String(v.to_string())
-        }
-    } else if raw <= MAX_SAFE {
-        Value::from(raw)
-    } else {
-        Value::String(raw.to_string())
-    }
-}
-
-fn js_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// UTF-8 when the bytes are valid, else each byte as a Latin-1 character (serialize.ts readUtf8).
-fn utf8_or_latin1(b: &[u8]) -> String {
-    match std::str::from_utf8(b) {
-        Ok(s) => s.to_string(),
-        Err(_) => b.iter().map(|&c| c as char).collect(),
-    }
+    with_reader(plan, &[rax], payload, |r| r.read(REG_ADDR, ty, plan.depth as i64))
 }
 
 struct Reader<'a> {
     plan: &'a CapturePlan,
     view: &'a View<'a>,
     /// Structs being printed on the current path: (address, name).
-    path: Vec<(u64, String)>,
+    path: Vec<(u64, &'a str)>,
+    repeats_names: &'a mut FxHashMap<usize, (Arc<Type>, bool)>,
+    /// The plan's types last looked up, by id modulo the slots (a record reads few types,
+    /// each many times).
+    types: [(TypeId, Option<&'a Arc<Type>>); TYPE_SLOTS],
+    out: String,
 }
 
-impl Reader<'_> {
-    fn ty(&self, id: TypeId) -> Option<Arc<Type>> {
-        self.plan.ty(id).cloned()
+const TYPE_SLOTS: usize = 256;
+
+impl<'a> Reader<'a> {
+    fn ty(&mut self, id: TypeId) -> Option<&'a Arc<Type>> {
+        let slot = &mut self.types[id as usize % TYPE_SLOTS];
+        if slot.0 != id {
+            *slot = (id, self.plan.ty(id));
+        }
+        slot.1
     }
 
-    fn read(&mut self, addr: u64, id: TypeId, depth: i64) -> Value {
-        let Some(t) = self.ty(id) else { return Value::String(format!("<unknown type {id}>")) };
-        self.try_read(addr, &t, depth).unwrap_or_else(|()| unreadable(addr))
+    /// The value of type `id` at `addr`; what cannot be read prints `<unreadable 0x…>`.
+    fn read(&mut self, addr: u64, id: TypeId, depth: i64) {
+        let Some(t) = self.ty(id) else {
+            let _ = std::fmt::Write::write_fmt(&mut self.out, format_args!("\"<unknown type {id}>\""));
+            return;
+        };
+        let start = self.out.len();
+        if self.try_read(addr, t, depth).is_err() {
+            self.out.truncate(start);
+            json::unreadable(&mut self.out, addr);
+        }
     }
 
-    fn try_read(&mut self, addr: u64, t: &Type, depth: i64) -> Result<Value, ()> {
+    fn try_read(&mut self, addr: u64, t: &'a Arc<Type>, depth: i64) -> Result<(), ()> {
         let v = self.view;
-        Ok(match &t.kind {
+        let out = &mut self.out;
+        match &t.kind {
             TypeKind::Int { signed } => match t.size {
-                1 | 2 | 4 | 8 => int_value(v.u64_at(addr, t.size)?, t.size, *signed),
-                s => Value::String(format!("<int{} @0x{addr:x}>", s * 8)),
+                1 | 2 | 4 | 8 => {
+                    json::int_value(out, v.u64_at(addr, t.size)?, t.size, *signed);
+                }
+                s => json::string(out, &[&format!("<int{} @0x{addr:x}>", s * 8)]),
             },
             TypeKind::Float => match t.size {
-                4 => js_float(f32::from_bits(v.u64_at(addr, 4)? as u32) as f64),
-                8 => js_float(f64::from_bits(v.u64_at(addr, 8)?)),
-                16 => js_float(extended(v.bytes(addr, 10)?)),
-                s => Value::String(format!("<float{}>", s * 8)),
+                4 => json::js_float(out, f32::from_bits(v.u64_at(addr, 4)? as u32) as f64),
+                8 => json::js_float(out, f64::from_bits(v.u64_at(addr, 8)?)),
+                16 => json::js_float(out, json::extended(v.bytes(addr, 10)?)),
+                s => json::string(out, &[&format!("<float{}>", s * 8)]),
             },
-            TypeKind::Bool => Value::Bool(v.bytes(addr, 1)?[0] != 0),
+            TypeKind::Bool => out.push_str(if v.bytes(addr, 1)?[0] != 0 { "true" } else { "false" }),
             TypeKind::Char { signed } => {
                 let size = if t.size == 0 { 1 } else { t.size };
                 let code: i64 = match size {
@@ -182,184 +145,247 @@ impl Reader<'_> {
                 };
                 let printable = if size == 1 { (32..127).contains(&code) } else { code >= 32 && code < 0x110000 && code != 127 && !(0xd800..0xe000).contains(&code) };
                 match char::from_u32(code as u32).filter(|_| printable) {
-                    Some(c) => Value::String(c.to_string()),
-                    None => Value::from(code),
+                    Some(c) => {
+                        let mut buf = [0; 4];
+                        let c: &str = c.encode_utf8(&mut buf);
+                        json::string(out, &[c]);
+                    }
+                    None => json::int(out, code),
                 }
             }
             TypeKind::Enum { signed, enumerators } => {
                 let size = if t.size == 0 { 4 } else { t.size };
-                let n = match size {
-                    1 | 2 | 4 | 8 => int_value(v.u64_at(addr, size)?, size, *signed),
-                    s => Value::String(format!("<int{} @0x{addr:x}>", s * 8)),
-                };
-                let text = js_text(&n);
-                match enumerators.iter().rev().find(|(_, val)| val.to_string() == text) {
-                    Some((name, _)) => Value::String(name.clone()),
-                    None => n,
+                if !matches!(size, 1 | 2 | 4 | 8) {
+                    json::string(out, &[&format!("<int{} @0x{addr:x}>", size * 8)]);
+                    return Ok(());
+                }
+                let raw = v.u64_at(addr, size)?;
+                let start = out.len();
+                let n = json::int_value(out, raw, size, *signed);
+                if let Some((name, _)) = enumerators.iter().rev().find(|(_, val)| *val as i128 == n) {
+                    out.truncate(start);
+                    json::string(out, &[name]);
                 }
             }
             TypeKind::Pointer { target } => {
                 let p = v.u64_at(addr, 8)?;
-                self.pointer(p, *target, depth)
+                self.pointer(p, *target, depth);
             }
             TypeKind::Struct { .. } => return self.structure(addr, t, depth),
             TypeKind::Array { element, count } => self.array(addr, *element, count.unwrap_or(0), depth),
-            TypeKind::Void => Value::Null,
-            TypeKind::Function => hex(addr),
-            _ => Value::String(format!("<{} @0x{addr:x}>", t.name)),
-        })
+            TypeKind::Void => out.push_str("null"),
+            TypeKind::Function => json::hex(out, addr),
+            _ => json::string(out, &[&format!("<{} @0x{addr:x}>", t.name)]),
+        }
+        Ok(())
     }
 
-    fn pointer(&mut self, p: u64, target: Option<TypeId>, depth: i64) -> Value {
+    fn pointer(&mut self, p: u64, target: Option<TypeId>, depth: i64) {
         if p == 0 {
-            return Value::Null;
+            return self.out.push_str("null");
         }
-        let Some(to) = target else { return hex(p) };
-        let Some(tt) = self.ty(to) else { return hex(p) };
-        if crate::symbols::types::is_c_char(&tt) {
+        let Some(tt) = target.and_then(|to| self.ty(to)) else { return json::hex(&mut self.out, p) };
+        if crate::symbols::types::is_c_char(tt) {
             return self.cstring(p);
         }
         if matches!(tt.kind, TypeKind::Struct { .. }) {
-            return self.read(p, to, depth);
+            return self.read(p, target.unwrap(), depth);
         }
-        hex(p)
+        json::hex(&mut self.out, p)
     }
 
-    fn cstring(&self, p: u64) -> Value {
-        let Some(&(_, bytes, len, _)) = self.view.strings.iter().find(|s| s.0 == p) else { return unreadable(p) };
-        let s = utf8_or_latin1(&bytes[..len.min(MAX_STRING).min(bytes.len())]);
-        Value::String(if len > MAX_STRING { s + "…" } else { s })
+    fn cstring(&mut self, p: u64) {
+        match self.view.cstring(p) {
+            Some((s, bytes)) => json::text(&mut self.out, &bytes[..s.len.min(MAX_STRING).min(bytes.len())], s.len > MAX_STRING),
+            None => json::unreadable(&mut self.out, p),
+        }
     }
 
-    fn structure(&mut self, addr: u64, t: &Type, depth: i64) -> Result<Value, ()> {
-        let name = t.name.clone();
+    /// Whether two members of struct `t` share a name (remembered per type).
+    fn repeats_names(&mut self, t: &Arc<Type>, members: &[crate::symbols::Member]) -> bool {
+        let key = Arc::as_ptr(t) as usize;
+        if let Some((_, r)) = self.repeats_names.get(&key) {
+            return *r;
+        }
+        let mut names: Vec<&str> = members.iter().take(MAX_KEYS).map(|m| m.name.as_str()).collect();
+        names.sort_unstable();
+        let repeats = names.windows(2).any(|w| w[0] == w[1]);
+        if self.repeats_names.len() >= MEMO_TYPES {
+            self.repeats_names.clear();
+        }
+        self.repeats_names.insert(key, (t.clone(), repeats));
+        repeats
+    }
+
+    fn structure(&mut self, addr: u64, t: &'a Arc<Type>, depth: i64) -> Result<(), ()> {
+        let name = t.name.as_str();
         if self.path.iter().any(|(a, n)| *a == addr && *n == name) {
-            return Ok(Value::String(format!("<circular ref to {name}>")));
+            json::string(&mut self.out, &["<circular ref to ", name, ">"]);
+            return Ok(());
         }
         if depth <= 0 {
-            return Ok(Value::String(format!("<{name}>")));
+            json::string(&mut self.out, &["<", name, ">"]);
+            return Ok(());
         }
         if t.size > 0 {
             self.view.bytes(addr, 1)?;
         }
         let TypeKind::Struct { members, .. } = &t.kind else { return Err(()) };
         if members.len() == 1 && members[0].name == "__0" && members[0].bits.is_none() {
-            return Ok(self.read(addr + members[0].offset, members[0].ty, depth));
+            self.read(addr + members[0].offset, members[0].ty, depth);
+            return Ok(());
         }
-        let mut out = Map::new();
+        let mut spans = if self.repeats_names(t, members) { Some(Vec::new()) } else { None };
+        self.out.push('{');
+        let from = self.out.len();
         self.path.push((addr, name));
-        for m in members.iter().take(MAX_KEYS) {
+        for (i, m) in members.iter().take(MAX_KEYS).enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            let k = self.out.len();
+            json::key(&mut self.out, &m.name);
+            let v = self.out.len();
             let faddr = addr + m.offset;
             // A bitfield's failed read fails the whole struct, leaving it on the path, as there.
-            let value = match m.bits {
+            match m.bits {
                 Some((bo, bs)) => self.bits(faddr, m.ty, bo, bs)?,
                 None => self.read(faddr, m.ty, depth - 1),
-            };
-            out.insert(m.name.clone(), value);
+            }
+            if let Some(s) = spans.as_mut() {
+                s.push((k, v, self.out.len()));
+            }
         }
         self.path.pop();
-        Ok(Value::Object(out))
+        if let Some(s) = spans {
+            json::merge_repeated_keys(&mut self.out, from, &s);
+        }
+        self.out.push('}');
+        Ok(())
     }
 
-    fn bits(&self, addr: u64, id: TypeId, bit_off: u64, bit_size: u64) -> Result<Value, ()> {
+    fn bits(&mut self, addr: u64, id: TypeId, bit_off: u64, bit_size: u64) -> Result<(), ()> {
         let size = (bit_off + bit_size).div_ceil(8).clamp(1, 8);
         let raw = self.view.u64_at(addr, size)? as u128;
         let bit_size = bit_size.min(64);
         let mask = (1u128 << bit_size) - 1;
         // BigInt shifts in JS: a shift past the bytes read gives 0.
         let v = if bit_off >= 128 { 0 } else { (raw >> bit_off) & mask };
-        let t = self.ty(id);
-        let signed = matches!(t.as_deref().map(|t| &t.kind), Some(TypeKind::Int { signed: true } | TypeKind::Char { signed: true } | TypeKind::Enum { signed: true, .. }));
+        let kind = self.ty(id).map(|t| &t.kind);
+        let out = &mut self.out;
+        let signed = matches!(kind, Some(TypeKind::Int { signed: true } | TypeKind::Char { signed: true } | TypeKind::Enum { signed: true, .. }));
         if signed && bit_size > 0 && (v >> (bit_size - 1)) == 1 {
-            return Ok(js_number(v as f64 - (1u128 << bit_size) as f64));
+            json::js_number(out, v as f64 - (1u128 << bit_size) as f64);
+        } else if matches!(kind, Some(TypeKind::Bool)) {
+            out.push_str(if v != 0 { "true" } else { "false" });
+        } else if let Some((name, _)) = match kind {
+            Some(TypeKind::Enum { enumerators, .. }) => enumerators.iter().rev().find(|(_, val)| *val as i128 == v as i128),
+            _ => None,
+        } {
+            json::string(out, &[name]);
+        } else {
+            json::js_number(out, v as f64);
         }
-        if matches!(t.as_deref().map(|t| &t.kind), Some(TypeKind::Bool)) {
-            return Ok(Value::Bool(v != 0));
-        }
-        if let Some(TypeKind::Enum { enumerators, .. }) = t.as_deref().map(|t| &t.kind) {
-            if let Some((name, _)) = enumerators.iter().rev().find(|(_, val)| val.to_string() == v.to_string()) {
-                return Ok(Value::String(name.clone()));
-            }
-        }
-        Ok(js_number(v as f64))
+        Ok(())
     }
 
-    fn array(&mut self, addr: u64, of: TypeId, count: u64, depth: i64) -> Value {
+    fn array(&mut self, addr: u64, of: TypeId, count: u64, depth: i64) {
         if addr == 0 {
-            return if count == 0 { Value::Array(vec![]) } else { Value::Null };
+            return self.out.push_str(if count == 0 { "[]" } else { "null" });
         }
         let size = match self.ty(of) {
             Some(t) if matches!(t.kind, TypeKind::Pointer { .. }) => 8,
             Some(t) => t.size,
             None => 0,
         };
-        let n = count.min(MAX_ELEMENTS);
-        let mut out: Vec<Value> = (0..n).map(|i| self.read(addr + i * size, of, depth)).collect();
-        if count > MAX_ELEMENTS {
-            out.push(Value::String(format!("<{} more>", count - MAX_ELEMENTS)));
+        self.out.push('[');
+        for i in 0..count.min(MAX_ELEMENTS) {
+            if i > 0 {
+                self.out.push(',');
+            }
+            self.read(addr + i * size, of, depth);
         }
-        Value::Array(out)
+        if count > MAX_ELEMENTS {
+            if MAX_ELEMENTS > 0 {
+                self.out.push(',');
+            }
+            json::string(&mut self.out, &[&format!("<{} more>", count - MAX_ELEMENTS)]);
+        }
+        self.out.push(']');
     }
-}
-
-/// serialize.ts readFloat's result: the number, or its text when not finite.
-fn js_float(v: f64) -> Value {
-    if v.is_finite() {
-        js_number(v)
-    } else if v.is_nan() {
-        Value::String("NaN".into())
-    } else if v > 0.0 {
-        Value::String("Infinity".into())
-    } else {
-        Value::String("-Infinity".into())
-    }
-}
-
-/// serialize.ts readExtended: an x87 80-bit value as the nearest double, computed the same way.
-fn extended(b: &[u8]) -> f64 {
-    let lo = u32::from_le_bytes(b[0..4].try_into().unwrap()) as f64;
-    let hi_bits = u32::from_le_bytes(b[4..8].try_into().unwrap());
-    let se = u16::from_le_bytes(b[8..10].try_into().unwrap());
-    let sign = if se & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = (se & 0x7fff) as i32;
-    let significand = hi_bits as f64 * 4294967296.0 + lo;
-    if exp == 0x7fff {
-        return if hi_bits & 0x7fff_ffff == 0 && lo == 0.0 { sign * f64::INFINITY } else { f64::NAN };
-    }
-    if exp == 0 && significand == 0.0 {
-        return sign * 0.0;
-    }
-    sign * significand * 2f64.powi((if exp == 0 { 1 } else { exp }) - 16383 - 63)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::capture_view::push_block as block;
     use super::*;
+    use crate::symbols::Member;
 
-    #[test]
-    fn numbers_print_as_javascript_and_serde_would() {
-        assert_eq!(js_number(5.0).to_string(), "5");
-        assert_eq!(js_number(-0.0).to_string(), "0");
-        assert_eq!(js_number(2.5).to_string(), "2.5");
-        assert_eq!(js_number(-3.0).to_string(), "-3");
-        assert_eq!(js_float(f32::from_bits(0x3dcc_cccd) as f64).to_string(), "0.10000000149011612");
-        assert_eq!(js_float(f64::NAN), Value::String("NaN".into()));
-        assert_eq!(int_value(0xffff_fffe, 4, true), Value::from(-2));
-        assert_eq!(int_value(u64::MAX, 8, false), Value::String("18446744073709551615".into()));
+    fn ty(name: &str, size: u64, kind: TypeKind) -> Arc<Type> {
+        Arc::new(Type { name: name.into(), size, kind })
     }
 
+    fn member(name: &str, offset: u64, ty: TypeId, bits: Option<(u64, u64)>) -> Member {
+        Member { name: name.into(), offset, ty, bits }
+    }
+
+    /// `struct S {int a; int; union U {int x;}; struct S *next; char *name; enum E e; unsigned flag: 1;}`
+    /// with both anonymous members named `<anonymous>`, as DWARF reading names them.
+    fn plan() -> CapturePlan {
+        let s = TypeKind::Struct {
+            members: vec![
+                member("a", 0, 0, None),
+                member("<anonymous>", 4, 0, None),
+                member("<anonymous>", 8, 7, None),
+                member("next", 16, 2, None),
+                member("name", 24, 4, None),
+                member("e", 32, 5, None),
+                member("flag", 36, 6, Some((0, 1))),
+            ],
+            is_union: false,
+        };
+        let types = [
+            ty("int", 4, TypeKind::Int { signed: true }),
+            ty("struct S", 40, s),
+            ty("struct S *", 8, TypeKind::Pointer { target: Some(1) }),
+            ty("char", 1, TypeKind::Char { signed: true }),
+            ty("char *", 8, TypeKind::Pointer { target: Some(3) }),
+            ty("enum E", 4, TypeKind::Enum { signed: true, enumerators: vec![("A".into(), 0), ("B".into(), -1)] }),
+            ty("unsigned int", 4, TypeKind::Int { signed: false }),
+            ty("union U", 4, TypeKind::Struct { members: vec![member("x", 0, 0, None)], is_union: true }),
+        ];
+        CapturePlan {
+            depth: 3,
+            params: vec![("s".into(), 2), ("t".into(), 2)],
+            ret: Some(4),
+            enter: Vec::new(),
+            exit: Vec::new(),
+            types: types.into_iter().enumerate().map(|(i, t)| (i as TypeId, t)).collect(),
+        }
+    }
+
+
     #[test]
-    fn blocks_are_found_by_address_and_strings_keep_their_flags() {
+    fn prints_what_the_serializer_prints() {
+        let mut s = Vec::new();
+        for w in [1u32, 2, 3, 0] {
+            s.extend_from_slice(&w.to_le_bytes());
+        }
+        s.extend_from_slice(&0x1000u64.to_le_bytes()); // next: itself
+        s.extend_from_slice(&0x2000u64.to_le_bytes());
+        s.extend_from_slice(&(-1i32).to_le_bytes());
+        s.extend_from_slice(&1u32.to_le_bytes());
         let mut payload = Vec::new();
-        payload.extend_from_slice(&0x1000u64.to_le_bytes());
-        payload.extend_from_slice(&4u32.to_le_bytes());
-        payload.extend_from_slice(&[1, 2, 3, 4]);
-        payload.extend_from_slice(&0x2000u64.to_le_bytes());
-        payload.extend_from_slice(&(2 | META_CSTRING | META_TERMINATED).to_le_bytes());
-        payload.extend_from_slice(b"hi");
-        let v = View::parse(&[], &payload);
-        assert_eq!(v.bytes(0x1001, 2), Ok(&[2u8, 3][..]));
-        assert!(v.bytes(0x1002, 4).is_err(), "beyond the copy: unreadable");
-        assert_eq!(v.strings, vec![(0x2000, &b"hi"[..], 2, true)]);
+        block(&mut payload, 0x1000, 40, &s);
+        block(&mut payload, 0x2000, 4 | 3 << 30, b"hi\"\n");
+        let plan = plan();
+        assert_eq!(
+            args_json(&plan, &[0x1000, 0x3000], &payload),
+            r#"{"s":{"a":1,"<anonymous>":{"x":3},"next":"<circular ref to struct S>","name":"hi\"\n","e":"B","flag":1},"t":"<unreadable 0x3000>"}"#
+        );
+        assert_eq!(ret_json(&plan, 0x2000, &payload), r#""hi\"\n""#);
+        assert_eq!(ret_json(&plan, 0, &payload), "null");
+        // Again, with the repeated names remembered, and a struct cut short.
+        assert_eq!(args_json(&plan, &[0x1000, 0], &payload[..12 + 20]), r#"{"s":"<unreadable 0x1000>","t":null}"#);
     }
 }

@@ -246,9 +246,19 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             words[1] = 0; // v[1] of an exit is its duration, not a word to store
         }
         if r.kind == KIND_TYPED_ENTER || r.kind == KIND_TYPED_EXIT {
-            let text = match st.capture.plans.get(&r.func) {
-                Some(plan) if exit => super::capture_decode::ret_json(plan, r.v[0], payload),
-                Some(plan) => super::capture_decode::args_json(plan, &r.v[..(r.nargs as usize).min(MAX_ARGS)], payload),
+            let regs = if exit { &r.v[..1] } else { &r.v[..(r.nargs as usize).min(MAX_ARGS)] };
+            let state = &mut *st;
+            let text = match state.capture.plans.get(&r.func) {
+                Some(plan) => {
+                    if let Some(kept) = state.typed_samples.as_mut() {
+                        kept.push(plan, exit, regs, payload);
+                    }
+                    if exit {
+                        super::capture_decode::ret_json(plan, regs[0], payload)
+                    } else {
+                        super::capture_decode::args_json(plan, regs, payload)
+                    }
+                }
                 None => "\"<no capture plan>\"".into(),
             };
             typed.push((batch.records.len(), text));

@@ -37,6 +37,9 @@ mod watches;
 mod word_shapes; // typed text of fast-path hooks' raw words
 mod capture_plan; // typed capture in native code: what to copy (issue 18)
 mod capture_decode; // typed capture: the serializer's JSON from the copied bytes
+mod capture_view; // typed capture: a record's copied blocks, indexed by address
+mod capture_json; // typed capture: JSON text written as serde_json prints it
+pub mod capture_samples; // typed records kept for measuring the decoder (benches)
 
 pub use launch::{LaunchRequest, LaunchResult};
 pub use launch_points::{LaunchPoint, Origin};

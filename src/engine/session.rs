@@ -61,6 +61,8 @@ pub(crate) struct SessionState {
     pub watch: super::watches::WatchState,
     /// Shared libraries with DWARF (modules.rs).
     pub modules: super::modules::ModuleState,
+    /// Typed records kept for a benchmark (capture_samples.rs); `None`: not kept.
+    pub typed_samples: Option<super::capture_samples::Kept>,
 }
 
 /// What `debug_session status` reports.
@@ -133,6 +135,7 @@ impl Session {
                 life: Default::default(),
                 watch: Default::default(),
                 modules: Default::default(),
+                typed_samples: None,
             }),
         }
     }

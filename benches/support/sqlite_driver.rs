@@ -1,0 +1,112 @@
+//! The SQLite benchmark driver (benches/real/sqlite_drv.c over the amalgamation of the
+//! `libsqlite3-sys` crate, built `-g -O0`), shared by the benches that trace real SQLite.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use strobe::engine::{Engine, LaunchRequest};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The amalgamation of the libsqlite3-sys crate in this workspace's dependency tree.
+fn sqlite_dir() -> PathBuf {
+    let out = Command::new(env!("CARGO")).args(["metadata", "--format-version", "1"]).current_dir(repo()).output().expect("cargo metadata");
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata JSON");
+    let manifest = meta["packages"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "libsqlite3-sys"))
+        .and_then(|p| p["manifest_path"].as_str())
+        .expect("libsqlite3-sys in the dependency tree");
+    Path::new(manifest).parent().unwrap().join("sqlite3")
+}
+
+/// The driver, built once (`-fpatchable-function-entry=5`: entry nops uftrace patches; the
+/// same binary for every row).
+pub fn build_driver() -> PathBuf {
+    let dir = repo().join("target").join("bench-real");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("sqlite_drv");
+    let src = repo().join("benches/real/sqlite_drv.c");
+    let sqlite = sqlite_dir();
+    let newer = |a: &Path, b: &Path| a.metadata().and_then(|m| m.modified()).ok() > b.metadata().and_then(|m| m.modified()).ok();
+    if !exe.exists() || newer(&src, &exe) {
+        eprintln!("building {} (SQLite -g -O0, about a minute)", exe.display());
+        let st = Command::new("cc")
+            .args(["-g", "-O0", "-fpatchable-function-entry=5", "-fno-omit-frame-pointer", "-I"])
+            .arg(&sqlite)
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .arg(sqlite.join("sqlite3.c"))
+            .args(["-lpthread", "-ldl", "-lm"])
+            .status()
+            .expect("cc");
+        assert!(st.success(), "building the SQLite driver failed");
+    }
+    exe
+}
+
+/// "workload ns=T ..." -> T
+#[allow(dead_code)] // not every bench reads the driver's timing
+pub fn workload_ns(text: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix("workload ns=")).and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse().ok())
+}
+
+/// A driver session launched with `wait`, every event kept, at its "ready" line: trace, then
+/// send "go" on stdin to run the workload.
+#[allow(dead_code)] // not every bench launches under Strobe
+pub async fn launch_waiting(engine: &std::sync::Arc<Engine>, exe: &Path, args: &[String]) -> String {
+    let mut argv = args.to_vec();
+    argv.push("wait".into());
+    let r = engine
+        .launch(LaunchRequest { command: exe.display().to_string(), args: argv, project_root: exe.parent().unwrap().display().to_string(), ..Default::default() })
+        .await
+        .expect("launch");
+    engine.store().set_max_events_per_session(&r.session_id, 100_000_000);
+    crate::session::stdout_line(engine, &r.session_id, "ready").await;
+    r.session_id
+}
+
+/// What a traced workload run reports.
+#[allow(dead_code)] // not every bench launches under Strobe
+pub struct Traced {
+    /// The agent's tracing settings while traced.
+    pub settings: Value,
+    /// The driver's "workload ns=…" line.
+    pub line: String,
+    /// Function events stored, and counted lost.
+    pub stored: i64,
+    pub lost: u64,
+    /// From "go" to the last row committed.
+    pub elapsed: Duration,
+}
+
+/// Trace `functions` with tracing `options` in a session of [`launch_waiting`], run the
+/// workload, and wait until the driver has exited and every row is committed.
+#[allow(dead_code)] // not every bench launches under Strobe
+pub async fn run_traced(engine: &std::sync::Arc<Engine>, id: &str, functions: &[&str], options: Value) -> Traced {
+    engine.configure_tracing(id, options).await.expect("tracing options");
+    let patterns: Vec<String> = functions.iter().map(|f| f.to_string()).collect();
+    let t = engine.trace(Some(id), &patterns, &[]).await.expect("trace");
+    assert_eq!(t.hooked_functions, functions.len(), "{t:?}");
+    let settings = engine.configure_tracing(id, json!({})).await.expect("settings");
+    let t0 = Instant::now();
+    engine.send_stdin(id, b"go\n").await.expect("stdin");
+    let line = crate::session::stdout_line(engine, id, "workload ns=").await;
+    while engine.status(id).map(|s| s.status == "running").unwrap_or(false) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    engine.store().flush();
+    let stored = crate::session::function_events(engine, id);
+    let elapsed = t0.elapsed();
+    let lost = engine.status(id).expect("status").events_lost;
+    Traced { settings, line, stored, lost, elapsed }
+}
