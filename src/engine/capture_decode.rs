@@ -358,6 +358,7 @@ mod tests {
             depth: 3,
             params: vec![("s".into(), 2), ("t".into(), 2)],
             ret: Some(4),
+            programs: Vec::new(),
             enter: Vec::new(),
             exit: Vec::new(),
             types: types.into_iter().enumerate().map(|(i, t)| (i as TypeId, t)).collect(),
