@@ -6,9 +6,13 @@
 //!    (`js:` prefix, the old path). Reported: ns per iteration inside the target and the cost
 //!    per false-condition hit (row minus no breakpoint).
 //! 2. At that pause: debug_eval of 32 expressions, repeated; p50/p90 latency.
+//! 3. Probes on running code (tests/fixtures/c/probestress.c, four busy threads; every patch
+//!    is written with the threads parked, agent/src/quiesce.ts): a logpoint set, then removed,
+//!    on a function the threads run; then step-over from a breakpoint. p50/p90 per call.
 //!
 //! `cargo bench --bench breakpoints` (env: `COND_BENCH_HITS`, default 1,000,000;
-//! `COND_BENCH_JS_HITS` for the JavaScript row, default 100,000; `EVAL_BENCH_CALLS`, default 50).
+//! `COND_BENCH_JS_HITS` for the JavaScript row, default 100,000; `EVAL_BENCH_CALLS`, default 50;
+//! `PROBE_BENCH_ROUNDS`, default 30).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -81,6 +85,44 @@ async fn run(engine: &Arc<Engine>, binary: &PathBuf, n: u64, condition: Option<S
     (ns_per_iter(&line), latencies)
 }
 
+/// Section 3: ms per logpoint set, per logpoint removal, per step-over (`rounds` each).
+async fn probe_changes(engine: &Arc<Engine>, binary: &PathBuf, rounds: u64) -> [Vec<f64>; 3] {
+    let r = engine
+        .launch(LaunchRequest {
+            command: binary.display().to_string(),
+            args: vec!["4".into()],
+            project_root: repo().join("tests/fixtures").display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch probestress");
+    let id = r.session_id;
+    stdout_line(engine, &id, "ready").await;
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1000.0;
+    let [mut set, mut removed, mut steps] = [Vec::new(), Vec::new(), Vec::new()];
+    for _ in 0..rounds {
+        let lp = PointRequest { function: Some("busy_int".into()), condition: Some("a < 0".into()), message: Some("a={a}".into()), ..Default::default() };
+        let t = Instant::now();
+        let r = engine.set_points(&id, &[lp], &[]).await.expect("logpoint");
+        set.push(ms(t));
+        let t = Instant::now();
+        engine.set_points(&id, &[], &[r.logpoints[0].id.clone()]).await.expect("remove the logpoint");
+        removed.push(ms(t));
+    }
+    let bp = PointRequest { function: Some("busy_double".into()), ..Default::default() };
+    let r = engine.set_points(&id, &[bp], &[]).await.expect("breakpoint");
+    let p = engine.wait_for_pause(&id, Duration::from_secs(60)).await.expect("pause");
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let s = engine.continue_session(&id, StepAction::StepOver, p.thread_id, Duration::from_secs(60)).await.expect("step-over");
+        steps.push(ms(t));
+        assert_eq!(s.status, "paused", "{s:?}");
+    }
+    engine.set_points(&id, &[], &[r.breakpoints[0].id.clone()]).await.expect("remove the breakpoint");
+    let _ = engine.stop(&id, false).await;
+    [set, removed, steps]
+}
+
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() as f64 - 1.0) * p).round() as usize]
@@ -114,6 +156,12 @@ fn main() {
             let p50 = percentile(&mut lat, 0.5);
             let p90 = percentile(&mut lat, 0.9);
             println!("debug_eval of 32 expressions at the pause, {} calls: p50 {p50:.2} ms, p90 {p90:.2} ms", lat.len());
+        }
+        let rounds = env_u64("PROBE_BENCH_ROUNDS", 30);
+        let [mut set, mut removed, mut steps] = probe_changes(&engine, &out.join("probestress"), rounds).await;
+        println!("probes on four busy threads (probestress), {rounds} calls each:");
+        for (what, v) in [("logpoint set", &mut set), ("logpoint removed", &mut removed), ("step-over", &mut steps)] {
+            println!("  {what:<18} p50 {:>7.2} ms  p90 {:>7.2} ms", percentile(v, 0.5), percentile(v, 0.9));
         }
     });
 }
