@@ -49,8 +49,18 @@ fn with_reader(plan: &CapturePlan, regs: &[u64], payload: &[u8], f: impl FnOnce(
     })
 }
 
+/// The JSON stored for a typed record: the arguments of an enter (`regs`: its argument
+/// words), the return value of an exit (`regs[0]`: rax).
+pub(crate) fn record_json(plan: &CapturePlan, exit: bool, regs: &[u64], payload: &[u8]) -> String {
+    if exit {
+        ret_json(plan, regs.first().copied().unwrap_or(0), payload)
+    } else {
+        args_json(plan, regs, payload)
+    }
+}
+
 /// `{name: value}` of the arguments of a captured enter (`regs`: the argument words).
-pub(crate) fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
+fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
     with_reader(plan, regs, payload, |r| {
         // `(int arg1, int)`: two parameters print as `arg1`.
         let repeated = plan.params.iter().enumerate().any(|(i, p)| plan.params[..i].iter().any(|q| q.0 == p.0));
@@ -77,7 +87,7 @@ pub(crate) fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> Str
 }
 
 /// The return value of a captured exit (`rax`).
-pub(crate) fn ret_json(plan: &CapturePlan, rax: u64, payload: &[u8]) -> String {
+fn ret_json(plan: &CapturePlan, rax: u64, payload: &[u8]) -> String {
     let Some(ty) = plan.ret else { return "null".into() };
     with_reader(plan, &[rax], payload, |r| r.read(REG_ADDR, ty, plan.depth as i64))
 }

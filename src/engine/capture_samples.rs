@@ -59,11 +59,7 @@ impl TypedSamples {
     /// from elsewhere: a decode at query time).
     pub fn json_from(&self, i: usize, payload: &[u8]) -> String {
         let s = &self.samples[i];
-        if s.exit {
-            super::capture_decode::ret_json(&s.plan, s.regs.first().copied().unwrap_or(0), payload)
-        } else {
-            super::capture_decode::args_json(&s.plan, &s.regs, payload)
-        }
+        super::capture_decode::record_json(&s.plan, s.exit, &s.regs, payload)
     }
 
     /// Whether record `i` is an exit.

@@ -178,8 +178,8 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
     let mut last_thread = (u32::MAX, 0u32);
     let mut st = s.state.lock().unwrap();
     let mut rest = data;
-    // (index in batch.records, its JSON text) of typed captures.
-    let mut typed: Vec<(usize, String)> = Vec::new();
+    // Typed captures, decoded once the session lock is released (decoding takes µs each).
+    let mut typed: Vec<Typed> = Vec::new();
     while !rest.is_empty() {
         let Some((r, len)) = Record::parse(rest) else {
             tracing::warn!("session {}: a fast-path batch ends inside a record; its last {} bytes are ignored", s.id, rest.len());
@@ -248,20 +248,11 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         if r.kind == KIND_TYPED_ENTER || r.kind == KIND_TYPED_EXIT {
             let regs = if exit { &r.v[..1] } else { &r.v[..(r.nargs as usize).min(MAX_ARGS)] };
             let state = &mut *st;
-            let text = match state.capture.plans.get(&r.func) {
-                Some(plan) => {
-                    if let Some(kept) = state.typed_samples.as_mut() {
-                        kept.push(plan, exit, regs, payload);
-                    }
-                    if exit {
-                        super::capture_decode::ret_json(plan, regs[0], payload)
-                    } else {
-                        super::capture_decode::args_json(plan, regs, payload)
-                    }
-                }
-                None => "\"<no capture plan>\"".into(),
-            };
-            typed.push((batch.records.len(), text));
+            let plan = state.capture.plans.get(&r.func).cloned();
+            if let (Some(plan), Some(kept)) = (&plan, state.typed_samples.as_mut()) {
+                kept.push(plan, exit, regs, payload);
+            }
+            typed.push(Typed { record: batch.records.len(), plan, words: r.v, nregs: regs.len(), payload });
         }
         batch.records.push(RawTraceRecord {
             id,
@@ -277,8 +268,28 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         });
     }
     drop(st);
-    let events = split_typed(&mut batch, typed);
+    let texts = typed.iter().map(|t| (t.record, t.json(batch.records[t.record].exit))).collect();
+    let events = split_typed(&mut batch, texts);
     (batch, events)
+}
+
+/// A typed capture of a batch: its record, plan, registers and copied blocks.
+struct Typed<'a> {
+    record: usize,
+    plan: Option<Arc<super::capture_plan::CapturePlan>>,
+    words: [u64; MAX_ARGS],
+    nregs: usize,
+    payload: &'a [u8],
+}
+
+impl Typed<'_> {
+    /// The stored JSON: the arguments of an enter, the return value of an exit.
+    fn json(&self, exit: bool) -> String {
+        match &self.plan {
+            Some(plan) => super::capture_decode::record_json(plan, exit, &self.words[..self.nregs], self.payload),
+            None => "\"<no capture plan>\"".into(),
+        }
+    }
 }
 
 /// Typed captures leave the integer batch as events carrying their JSON.
