@@ -12,6 +12,7 @@ mod common;
 use std::time::Instant;
 
 use strobe::engine::PointRequest;
+use strobe::store::EventType;
 
 const ATTEMPTS: usize = 200;
 const FUNCTIONS: [&str; 2] = ["busy_int", "busy_double"];
@@ -78,5 +79,28 @@ async fn adding_and_removing_probes_on_busy_threads_never_crashes_the_target() {
     eprintln!("patching: {}", cfg["hookPaths"]["patching"]);
     eprintln!("{ATTEMPTS} attempts in {:?}: {} crashed the target", started.elapsed(), crashes.len());
     assert_eq!(crashes, vec![], "probe changes crashed the target");
+    quit_cleanly(&h, &id).await;
+}
+
+/// A logpoint on a function four threads call millions of times a second: the agent logs at
+/// most 2,000 hits a second (agent/src/breakpoints.ts) and says how many it skipped. Before,
+/// every hit was a message: 151,000 in 300 ms, and the logpoint's removal waited behind them
+/// (22 s; a longer-lived logpoint's removal timed out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_logpoint_on_a_hot_function_is_throttled_and_says_so() {
+    let h = harness();
+    let id = launch(&h).await;
+    let lp = PointRequest { function: Some("busy_int".into()), message: Some("a={a}".into()), ..Default::default() };
+    let started = Instant::now();
+    let r = h.engine.set_points(&id, &[lp], &[]).await.expect("logpoint");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    h.engine.set_points(&id, &[], &[r.logpoints[0].id.clone()]).await.expect("the removal answers");
+    let seconds = started.elapsed().as_secs_f64();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let logged = common::events::query_all(&h.engine, &id, Some(EventType::Logpoint), None);
+    assert!(logged.len() as f64 <= 2000.0 * (seconds.ceil() + 1.0), "{} logpoint events in {seconds:.1} s", logged.len());
+    let note = logged.iter().filter_map(|e| e.text.as_deref()).find(|t| t.contains("earlier hits not logged"));
+    assert!(note.is_some(), "no message says hits were skipped ({} events)", logged.len());
+    assert!(note.unwrap().starts_with("a="), "{note:?}");
     quit_cleanly(&h, &id).await;
 }
