@@ -76,7 +76,13 @@ async fn adding_and_removing_probes_on_busy_threads_never_crashes_the_target() {
     }
     // How often the patches waited for threads, and how the removed probes were freed.
     let cfg = h.engine.configure_tracing(&id, serde_json::json!({})).await.expect("tracing settings");
-    eprintln!("patching: {}", cfg["hookPaths"]["patching"]);
+    let patching = &cfg["hookPaths"]["patching"];
+    eprintln!("patching: {patching}");
+    // Every removal pinned Frida's usage counter: the private layout it relies on still holds
+    // (a Frida upgrade that changes it is caught here, not by a rare crash).
+    let detach = &patching["probeDetach"];
+    assert_eq!((detach["unpinned"].as_u64(), detach["layoutMismatch"].as_str()), (Some(0), None), "{detach}");
+    assert!(detach["pinned"].as_u64().unwrap_or(0) > 0, "{detach}");
     eprintln!("{ATTEMPTS} attempts in {:?}: {} crashed the target", started.elapsed(), crashes.len());
     assert_eq!(crashes, vec![], "probe changes crashed the target");
     quit_cleanly(&h, &id).await;
