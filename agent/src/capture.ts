@@ -29,6 +29,9 @@ interface SafeCopy {
 
 let safeCopy: SafeCopy | null = null;
 let faults = 0;
+/** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked. */
+const CAPTURE_SHARED_SIZE = 32, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24;
+let captureShared: NativePointer | null = null;
 let enabled = true;
 let typedValues = true;
 /** Plans by their spec text: hooks of the same function share one block. Never freed. */
@@ -68,13 +71,37 @@ function makeSafeCopy(): SafeCopy {
 /** Symbols the fast path's CModule needs for typed capture (fastpath.ts setUp). */
 export function captureSymbols(libc: (name: string) => NativePointer): Record<string, NativePointer> {
     if (safeCopy === null) safeCopy = makeSafeCopy();
-    const shared = Memory.alloc(16);
-    shared.writeU64(0);
-    shared.add(8).writeU64(0);
+    const shared = Memory.alloc(CAPTURE_SHARED_SIZE);
+    for (let i = 0; i < CAPTURE_SHARED_SIZE; i += 8) shared.add(i).writeU64(0);
+    captureShared = shared;
     const keyCreate = new NativeFunction(libc("pthread_key_create"), "int", ["pointer", "pointer"]);
     // Each thread's scratch is freed by libc when the thread exits.
     if (keyCreate(shared, libc("free")) !== 0) throw new Error("pthread_key_create failed (capture scratch)");
+    shared.add(CS_VM_READV).writeU32(vmReadvWorks(libc) ? 1 : 0);
     return { capture: shared, strobe_safe_copy: safeCopy.code };
+}
+
+/**
+ * Does process_vm_readv on this process work here (a seccomp filter may refuse it)? The
+ * native capture checks pages not known readable with it instead of faulting (capture_c.ts).
+ */
+function vmReadvWorks(libc: (name: string) => NativePointer): boolean {
+    try {
+        const syscall = new NativeFunction(libc("syscall"), "long", ["long", "long", "pointer", "long", "pointer", "long", "long"]);
+        const getpid = new NativeFunction(libc("getpid"), "int", []);
+        const src = Memory.alloc(16);
+        src.writeU64(0x1234_5678);
+        const dst = Memory.alloc(16);
+        const iov = Memory.alloc(32);
+        iov.writePointer(dst);
+        iov.add(8).writeU64(8);
+        iov.add(16).writePointer(src);
+        iov.add(24).writeU64(8);
+        const got = syscall(310, getpid(), iov, 1, iov.add(16), 1, 0) as unknown as Int64 | number;
+        return Number(got) === 8 && dst.readU64().toNumber() === 0x1234_5678;
+    } catch (_) {
+        return false;
+    }
 }
 
 /** Tracing option `nativeCapture` (default true): false keeps typed hooks in JavaScript. */
@@ -125,5 +152,9 @@ export function capturePlan(capture: CaptureSpec): NativePointer {
 }
 
 export function captureStats(): object {
-    return { enabled, typedValues, plans: plans.size, faultsRecovered: faults };
+    const records = captureShared === null ? 0 : captureShared.add(CS_RECORDS).readU64().toNumber();
+    const payloadBytes = captureShared === null ? 0 : captureShared.add(CS_BYTES).readU64().toNumber();
+    const checkedReads = captureShared === null ? 0 : captureShared.add(CS_CHECKED).readU64().toNumber();
+    const vmReadv = captureShared !== null && captureShared.add(CS_VM_READV).readU32() === 1;
+    return { enabled, typedValues, plans: plans.size, faultsRecovered: faults, records, payloadBytes, checkedReads, vmReadv };
 }

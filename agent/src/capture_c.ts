@@ -24,7 +24,15 @@
 // bytes follow).
 //
 // Reads never fault the target: strobe_safe_copy (capture.ts) is a `rep movsb` whose fault
-// the agent's exception hook turns into a return of the bytes not copied.
+// the agent's exception hook turns into a return of the bytes not copied. A fault is costly
+// (a signal and Frida's JavaScript exception dispatch, ~100 µs), and SQLite's unions alone
+// make a few per call (an integer member read as a pointer), so a read touching a page not
+// known readable goes through process_vm_readv on the process itself instead (~1 µs, EFAULT
+// instead of a signal); the pages it read are remembered per thread (CAP_PAGES), and reads
+// within them take the `rep movsb`. A remembered page unmapped since still only faults. A
+// page process_vm_readv could not read is remembered as unreadable for CAP_BAD_NS (10 ms):
+// the same garbage pointer in the next calls costs nothing, and memory mapped at that
+// address within those 10 ms reads as <unreadable …> until then (never as a wrong value).
 //
 // Ring: a typed record takes k consecutive slots with one reservation: the header slot
 // (kind 3 enter / 4 exit, laid out like the others) then u32 payload length and the payload
@@ -41,7 +49,11 @@ typedef struct { guint32 n_enter; guint32 n_exit; guint32 n_progs; guint32 n_edg
 typedef struct { guint32 reg; guint32 kind; guint32 prog; guint32 pad; } CapRoot;
 typedef struct { guint32 key; guint32 depth; guint32 size; guint32 first; guint32 n; guint32 pad; } CapProg;
 typedef struct { guint32 off; guint32 count; guint32 stride; guint32 kind; guint32 child; guint32 pad; } CapEdge;
-typedef struct { guint32 tls_key; guint32 pad; volatile guint64 faults; } CaptureShared;
+/* records / bytes: typed records written and their payload bytes; checked: reads that went
+   through process_vm_readv (racy increments: estimates). vm_readv: 1 when process_vm_readv
+   works here (capture.ts probes it; else every read takes the rep movsb). */
+typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 bytes; guint64 checked; } CaptureShared;
+typedef struct { void * base; guint64 len; } CapIov;
 
 extern CaptureShared capture;
 extern guint64 strobe_safe_copy (void * dst, const void * src, guint64 n);
@@ -53,6 +65,14 @@ extern guint64 strobe_safe_copy (void * dst, const void * src, guint64 n);
 #define CAP_VISITS 1536           /* distinct pointees per call: keeps the table sparse */
 #define CAP_STACK 2048
 #define CAP_KEY_CSTRING 0xffffffffu
+#define CAP_PAGES_BITS 10
+#define CAP_PAGES (1 << CAP_PAGES_BITS) /* pages known readable, by hashed page number */
+#define CAP_BAD_BITS 8
+#define CAP_BAD_PAGES (1 << CAP_BAD_BITS) /* pages found unreadable, and when */
+#define CAP_BAD_NS 10000000ULL
+#define SYS_PROCESS_VM_READV 310
+#define CAP_IOV 24                /* pages one checked read spans at most (64 KiB structs: 17) */
+#define SYS_GETPID_ 39
 #define CAP_MAX_SLOTS ${CAPTURE_MAX_SLOTS}
 #define META_CSTRING (1u << 30)
 #define META_TERMINATED (1u << 31)
@@ -70,6 +90,10 @@ typedef struct { guint64 p; guint32 kind; guint32 prog; } CapTodo;
 typedef struct {
   guint32 gen;
   guint32 visits;
+  guint64 now;                    /* ns at the start of this walk */
+  guint64 pages[CAP_PAGES];       /* page number + 1 of a page read without a fault */
+  guint64 bad[CAP_BAD_PAGES];     /* page number + 1 of a page process_vm_readv refused */
+  guint64 bad_at[CAP_BAD_PAGES];
   CapSeen seen[CAP_TABLE];
   CapTodo todo[CAP_STACK];
   guint8 buf[4 + CAP_BUDGET + CAP_STRING + 64];
@@ -88,6 +112,57 @@ static CapScratch * cap_scratch (void) {
 
 static inline int cap_plausible (guint64 p) {
   return p >= 0x10000 && p < 0x800000000000ULL;
+}
+
+/* A page's slot in a table of 2^bits: hashed, as garbage pointers differ in high bits. */
+static inline guint32 cap_page_slot (guint64 page, guint32 bits) {
+  return (guint32) ((page * 0x9e3779b97f4a7c15ULL) >> (64 - bits));
+}
+
+static inline int cap_page_known (CapScratch * s, guint64 page) {
+  return s->pages[cap_page_slot (page, CAP_PAGES_BITS)] == page + 1;
+}
+
+/* Copy n (> 0) bytes from src to dst without faulting; returns the bytes copied (a read
+   stops at the first page that cannot be read). */
+static guint32 cap_copy (CapScratch * s, guint8 * dst, guint64 src, guint32 n) {
+  guint64 first = src >> 12, last = (src + n - 1) >> 12, pg;
+  int known = 1;
+  for (pg = first; pg <= last && known; pg++)
+    known = cap_page_known (s, pg);
+  if (known || !capture.vm_readv)
+    return n - (guint32) strobe_safe_copy (dst, (const void *) src, n);
+  guint32 b = cap_page_slot (first, CAP_BAD_BITS);
+  if (s->bad[b] == first + 1 && s->now - s->bad_at[b] < CAP_BAD_NS)
+    return 0;
+  capture.checked++;
+  /* One remote element per page: a partial read stops at an element boundary (man
+     process_vm_readv), so what precedes an unreadable page is still copied. */
+  CapIov local, remote[CAP_IOV];
+  long nr = 0;
+  guint64 at = src, end = src + n;
+  while (at < end && nr < CAP_IOV) {
+    guint64 stop = ((at >> 12) + 1) << 12;
+    if (stop > end)
+      stop = end;
+    remote[nr].base = (void *) at;
+    remote[nr].len = stop - at;
+    nr++;
+    at = stop;
+  }
+  local.base = dst; local.len = at - src;
+  long got = syscall (SYS_PROCESS_VM_READV, syscall (SYS_GETPID_), &local, 1L, remote, nr, 0L);
+  if (got <= 0) {
+    s->bad[b] = first + 1;
+    s->bad_at[b] = s->now;
+    return 0;
+  }
+  if (got > n)
+    got = n;
+  /* Every page a byte was read from is readable (protection is per page). */
+  for (pg = first; pg <= ((src + (guint64) got - 1) >> 12); pg++)
+    s->pages[cap_page_slot (pg, CAP_PAGES_BITS)] = pg + 1;
+  return (guint32) got;
 }
 
 /* The table slot of (p, key) this call; *fresh when it was not there. NULL: table full. */
@@ -113,7 +188,7 @@ static CapSeen * cap_seen (CapScratch * s, guint64 p, guint32 key, int * fresh) 
 }
 
 /* A C string at p into out + pos (header included); returns the bytes used (0: none). */
-static guint32 cap_string (guint8 * h, guint64 p) {
+static guint32 cap_string (CapScratch * s, guint8 * h, guint64 p) {
   guint8 * d = h + 12;
   guint32 got = 0, term = 0;
   while (got <= CAP_STRING) {
@@ -121,7 +196,7 @@ static guint32 cap_string (guint8 * h, guint64 p) {
     guint32 chunk = 64 - (guint32) (at & 63); /* aligned chunks never cross a page */
     if (chunk > CAP_STRING + 1 - got)
       chunk = CAP_STRING + 1 - got;
-    guint32 c = chunk - (guint32) strobe_safe_copy (d + got, (const void *) at, chunk);
+    guint32 c = cap_copy (s, d + got, at, chunk);
     guint32 k;
     for (k = 0; k < c; k++)
       if (d[got + k] == 0)
@@ -150,6 +225,9 @@ static guint32 cap_run (const CapPlan * plan, int at_exit, const guint64 * regs,
   const CapEdge * edges = (const CapEdge *) (progs + plan->n_progs);
   const CapRoot * r = at_exit ? roots + plan->n_enter : roots;
   guint32 nr = at_exit ? plan->n_exit : plan->n_enter;
+  if (nr == 0)
+    return 0;
+  s->now = now_ns ();
   guint8 * out = s->buf + 4;
   guint32 pos = 0, sp = 0, i;
   if (++s->gen == 0) { /* wrapped: forget every slot once */
@@ -172,7 +250,7 @@ static guint32 cap_run (const CapPlan * plan, int at_exit, const guint64 * regs,
       CapSeen * e = cap_seen (s, t.p, CAP_KEY_CSTRING, &fresh);
       if (e == NULL || !fresh || pos + 12 + CAP_STRING > CAP_BUDGET)
         continue;
-      pos += cap_string (h, t.p);
+      pos += cap_string (s, h, t.p);
       continue;
     }
     if (t.prog >= plan->n_progs)
@@ -184,7 +262,7 @@ static guint32 cap_run (const CapPlan * plan, int at_exit, const guint64 * regs,
     if (e->want < g->size) {
       if (pos + 12 + g->size > CAP_BUDGET)
         continue; /* over the budget: left out (a later, smaller need may still fit) */
-      guint32 got = g->size - (guint32) strobe_safe_copy (h + 12, (const void *) t.p, g->size);
+      guint32 got = g->size > 0 ? cap_copy (s, h + 12, t.p, g->size) : 0;
       e->want = g->size;
       if (got > 0) {
         memcpy (h, &t.p, 8);
@@ -264,6 +342,8 @@ static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 *
   }
   memcpy (s->buf, &len, 4);
   cap_put (pos, s->buf, 4 + len);
+  capture.records++;
+  capture.bytes += len;
   r->kind = KIND_TYPED_ENTER; r->flags = inv->flags; r->nargs = f->nargs; r->pad = 0;
   r->fn = f->id; r->tid = t->tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
   r->v[0] = a[0]; r->v[1] = a[1]; r->v[2] = a[2];
@@ -286,6 +366,8 @@ static void capture_exit (Fn * f, Thread * t, Invocation * inv, guint64 ret, gui
     return;
   memcpy (s->buf, &len, 4);
   cap_put (pos, s->buf, 4 + len);
+  capture.records++;
+  capture.bytes += len;
   r->kind = KIND_TYPED_EXIT; r->flags = inv->flags; r->nargs = 0; r->pad = 0;
   r->fn = f->id; r->tid = t->tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
   r->v[0] = ret;
