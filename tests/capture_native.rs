@@ -65,6 +65,11 @@ async fn run_both(engine: &Arc<Engine>) -> (Vec<Event>, Vec<Event>, Value) {
             engine.trace(Some(&id), &[], &patterns).await.expect("untrace");
         }
         passes.push(common::events::trace_events(engine, &id)[before..].to_vec());
+        if pass == 1 {
+            // What the native pass did, read before the process exits (it waits for a line).
+            settings["after"] = engine.configure_tracing(&id, json!({})).await.expect("tracing settings after the pass");
+            engine.send_stdin(&id, b"end\n").await.expect("stdin");
+        }
         if pass == 0 {
             assert_eq!(settings["capture"]["plans"], json!(0), "the JS pass used no plan: {settings}");
         }
@@ -141,5 +146,13 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     assert!(tails[1]["t"]["b"].as_str().unwrap().starts_with("<unreadable 0x"), "{}", tails[1]);
     let label = native.iter().find(|e| e.0 == EventType::FunctionExit && e.1 == "cap_label").unwrap();
     assert_eq!(label.3, Some(json!("even label")), "a C string result");
-    assert!(native_settings["capture"]["faultsRecovered"].is_number());
+    // Unreadable pointees (a PROT_NONE page, a page cut) are found without a fault, which
+    // costs a signal and Frida's JavaScript exception dispatch (~100 µs): process_vm_readv
+    // checks pages not known readable, where the kernel allows it (capture_c.ts cap_copy).
+    let after = &native_settings["after"]["capture"];
+    assert!(after["records"].as_u64().unwrap() >= 3 * CALLS as u64 * 2, "{after}");
+    if after["vmReadv"] == json!(true) {
+        assert_eq!(after["faultsRecovered"], json!(0), "{after}");
+        assert!(after["checkedReads"].as_u64().unwrap() > 0, "{after}");
+    }
 }

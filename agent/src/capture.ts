@@ -30,7 +30,7 @@ interface SafeCopy {
 let safeCopy: SafeCopy | null = null;
 let faults = 0;
 /** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked. */
-const CAPTURE_SHARED_SIZE = 32, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24;
+const CAPTURE_SHARED_SIZE = 48, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24;
 let captureShared: NativePointer | null = null;
 let enabled = true;
 let typedValues = true;
@@ -78,7 +78,7 @@ export function captureSymbols(libc: (name: string) => NativePointer): Record<st
     // Each thread's scratch is freed by libc when the thread exits.
     if (keyCreate(shared, libc("free")) !== 0) throw new Error("pthread_key_create failed (capture scratch)");
     shared.add(CS_VM_READV).writeU32(vmReadvWorks(libc) ? 1 : 0);
-    return { capture: shared, strobe_safe_copy: safeCopy.code };
+    return { capture: shared, strobe_safe_copy: safeCopy.code, memchr: libc("memchr") };
 }
 
 /**
@@ -156,5 +156,7 @@ export function captureStats(): object {
     const payloadBytes = captureShared === null ? 0 : captureShared.add(CS_BYTES).readU64().toNumber();
     const checkedReads = captureShared === null ? 0 : captureShared.add(CS_CHECKED).readU64().toNumber();
     const vmReadv = captureShared !== null && captureShared.add(CS_VM_READV).readU32() === 1;
-    return { enabled, typedValues, plans: plans.size, faultsRecovered: faults, records, payloadBytes, checkedReads, vmReadv };
+    const visits = captureShared === null ? 0 : captureShared.add(32).readU64().toNumber();
+    const pushes = captureShared === null ? 0 : captureShared.add(40).readU64().toNumber();
+    return { enabled, typedValues, plans: plans.size, faultsRecovered: faults, records, payloadBytes, checkedReads, vmReadv, visits, pushes };
 }

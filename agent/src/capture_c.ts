@@ -52,11 +52,12 @@ typedef struct { guint32 off; guint32 count; guint32 stride; guint32 kind; guint
 /* records / bytes: typed records written and their payload bytes; checked: reads that went
    through process_vm_readv (racy increments: estimates). vm_readv: 1 when process_vm_readv
    works here (capture.ts probes it; else every read takes the rep movsb). */
-typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 bytes; guint64 checked; } CaptureShared;
+typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 bytes; guint64 checked; guint64 visits; guint64 pushes; } CaptureShared;
 typedef struct { void * base; guint64 len; } CapIov;
 
 extern CaptureShared capture;
 extern guint64 strobe_safe_copy (void * dst, const void * src, guint64 n);
+extern void * memchr (const void * p, int c, unsigned long n);
 
 /* Bytes of blocks one call may copy (capture_plan.rs documents it: beyond, <unreadable>). */
 #define CAP_BUDGET (200 * 1024)
@@ -193,16 +194,15 @@ static guint32 cap_string (CapScratch * s, guint8 * h, guint64 p) {
   guint32 got = 0, term = 0;
   while (got <= CAP_STRING) {
     guint64 at = p + got;
-    guint32 chunk = 64 - (guint32) (at & 63); /* aligned chunks never cross a page */
+    /* Up to the end of the page (readable as a whole, or not at all), then memchr: one
+       copy for most strings instead of a byte loop per 64 bytes. */
+    guint32 chunk = 4096 - (guint32) (at & 4095);
     if (chunk > CAP_STRING + 1 - got)
       chunk = CAP_STRING + 1 - got;
     guint32 c = cap_copy (s, d + got, at, chunk);
-    guint32 k;
-    for (k = 0; k < c; k++)
-      if (d[got + k] == 0)
-        break;
-    if (k < c) {
-      got += k;
+    guint8 * z = c > 0 ? memchr (d + got, 0, c) : NULL;
+    if (z != NULL) {
+      got = (guint32) (z - d);
       term = 1;
       break;
     }
@@ -213,8 +213,8 @@ static guint32 cap_string (CapScratch * s, guint8 * h, guint64 p) {
   if (got == 0 && !term)
     return 0;
   guint32 meta = got | META_CSTRING | (term ? META_TERMINATED : 0);
-  memcpy (h, &p, 8);
-  memcpy (h + 8, &meta, 4);
+  *(guint64 *) h = p;
+  *(guint32 *) (h + 8) = meta;
   return 12 + (got > CAP_STRING ? CAP_STRING : got);
 }
 
@@ -241,32 +241,34 @@ static guint32 cap_run (const CapPlan * plan, int at_exit, const guint64 * regs,
     sp++;
   }
   while (sp > 0) {
-    CapTodo t = s->todo[--sp];
+    --sp;
+    guint64 tp = s->todo[sp].p;
+    guint32 tkind = s->todo[sp].kind, tprog = s->todo[sp].prog;
     int fresh;
-    if (!cap_plausible (t.p))
+    if (!cap_plausible (tp))
       continue;
     guint8 * h = out + pos;
-    if (t.kind != 0) {
-      CapSeen * e = cap_seen (s, t.p, CAP_KEY_CSTRING, &fresh);
+    if (tkind != 0) {
+      CapSeen * e = cap_seen (s, tp, CAP_KEY_CSTRING, &fresh);
       if (e == NULL || !fresh || pos + 12 + CAP_STRING > CAP_BUDGET)
         continue;
-      pos += cap_string (s, h, t.p);
+      pos += cap_string (s, h, tp);
       continue;
     }
-    if (t.prog >= plan->n_progs)
+    if (tprog >= plan->n_progs)
       continue;
-    const CapProg * g = &progs[t.prog];
-    CapSeen * e = cap_seen (s, t.p, g->key, &fresh);
+    const CapProg * g = &progs[tprog];
+    CapSeen * e = cap_seen (s, tp, g->key, &fresh);
     if (e == NULL || (!fresh && e->depth >= g->depth))
       continue;
     if (e->want < g->size) {
       if (pos + 12 + g->size > CAP_BUDGET)
         continue; /* over the budget: left out (a later, smaller need may still fit) */
-      guint32 got = g->size > 0 ? cap_copy (s, h + 12, t.p, g->size) : 0;
+      guint32 got = g->size > 0 ? cap_copy (s, h + 12, tp, g->size) : 0;
       e->want = g->size;
       if (got > 0) {
-        memcpy (h, &t.p, 8);
-        memcpy (h + 8, &got, 4);
+        *(guint64 *) h = tp; /* x86-64: unaligned stores are fine (TinyCC calls memcpy) */
+        *(guint32 *) (h + 8) = got;
         e->data = h + 12;
         e->len = got;
         pos += 12 + got;
@@ -283,14 +285,16 @@ static guint32 cap_run (const CapPlan * plan, int at_exit, const guint64 * regs,
         guint64 p;
         if (off + 8 > e->len || sp >= CAP_STACK)
           continue;
-        memcpy (&p, e->data + off, 8);
+        p = *(const guint64 *) (e->data + off);
         if (p == 0)
           continue;
         s->todo[sp].p = p; s->todo[sp].kind = ed->kind; s->todo[sp].prog = ed->child;
         sp++;
+        capture.pushes++;
       }
     }
   }
+  capture.visits += s->visits;
   return pos;
 }
 
