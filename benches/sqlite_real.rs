@@ -5,8 +5,10 @@
 //! sqlite3BtreePayloadSize(BtCursor *) (returns a field of the cursor) and
 //! sqlite3VdbeIntValue(const Mem *) — side by side in one run: untraced, uftrace with
 //! `-A`/`-R` on the same functions, Strobe with typed arguments at the default depth (native
-//! capture, capture_plan.rs), and Strobe integer-only (raw argument words). The driver times
-//! its own query loop, so "ns per traced call" is (traced − untraced) / traced calls.
+//! capture, capture_plan.rs) in replaceFast wrappers and, for comparison, through
+//! Interceptor.attach (`wrappers: false`), and Strobe integer-only (raw argument words). The
+//! driver times its own query loop, so "ns per traced call" is (traced − untraced) / traced
+//! calls; "CPU ns/call" is the same from the workload thread's CPU time.
 //!
 //! `cargo bench --bench sqlite_real` (env: `SQLITE_BENCH_ROWS`, default 1000;
 //! `SQLITE_BENCH_QUERIES`, default 10; `SQLITE_BENCH_REPEAT`, runs of each row, default 3,
@@ -27,7 +29,7 @@ const FUNCTIONS: [&str; 4] = ["sqlite3VdbeMemRelease", "sqlite3BtreeNext", "sqli
 mod session;
 #[path = "support/sqlite_driver.rs"]
 mod sqlite_driver;
-use sqlite_driver::{build_driver, env_u64, launch_waiting, repo, run_traced, workload_ns};
+use sqlite_driver::{build_driver, env_u64, launch_waiting, repo, run_traced, workload_cpu_ns, workload_ns};
 
 /// uftrace on PATH, installing the Debian package when missing (as root).
 fn uftrace() -> Option<PathBuf> {
@@ -45,8 +47,8 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// uftrace's run: workload ns and the traced calls it counted.
-fn uftrace_run(uftrace: &Path, exe: &Path, args: &[String]) -> (f64, u64) {
+/// uftrace's run: workload ns, its CPU ns and the traced calls it counted.
+fn uftrace_run(uftrace: &Path, exe: &Path, args: &[String]) -> (f64, f64, u64) {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(uftrace);
     cmd.arg("record").arg("--no-libcall").arg("-d").arg(dir.path().join("data"));
@@ -59,24 +61,47 @@ fn uftrace_run(uftrace: &Path, exe: &Path, args: &[String]) -> (f64, u64) {
     }
     let out = cmd.arg(exe).args(args).output().expect("uftrace record");
     let ns = workload_ns(&String::from_utf8_lossy(&out.stdout)).unwrap_or(f64::NAN);
+    let cpu = workload_cpu_ns(&String::from_utf8_lossy(&out.stdout));
     let report = Command::new(uftrace).arg("report").arg("-d").arg(dir.path().join("data")).output().expect("uftrace report");
     let calls = String::from_utf8_lossy(&report.stdout)
         .lines()
         .filter(|l| FUNCTIONS.iter().any(|f| l.trim_end().ends_with(f)))
         .filter_map(|l| l.split_whitespace().rev().nth(1).and_then(|c| c.parse::<u64>().ok()))
         .sum();
-    (ns, calls)
+    (ns, cpu, calls)
 }
 
 
 
 struct StrobeRun {
     ns: f64,
+    cpu: f64,
     stored: i64,
     lost: u64,
     rows_per_sec: f64,
     plans: u64,
+    /// Hooks on the replaceFast wrapper path (the rest attach).
+    wrapped: usize,
+    /// The agent's capture statistics after the workload (capture.ts captureStats).
+    capture: Value,
     sample: Option<String>,
+}
+
+impl StrobeRun {
+    /// Typed records' payload bytes and pointees visited, per record; reads that faulted
+    /// (a signal and Frida's exception dispatch each) and reads checked with process_vm_readv.
+    fn capture_line(&self) -> String {
+        let c = &self.capture;
+        let n = |k: &str| c[k].as_u64().unwrap_or(0);
+        let records = n("records").max(1);
+        format!(
+            "payload {} B and {:.1} pointees visited per typed record, faulted reads {}, checked reads {}",
+            n("payloadBytes") / records,
+            n("visits") as f64 / records as f64,
+            n("faultsRecovered"),
+            n("checkedReads")
+        )
+    }
 }
 
 async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], options: Value) -> StrobeRun {
@@ -88,10 +113,13 @@ async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], options: 
     engine.stop(&id, false).await.expect("stop");
     StrobeRun {
         ns: workload_ns(&run.line).unwrap_or(f64::NAN),
+        cpu: workload_cpu_ns(&run.line),
         stored: run.stored,
         lost: run.lost,
         rows_per_sec: run.stored as f64 / run.elapsed.as_secs_f64(),
         plans: run.settings["capture"]["plans"].as_u64().unwrap_or(0),
+        wrapped: run.settings["hookPaths"]["wrapped"].as_array().map_or(0, Vec::len),
+        capture: run.after["capture"].clone(),
         sample,
     }
 }
@@ -103,7 +131,7 @@ fn main() {
     let uftrace = uftrace();
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (untraced, uf, typed, words) = rt.block_on(async {
+    let (untraced, uf, typed, typed_attach, words) = rt.block_on(async {
         let home = tempfile::tempdir().unwrap();
         let cache_dir = repo().join("target").join("strobe-cache");
         let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
@@ -113,64 +141,76 @@ fn main() {
         let base = json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": 1 << 20 });
         let mut words_only = base.clone();
         words_only["typedValues"] = json!(false);
-        let (mut untraced, mut uf, mut typed, mut words) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut attach = base.clone();
+        attach["wrappers"] = json!(false);
+        let (mut untraced, mut uf, mut typed, mut typed_attach, mut words) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         // Interleaved, so a slow spell of the shared machine does not land on one row only.
         for _ in 0..repeat {
             let out = Command::new(&exe).args(&args).output().expect("run driver");
-            untraced.push(workload_ns(&String::from_utf8_lossy(&out.stdout)).expect("workload line"));
+            let text = String::from_utf8_lossy(&out.stdout);
+            untraced.push((workload_ns(&text).expect("workload line"), workload_cpu_ns(&text)));
             if let Some(u) = &uftrace {
                 uf.push(uftrace_run(u, &exe, &args));
             }
             typed.push(strobe_run(&engine, &exe, &args, base.clone()).await);
+            typed_attach.push(strobe_run(&engine, &exe, &args, attach.clone()).await);
             words.push(strobe_run(&engine, &exe, &args, words_only.clone()).await);
         }
-        (untraced, uf, typed, words)
+        (untraced, uf, typed, typed_attach, words)
     });
 
-    let base_ns = median(untraced.clone());
+    let base_ns = median(untraced.iter().map(|r| r.0).collect());
+    let base_cpu = median(untraced.iter().map(|r| r.1).collect());
     let calls = words.iter().map(|r| (r.stored + r.lost as i64) / 2).max().unwrap_or(0) as f64;
     let uf_ns = median(uf.iter().map(|r| r.0).collect());
-    let uf_calls = uf.first().map(|r| r.1).unwrap_or(0);
+    let uf_cpu = median(uf.iter().map(|r| r.1).collect());
+    let uf_calls = uf.first().map(|r| r.2).unwrap_or(0);
     let per_call = |ns: f64| (ns - base_ns) / calls;
+    let cpu_per_call = |ns: f64| (ns - base_cpu) / calls;
     let uf_per_call = per_call(uf_ns);
     println!("SQLite {} rows, {} queries; traced: {}", args[0], args[1], FUNCTIONS.join(", "));
     println!("traced calls per run: {calls:.0} (Strobe: (stored + lost) / 2); uftrace counted {uf_calls}");
-    println!("{:<28} {:>12} {:>14} {:>10} {:>12} {:>10} {:>12}", "run", "workload ms", "ns/traced call", "× uftrace", "rows stored", "lost", "rows/s e2e");
-    println!("{:<28} {:>12.1} {:>14} {:>10} {:>12} {:>10} {:>12}", "untraced", base_ns / 1e6, "-", "-", "-", "-", "-");
+    println!("{:<28} {:>12} {:>14} {:>10} {:>12} {:>12} {:>10} {:>12}", "run", "workload ms", "ns/traced call", "× uftrace", "CPU ns/call", "rows stored", "lost", "rows/s e2e");
+    println!("{:<28} {:>12.1} {:>14} {:>10} {:>12} {:>12} {:>10} {:>12}", "untraced", base_ns / 1e6, "-", "-", "-", "-", "-", "-");
     if uftrace.is_some() {
-        println!("{:<28} {:>12.1} {:>14.0} {:>10.2} {:>12} {:>10} {:>12}", "uftrace -A/-R", uf_ns / 1e6, uf_per_call, 1.0, "-", "-", "-");
+        println!("{:<28} {:>12.1} {:>14.0} {:>10.2} {:>12.0} {:>12} {:>10} {:>12}", "uftrace -A/-R", uf_ns / 1e6, uf_per_call, 1.0, cpu_per_call(uf_cpu), "-", "-", "-");
     } else {
         println!("uftrace: not available (apt-get install uftrace failed); its row is skipped");
     }
-    for (name, runs) in [("Strobe typed (native, depth 3)", &typed), ("Strobe integer-only", &words)] {
+    for (name, runs) in [("Strobe typed (native, depth 3)", &typed), ("  same, Interceptor.attach", &typed_attach), ("Strobe integer-only", &words)] {
         let ns = median(runs.iter().map(|r| r.ns).collect());
+        let cpu = median(runs.iter().map(|r| r.cpu).collect());
         let mid = &runs[runs.len() / 2];
         println!(
-            "{:<28} {:>12.1} {:>14.0} {:>10.2} {:>12} {:>10} {:>12.0}",
+            "{:<28} {:>12.1} {:>14.0} {:>10.2} {:>12.0} {:>12} {:>10} {:>12.0}",
             name,
             ns / 1e6,
             per_call(ns),
             per_call(ns) / uf_per_call,
+            cpu_per_call(cpu),
             mid.stored,
             mid.lost,
             mid.rows_per_sec
         );
     }
     println!("\nEach run (workload ms):");
-    println!("  untraced  {:?}", untraced.iter().map(|n| (n / 1e5).round() / 10.0).collect::<Vec<_>>());
+    println!("  untraced  {:?}", untraced.iter().map(|n| (n.0 / 1e5).round() / 10.0).collect::<Vec<_>>());
     println!("  uftrace   {:?}", uf.iter().map(|r| (r.0 / 1e5).round() / 10.0).collect::<Vec<_>>());
     println!("  typed     {:?}", typed.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
+    println!("  t-attach  {:?}", typed_attach.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
     println!("  int-only  {:?}", words.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
-    for (name, runs) in [("typed", &typed), ("int-only", &words)] {
+    for (name, runs) in [("typed", &typed), ("t-attach", &typed_attach), ("int-only", &words)] {
         for r in runs.iter() {
             let total = r.stored + r.lost as i64;
             println!(
-                "{name}: {} stored + {} lost = {total} of {} events: {}; native plans {}",
+                "{name}: {} stored + {} lost = {total} of {} events: {}; native plans {}, wrapped hooks {}; {}",
                 r.stored,
                 r.lost,
                 2.0 * calls,
                 if total as f64 == 2.0 * calls { "every event accounted for" } else { "MISMATCH" },
-                r.plans
+                r.plans,
+                r.wrapped,
+                r.capture_line()
             );
         }
     }

@@ -60,6 +60,14 @@ pub fn workload_ns(text: &str) -> Option<f64> {
     text.lines().find_map(|l| l.strip_prefix("workload ns=")).and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse().ok())
 }
 
+/// "workload ns=T ... cpu_ns=U" -> U: the workload thread's CPU time (a busy machine does
+/// not inflate it).
+#[allow(dead_code)] // not every bench reads the driver's timing
+pub fn workload_cpu_ns(text: &str) -> f64 {
+    let line = text.lines().find(|l| l.starts_with("workload ns="));
+    line.and_then(|l| l.split_whitespace().find_map(|w| w.strip_prefix("cpu_ns="))).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+}
+
 /// A driver session launched with `wait`, every event kept, at its "ready" line: trace, then
 /// send "go" on stdin to run the workload.
 #[allow(dead_code)] // not every bench launches under Strobe
@@ -80,6 +88,8 @@ pub async fn launch_waiting(engine: &std::sync::Arc<Engine>, exe: &Path, args: &
 pub struct Traced {
     /// The agent's tracing settings while traced.
     pub settings: Value,
+    /// The same after the workload (capture statistics: capture.ts captureStats).
+    pub after: Value,
     /// The driver's "workload ns=…" line.
     pub line: String,
     /// Function events stored, and counted lost.
@@ -90,7 +100,8 @@ pub struct Traced {
 }
 
 /// Trace `functions` with tracing `options` in a session of [`launch_waiting`], run the
-/// workload, and wait until the driver has exited and every row is committed.
+/// workload, wait until every row is committed while the driver lives (it waits for a line
+/// on stdin before exiting), then let it exit.
 #[allow(dead_code)] // not every bench launches under Strobe
 pub async fn run_traced(engine: &std::sync::Arc<Engine>, id: &str, functions: &[&str], options: Value) -> Traced {
     engine.configure_tracing(id, options).await.expect("tracing options");
@@ -101,12 +112,31 @@ pub async fn run_traced(engine: &std::sync::Arc<Engine>, id: &str, functions: &[
     let t0 = Instant::now();
     engine.send_stdin(id, b"go\n").await.expect("stdin");
     let line = crate::session::stdout_line(engine, id, "workload ns=").await;
+    let after = engine.configure_tracing(id, json!({})).await.expect("settings after the workload");
+    // The daemon may still be decoding and storing what the agent sent: count once the
+    // count stops growing, with the process alive (docs/performance.md: a process exiting
+    // with much still in its ring).
+    let (stored, elapsed) = settle(engine, id, t0).await;
+    engine.send_stdin(id, b"exit\n").await.expect("stdin");
     while engine.status(id).map(|s| s.status == "running").unwrap_or(false) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    engine.store().flush();
-    let stored = crate::session::function_events(engine, id);
-    let elapsed = t0.elapsed();
+    assert_eq!(settle(engine, id, t0).await.0, stored, "events stored after the driver exited");
     let lost = engine.status(id).expect("status").events_lost;
-    Traced { settings, line, stored, lost, elapsed }
+    Traced { settings, after, line, stored, lost, elapsed }
+}
+
+/// Function events stored once the count has not grown for 2 s, and the time from `t0` to
+/// its last growth.
+async fn settle(engine: &std::sync::Arc<Engine>, id: &str, t0: Instant) -> (i64, Duration) {
+    let (mut stored, mut elapsed, mut still) = (-1, t0.elapsed(), Instant::now());
+    while still.elapsed() < Duration::from_secs(2) && t0.elapsed() < Duration::from_secs(600) {
+        engine.store().flush();
+        let n = crate::session::function_events(engine, id);
+        if n != stored {
+            (stored, elapsed, still) = (n, t0.elapsed(), Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (stored, elapsed)
 }
