@@ -54,9 +54,8 @@ async fn capture(exe: &Path, args: &[String]) -> TypedSamples {
     engine.stop(&id, false).await.expect("stop");
     println!("live run: {}", run.line);
     println!(
-        "  native plans {} (of {}), {} rows stored + {} lost, {:.0} rows/s end to end (go → last row committed, {:.2} s)",
+        "  distinct native plans {} (the functions share one), {} rows stored + {} lost, {:.0} rows/s end to end (go → last row committed, {:.2} s)",
         run.settings["capture"]["plans"],
-        FUNCTIONS.len(),
         run.stored,
         run.lost,
         run.stored as f64 / run.elapsed.as_secs_f64(),

@@ -108,7 +108,8 @@ const TYPE_SLOTS: usize = 256;
 
 impl<'a> Reader<'a> {
     fn ty(&mut self, id: TypeId) -> Option<&'a Arc<Type>> {
-        let slot = &mut self.types[id as usize % TYPE_SLOTS];
+        // Fibonacci hashing: ids of one struct's member types are often close together.
+        let slot = &mut self.types[(id.wrapping_mul(0x9e37_79b9) >> 24) as usize % TYPE_SLOTS];
         if slot.0 != id {
             *slot = (id, self.plan.ty(id));
         }
