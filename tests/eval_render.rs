@@ -111,6 +111,9 @@ fn cpp_scalars_enums_and_bitfields_match_gdb() {
     assert_eq!(p.render("g_bool"), json!(true));
     assert_eq!(p.render("g_char"), json!("A"));
     assert_eq!(p.render("g_char_nul"), json!(0), "an unprintable char is its code");
+    // unsigned char is a byte (uint8_t, flags, states): its number, which gdb prints first.
+    assert_eq!(p.render("g_uchar_flags"), json!(34));
+    assert_eq!(p.gdb("g_uchar_flags"), "34 '\"'");
     assert_eq!(p.render("g_float"), json!(1.5));
     assert_eq!(p.render("g_double"), json!(-2.25));
     assert_eq!(p.gdb("g_double"), "-2.25");

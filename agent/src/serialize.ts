@@ -166,8 +166,9 @@ function readExtended(addr: NativePointer): number {
 function readChar(addr: NativePointer, t: TypeDesc): string | number {
     const size = t.s ?? 1;
     const code = size === 4 ? addr.readU32() : size === 2 ? addr.readU16() : t.sg ? addr.readS8() : addr.readU8();
-    // One-byte characters beyond ASCII are bytes of some encoding: shown as numbers (as gdb does).
-    const printable = size === 1 ? code >= 32 && code < 127 : code >= 32 && code < 0x110000 && code !== 127 && !(code >= 0xd800 && code < 0xe000);
+    // One-byte characters beyond ASCII are bytes of some encoding: shown as numbers (as gdb does);
+    // so is every unsigned char: C's byte (uint8_t, flags, states), whose number is what matters.
+    const printable = size === 1 ? t.sg === true && code >= 32 && code < 127 : code >= 32 && code < 0x110000 && code !== 127 && !(code >= 0xd800 && code < 0xe000);
     if (printable) return String.fromCodePoint(code);
     return code;
 }

@@ -154,7 +154,8 @@ impl<'a> Reader<'a> {
                     _ if *signed => v.bytes(addr, 1)?[0] as i8 as i64,
                     _ => v.bytes(addr, 1)?[0] as i64,
                 };
-                let printable = if size == 1 { (32..127).contains(&code) } else { code >= 32 && code < 0x110000 && code != 127 && !(0xd800..0xe000).contains(&code) };
+                // unsigned char is a byte (uint8_t, flags): its number (serialize.ts readChar).
+                let printable = if size == 1 { *signed && (32..127).contains(&code) } else { code >= 32 && code < 0x110000 && code != 127 && !(0xd800..0xe000).contains(&code) };
                 match char::from_u32(code as u32).filter(|_| printable) {
                     Some(c) => {
                         let mut buf = [0; 4];

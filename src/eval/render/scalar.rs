@@ -91,6 +91,10 @@ fn x87(bytes: &[u8]) -> f64 {
 pub(crate) fn character(bytes: &[u8], signed: bool) -> Value {
     let raw = le(bytes);
     let code = if signed { sign_extend(raw, bytes.len() as u32 * 8) } else { raw as i128 };
+    if bytes.len() == 1 && !signed {
+        // unsigned char is how C spells a byte (uint8_t, u8 flags and states): its number.
+        return number(code);
+    }
     match u32::try_from(code).ok().and_then(char::from_u32) {
         Some(c) if !c.is_control() && (bytes.len() > 1 || c.is_ascii()) => Value::String(c.to_string()),
         _ => number(code),
