@@ -156,3 +156,40 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
         assert!(after["checkedReads"].as_u64().unwrap() > 0, "{after}");
     }
 }
+
+/// A process that exits with many typed records still in its ring sends them all: a typed
+/// record takes several ring slots, so a drain batch (counted in slots) holds fewer records
+/// than its size, and the drain must not take that for an empty ring. Stored + lost = every
+/// enter and exit (with this ring, nothing is lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_records_left_in_the_ring_at_exit_all_arrive() {
+    let (_home, engine) = engine();
+    let rounds = 40;
+    let r = engine
+        .launch(LaunchRequest {
+            command: common::fixture("c_capture").display().to_string(),
+            args: vec![rounds.to_string(), "wait".into()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch c_capture");
+    let id = r.session_id;
+    common::events::wait_for_stdout(&engine, &id, "ready 0", Duration::from_secs(60)).await;
+    // Drained once a second: the passes end long before, their records wait in the ring.
+    let options = json!({ "nativeCapture": true, "ringRecords": 1 << 20, "drainIntervalMs": 1000, "hotCallsPerSec": 0 });
+    engine.configure_tracing(&id, options).await.expect("configure tracing");
+    engine.trace(Some(&id), &["cap_*".to_string()], &[]).await.expect("trace");
+    for pass in 0..2 {
+        if pass == 1 {
+            common::events::wait_for_stdout(&engine, &id, "ready 1", Duration::from_secs(60)).await;
+        }
+        engine.send_stdin(&id, b"go\n").await.expect("stdin");
+    }
+    common::events::wait_for_stdout(&engine, &id, "pass 1 done", Duration::from_secs(60)).await;
+    engine.send_stdin(&id, b"end\n").await.expect("stdin");
+    common::events::wait_for_exit(&engine, &id).await;
+    let stored = common::events::trace_events(&engine, &id).len() as u64;
+    let lost = engine.status(&id).expect("status").events_lost;
+    assert_eq!((stored, lost), (2 * 2 * rounds * CALLS as u64, 0), "stored and lost of {rounds} rounds × 2 passes");
+}

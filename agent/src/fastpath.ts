@@ -394,7 +394,11 @@ function drainRing(n: Native, force: boolean): void {
     for (;;) {
         const batch = options.drainBatch;
         const credit = force || (sentSeq - ackedSeq) * batch < MAX_IN_FLIGHT_RECORDS;
+        const tail = n.words[W_TAIL];
         const count = credit ? n.drain(n.out, batch, n.drainBytes) : 0;
+        // Ring slots this drain freed: a typed record takes several (capture_c.ts), so a full
+        // batch holds fewer records than `batch`; more may wait only if the slots ran out.
+        const slots = (n.words[W_TAIL] - tail) >>> 0;
         if (count > 0) announceNewThreads(n);
         flush(); // JS events (and thread names) buffered so far go before these records
         const lost = n.shared.add(SH_LOST).readU64().toNumber();
@@ -412,7 +416,7 @@ function drainRing(n: Native, force: boolean): void {
         // A view of the drain buffer, not a copy: send() copies the bytes into the message
         // before it returns (Frida's "B" argument), and the buffer is refilled only after.
         send(header, ArrayBuffer.wrap(n.out, n.drainBytes.readU32()));
-        if (count < batch) return;
+        if (slots + CAPTURE_MAX_SLOTS <= batch) return;
     }
 }
 

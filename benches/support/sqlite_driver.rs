@@ -114,8 +114,7 @@ pub async fn run_traced(engine: &std::sync::Arc<Engine>, id: &str, functions: &[
     let line = crate::session::stdout_line(engine, id, "workload ns=").await;
     let after = engine.configure_tracing(id, json!({})).await.expect("settings after the workload");
     // The daemon may still be decoding and storing what the agent sent: count once the
-    // count stops growing, with the process alive (docs/performance.md: a process exiting
-    // with much still in its ring).
+    // count stops growing, with the process alive, then check nothing more arrives at exit.
     let (stored, elapsed) = settle(engine, id, t0).await;
     engine.send_stdin(id, b"exit\n").await.expect("stdin");
     while engine.status(id).map(|s| s.status == "running").unwrap_or(false) {
