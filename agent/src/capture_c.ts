@@ -39,7 +39,7 @@
 // across the next slots. strobe_drain sends header, words, u32 length, payload ("rec-v2").
 
 /** Where a hook's Fn block (fastpath.ts) holds its plan pointer: after the Fn struct. */
-export const FN_PLAN_OFFSET = 48;
+export const FN_PLAN_OFFSET = 56;
 
 /** Most ring slots one typed record may take (the drain's buffer keeps this much spare). */
 export const CAPTURE_MAX_SLOTS = 2400;
@@ -332,6 +332,7 @@ static inline guint32 cap_slots_for (guint32 len) {
 
 /* Typed enter: record_enter's record, with the plan's copies. */
 static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 * a) {
+  guint64 t0 = now_ns ();
   CapPlan * plan = FN_PLAN (f);
   CapScratch * s = cap_scratch ();
   guint32 len = s != NULL ? cap_run (plan, 0, a, s) : 0;
@@ -339,6 +340,7 @@ static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 *
   Rec * r = s != NULL ? reserve_n (cap_slots_for (len), &pos) : NULL;
   guint64 ts = now_ns ();
   inv->ts = ts;
+  f->hook_ns += ts - t0; /* cost sampling (fastpath_c.ts check_rate); racy: an estimate */
   if (r == NULL) {
     if (s == NULL)
       xadd64 (&shared.lost, 1);
@@ -356,7 +358,14 @@ static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 *
 }
 
 /* Typed exit: the return value read with the plan's exit ops (pointees of rax). */
+static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts);
+
 static void capture_exit (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
+  capture_exit_record (f, t, inv, ret, ts);
+  f->hook_ns += now_ns () - ts; /* cost sampling, as at enter */
+}
+
+static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
   CapPlan * plan = FN_PLAN (f);
   CapScratch * s = cap_scratch ();
   if (s == NULL) {

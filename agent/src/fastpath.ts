@@ -82,11 +82,11 @@ export function needsJs(spec: HookNeeds, argCount: number): boolean {
 
 // Shared struct offsets (see `Shared` in fastpath_c.ts).
 const SH_TLS_KEY = 0, SH_MASK = 4, SH_TAIL = 12, SH_WINDOW_CALLS = 20, SH_HOT_WINDOW_NS = 24;
-const SH_LOST = 32, SH_SAMPLED_OUT = 40, SH_RING = 48, SH_NEW_TIDS = 56, SHARED_SIZE = 64;
+const SH_LOST = 32, SH_SAMPLED_OUT = 40, SH_RING = 48, SH_NEW_TIDS = 56, SH_COST_SHARE = 64, SHARED_SIZE = 72;
 // 32-bit word indexes into the same struct, for the typed-array view.
 const W_HEAD = 2, W_TAIL = 3, W_THREAD_SERIAL = 4;
 // Fn struct offsets (see `Fn`; Fn.off at 40 is wrappers.ts's).
-const FN_ID = 0, FN_NARGS = 4, FN_SAMPLING = 8, FN_SAMPLE_EVERY = 12, FN_AUTO = 16, FN_SIZE = 48;
+const FN_ID = 0, FN_NARGS = 4, FN_SAMPLING = 8, FN_SAMPLE_EVERY = 12, FN_AUTO = 16, FN_SIZE = 56;
 
 const WINDOW_CALLS = 1024;
 /** Records the daemon may have unacknowledged (flow control), whatever the batch size. */
@@ -167,9 +167,16 @@ export function configure(opts: TracingOptions & CaptureOptions): object {
     return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, hookPaths: wrapperStats(), forkGate: forkGateStats(), capture: captureStats() };
 }
 
+/** The cost share changed (hooks.ts sends tracing.costShare with every add): the native hooks weigh by it too. */
+export function syncCostShare(): void {
+    if (native !== null) writeRateWindow(native.shared);
+}
+
 function writeRateWindow(shared: NativePointer): void {
     const windowNs = options.hotCallsPerSec > 0 ? Math.floor((WINDOW_CALLS * 1e9) / options.hotCallsPerSec) : 0;
     shared.add(SH_HOT_WINDOW_NS).writeU64(windowNs);
+    // Cost sampling of typed-capture hooks (fastpath_c.ts check_rate), like the JS path's.
+    shared.add(SH_COST_SHARE).writeU64(Math.round(costOptions().costShare * 1024));
 }
 
 let memset: NativeFunction<NativePointer, [NativePointerValue, number, number]> | null = null;

@@ -19,8 +19,9 @@
 //   kind 0 enter:    v[0..nargs] = raw argument registers (all six are written; the
 //                    decoder uses the first nargs)
 //   kind 1 exit:     v[0] = return value, v[1] = duration in ns (exit ts - enter ts)
-//   kind 2 sampling: v[0] = 1 sampling switched on / 0 off, v[1] = 1-in-N rate
-//   flags bit 0: the call was recorded while its function was being sampled.
+//   kind 2 sampling: v[0] = 1 sampling switched on / 0 off, v[1] = 1-in-N rate; flags 0
+//                    for the call rate, 1 for the hooks' cost (check_rate)
+//   flags bit 0 (enter, exit): the call was recorded while its function was being sampled.
 // Call ids are (thread serial << 32) | per-thread counter: unique without an atomic.
 //
 // One call stack per thread for both hook paths: JS-path hooks (hooks.ts) push and pop on the
@@ -81,6 +82,8 @@ typedef struct {
   volatile guint64 window_start;  /* ns at the start of the current rate window */
   /* Hook install/revert (wrappers.ts): 1 while the trace is removed but the hook kept. */
   volatile guint32 off;
+  /* ns spent in this window copying typed values (capture_c.ts): what cost sampling weighs. */
+  volatile guint64 hook_ns;
 } Fn;
 
 typedef struct {
@@ -95,6 +98,7 @@ typedef struct {
   volatile guint64 sampled_out;
   Rec * ring;
   guint8 * new_tids;              /* NEW_TIDS slots of NEW_TID_SLOT bytes (see above) */
+  guint64 cost_share;             /* tracing.costShare × 1024; 0: no cost sampling */
 } Shared;
 
 typedef struct {
@@ -203,35 +207,49 @@ static inline void commit (Rec * r, guint32 pos) {
   r->seq = pos + 1;
 }
 
-static void emit_sampling (Fn * f, guint32 on) {
+#define SAMPLING_BY_RATE 0
+#define SAMPLING_BY_COST 1
+
+static void emit_sampling (Fn * f, guint32 on, guint32 reason) {
   guint32 pos;
   Rec * r = reserve (&pos);
   if (r == NULL)
     return;
-  r->kind = 2; r->flags = 0; r->nargs = 0; r->pad = 0;
+  r->kind = 2; r->flags = (guint8) reason; r->nargs = 0; r->pad = 0;
   r->fn = f->id; r->tid = 0; r->call = 0; r->parent = 0; r->ts = now_ns ();
   r->v[0] = on; r->v[1] = f->sample_every;
   commit (r, pos);
 }
 
-/* Every window_calls calls of a function: was that window shorter than the hot threshold? */
+/* Every window_calls calls of a function: was that window shorter than the hot threshold
+   (rate), or did its typed-capture hooks take more than cost_share of it (cost; while
+   sampling, the recorded calls' hook time is scaled up to every call)? With several
+   threads calling, their hook time adds up against one wall-clock window: cost sampling
+   comes sooner, never later. */
 static void check_rate (Fn * f, guint64 n) {
   guint64 t = now_ns ();
   guint64 start = f->window_start;
+  guint64 hook = f->hook_ns;
   f->window_start = t;
-  if (n == 0 || shared.hot_window_ns == 0)
+  f->hook_ns = 0;
+  if (n == 0)
     return;
   guint64 elapsed = t - start;
-  if (elapsed > 2 * shared.hot_window_ns) {
+  guint64 full = f->sampling ? hook * f->sample_every : hook;
+  int rate_hot = shared.hot_window_ns != 0 && elapsed < shared.hot_window_ns;
+  int rate_slow = shared.hot_window_ns == 0 || elapsed > 2 * shared.hot_window_ns;
+  int cost_high = shared.cost_share != 0 && full * 1024 > elapsed * shared.cost_share;
+  int cost_low = shared.cost_share == 0 || full * 2048 < elapsed * shared.cost_share;
+  if (rate_slow && cost_low) {
     /* Two slow windows in a row: one alone is usually the thread being descheduled on a
        busy machine, and switching off for it made sampling flap. */
     if (++f->slow_windows >= 2 && cas32 (&f->sampling, 1, 0))
-      emit_sampling (f, 0);
+      emit_sampling (f, 0, SAMPLING_BY_RATE);
     return;
   }
   f->slow_windows = 0;
-  if (elapsed < shared.hot_window_ns && f->auto_sampling && cas32 (&f->sampling, 0, 1))
-    emit_sampling (f, 1);
+  if ((rate_hot || cost_high) && f->auto_sampling && cas32 (&f->sampling, 0, 1))
+    emit_sampling (f, 1, rate_hot ? SAMPLING_BY_RATE : SAMPLING_BY_COST);
 }
 
 /* ---- typed capture (capture_c.ts) ---- */

@@ -8,7 +8,7 @@ import { costMeter, CostMeter, setCostOptions } from "./cost_sampling.js";
 import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
 import { idleWrapperDanger, releaseIdleWrapper } from "./wrappers.js";
-import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, useFastPath } from "./fastpath.js";
+import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, syncCostShare, useFastPath } from "./fastpath.js";
 import { DangerRange, patchParked, prologue } from "./quiesce.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
 import { capturePlan, usableCapture } from "./capture.js";
@@ -161,7 +161,10 @@ export function updateHooks(req: HooksRequest): HooksResult {
     const result: HooksResult = { activeCount: 0, installed: [], removed: [], failed: [] };
     if (req.imageBase !== undefined) setImageBase(req.imageBase);
     const functions = req.functions ?? [];
-    if (req.costShare !== undefined) setCostOptions({ costShare: req.costShare });
+    if (req.costShare !== undefined) {
+        setCostOptions({ costShare: req.costShare });
+        syncCostShare();
+    }
     // The hooks go in and out with the program's threads parked outside the patched
     // prologues (quiesce.ts): what can be prepared is prepared first.
     const patched: DangerRange[] = [];
