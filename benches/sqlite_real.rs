@@ -131,7 +131,7 @@ fn main() {
     let uftrace = uftrace();
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (untraced, uf, typed, typed_attach, words) = rt.block_on(async {
+    let (untraced, uf, typed, typed_attach, words, typed_default) = rt.block_on(async {
         let home = tempfile::tempdir().unwrap();
         let cache_dir = repo().join("target").join("strobe-cache");
         let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
@@ -143,6 +143,10 @@ fn main() {
         words_only["typedValues"] = json!(false);
         let mut attach = base.clone();
         attach["wrappers"] = json!(false);
+        // What a user gets without options: rate and cost sampling on (1 call in 100 recorded
+        // once a function's hooks take over half of its time): not every call is an event.
+        let defaults = json!({ "ringRecords": 1 << 20 });
+        let mut typed_default = Vec::new();
         let (mut untraced, mut uf, mut typed, mut typed_attach, mut words) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         // Interleaved, so a slow spell of the shared machine does not land on one row only.
         for _ in 0..repeat {
@@ -155,8 +159,9 @@ fn main() {
             typed.push(strobe_run(&engine, &exe, &args, base.clone()).await);
             typed_attach.push(strobe_run(&engine, &exe, &args, attach.clone()).await);
             words.push(strobe_run(&engine, &exe, &args, words_only.clone()).await);
+            typed_default.push(strobe_run(&engine, &exe, &args, defaults.clone()).await);
         }
-        (untraced, uf, typed, typed_attach, words)
+        (untraced, uf, typed, typed_attach, words, typed_default)
     });
 
     let base_ns = median(untraced.iter().map(|r| r.0).collect());
@@ -177,7 +182,13 @@ fn main() {
     } else {
         println!("uftrace: not available (apt-get install uftrace failed); its row is skipped");
     }
-    for (name, runs) in [("Strobe typed (native, depth 3)", &typed), ("  same, Interceptor.attach", &typed_attach), ("Strobe integer-only", &words)] {
+    let rows = [
+        ("Strobe typed (native, depth 3)", &typed),
+        ("  same, Interceptor.attach", &typed_attach),
+        ("Strobe integer-only", &words),
+        ("Strobe typed, default sampling", &typed_default),
+    ];
+    for (name, runs) in rows {
         let ns = median(runs.iter().map(|r| r.ns).collect());
         let cpu = median(runs.iter().map(|r| r.cpu).collect());
         let mid = &runs[runs.len() / 2];
@@ -199,6 +210,7 @@ fn main() {
     println!("  typed     {:?}", typed.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
     println!("  t-attach  {:?}", typed_attach.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
     println!("  int-only  {:?}", words.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
+    println!("  t-default {:?} (sampled: stored {:?} of {} events)", typed_default.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>(), typed_default.iter().map(|r| r.stored).collect::<Vec<_>>(), 2.0 * calls);
     for (name, runs) in [("typed", &typed), ("t-attach", &typed_attach), ("int-only", &words)] {
         for r in runs.iter() {
             let total = r.stored + r.lost as i64;
