@@ -218,8 +218,9 @@ static guint32 cap_string (CapScratch * s, guint8 * h, guint64 p) {
   return 12 + (got > CAP_STRING ? CAP_STRING : got);
 }
 
-/* Walk the plan's enter (or exit) roots; the payload goes to s->buf + 4. Returns its length. */
-static guint32 cap_run (const CapPlan * plan, int at_exit, const guint64 * regs, CapScratch * s) {
+/* Walk the plan's enter (or exit) roots at time now (ns, read by the caller anyway); the
+   payload goes to s->buf + 4. Returns its length. */
+static guint32 cap_run (const CapPlan * plan, int at_exit, const guint64 * regs, CapScratch * s, guint64 now) {
   const CapRoot * roots = (const CapRoot *) (plan + 1);
   const CapProg * progs = (const CapProg *) (roots + plan->n_enter + plan->n_exit);
   const CapEdge * edges = (const CapEdge *) (progs + plan->n_progs);
@@ -227,7 +228,7 @@ static guint32 cap_run (const CapPlan * plan, int at_exit, const guint64 * regs,
   guint32 nr = at_exit ? plan->n_exit : plan->n_enter;
   if (nr == 0)
     return 0;
-  s->now = now_ns ();
+  s->now = now;
   guint8 * out = s->buf + 4;
   guint32 pos = 0, sp = 0, i;
   if (++s->gen == 0) { /* wrapped: forget every slot once */
@@ -335,7 +336,7 @@ static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 *
   guint64 t0 = now_ns ();
   CapPlan * plan = FN_PLAN (f);
   CapScratch * s = cap_scratch ();
-  guint32 len = s != NULL ? cap_run (plan, 0, a, s) : 0;
+  guint32 len = s != NULL ? cap_run (plan, 0, a, s, t0) : 0;
   guint32 pos;
   Rec * r = s != NULL ? reserve_n (cap_slots_for (len), &pos) : NULL;
   guint64 ts = now_ns ();
@@ -372,7 +373,7 @@ static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 r
     xadd64 (&shared.lost, 1);
     return;
   }
-  guint32 len = cap_run (plan, 1, &ret, s);
+  guint32 len = cap_run (plan, 1, &ret, s, ts);
   guint32 pos;
   Rec * r = reserve_n (cap_slots_for (len), &pos);
   if (r == NULL)
