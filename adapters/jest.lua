@@ -37,12 +37,7 @@ function A.rerun_command(failure)
 end
 
 function A.test_files(root)
-  local out = {}
-  for _, pat in ipairs({ "/*.test.js", "/*.test.ts", "/test/**/*.js", "/tests/**/*.js", "/__tests__/**/*.js", "/src/**/*.test.js", "/src/**/*.test.ts" }) do
-    for _, f in ipairs(strobe.fs.glob(root .. pat)) do out[#out + 1] = f end
-  end
-  table.sort(out)
-  return out
+  return js.test_files(root, { "*.test.js", "*.test.ts", "test/**/*.js", "tests/**/*.js", "__tests__/**/*.js", "src/**/*.test.js", "src/**/*.test.ts" })
 end
 
 function A.no_tests_hint()

@@ -47,10 +47,7 @@ function A.rerun_command(failure)
 end
 
 function A.test_files(root)
-  local files = strobe.fs.glob(root .. "/test/**/*.js")
-  for _, f in ipairs(strobe.fs.glob(root .. "/test/**/*.ts")) do files[#files + 1] = f end
-  table.sort(files)
-  return files
+  return js.test_files(root, { "test/**/*.js", "test/**/*.ts" })
 end
 
 function A.no_tests_hint()

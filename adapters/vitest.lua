@@ -28,12 +28,7 @@ function A.rerun_command(failure)
 end
 
 function A.test_files(root)
-  local out = {}
-  for _, pat in ipairs({ "/*.test.js", "/*.test.ts", "/test/**/*.ts", "/tests/**/*.ts", "/src/**/*.test.ts", "/src/**/*.test.js" }) do
-    for _, f in ipairs(strobe.fs.glob(root .. pat)) do out[#out + 1] = f end
-  end
-  table.sort(out)
-  return out
+  return js.test_files(root, { "*.test.js", "*.test.ts", "test/**/*.ts", "tests/**/*.ts", "src/**/*.test.ts", "src/**/*.test.js" })
 end
 
 function A.no_tests_hint()

@@ -354,6 +354,7 @@ async def test_javascript_json_reports_and_stuck(strobe_home, tmp_path, framewor
     async with mcp_client(strobe_home) as c:
         started, r, _ = await run_to_end(c, projectRoot=str(project), env=env)
         assert started["framework"] == framework
+        assert r["project"]["testFiles"] == [cents_at[0]], r["project"]
         s = r["summary"]
         assert (s["passed"], s["failed"], s["skipped"]) == (2, 2, 1), r
         f = by_name(r)
