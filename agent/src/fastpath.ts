@@ -163,16 +163,16 @@ export function configure(opts: TracingOptions & CaptureOptions): object {
     setCostOptions({ costShare: opts.costShare, sampleEvery: options.sampleEvery });
     if (opts.nativeCapture !== undefined) setNativeCapture(opts.nativeCapture === true);
     if (opts.typedValues !== undefined) setTypedValues(opts.typedValues === true);
-    if (native !== null) writeRateWindow(native.shared);
+    if (native !== null) writeSamplingThresholds(native.shared);
     return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, hookPaths: wrapperStats(), forkGate: forkGateStats(), capture: captureStats() };
 }
 
 /** The cost share changed (hooks.ts sends tracing.costShare with every add): the native hooks weigh by it too. */
 export function syncCostShare(): void {
-    if (native !== null) writeRateWindow(native.shared);
+    if (native !== null) writeSamplingThresholds(native.shared);
 }
 
-function writeRateWindow(shared: NativePointer): void {
+function writeSamplingThresholds(shared: NativePointer): void {
     const windowNs = options.hotCallsPerSec > 0 ? Math.floor((WINDOW_CALLS * 1e9) / options.hotCallsPerSec) : 0;
     shared.add(SH_HOT_WINDOW_NS).writeU64(windowNs);
     // Cost sampling of typed-capture hooks (fastpath_c.ts check_rate), like the JS path's.
@@ -210,7 +210,7 @@ function setUp(): Native | null {
         shared.add(SH_WINDOW_CALLS).writeU32(WINDOW_CALLS);
         shared.add(SH_RING).writePointer(ring);
         shared.add(SH_NEW_TIDS).writePointer(newTids);
-        writeRateWindow(shared);
+        writeSamplingThresholds(shared);
         const cm = new CModule(FASTPATH_C, {
             shared,
             pthread_getspecific: libc("pthread_getspecific"),

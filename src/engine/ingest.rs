@@ -135,15 +135,12 @@ fn release(engine: &Arc<Engine>, lines: &mut LineBuffers, held: &mut VecDeque<(I
 
 /// A process ended: its partial lines are stored as they are, then its end is recorded.
 fn process_end(engine: &Arc<Engine>, lines: &mut LineBuffers, ev: HostEvent) {
+    if let Some(pid) = end_pid(&ev) {
+        store_lines(engine, lines.take(pid, None));
+    }
     match ev {
-        HostEvent::Detached { pid, reason } => {
-            store_lines(engine, lines.take(pid, None));
-            lifecycle::on_detached(engine, pid, &reason)
-        }
-        HostEvent::ExitStatus { pid, code, signal } => {
-            store_lines(engine, lines.take(pid, None));
-            lifecycle::on_exit_status(engine, pid, code, signal)
-        }
+        HostEvent::Detached { pid, reason } => lifecycle::on_detached(engine, pid, &reason),
+        HostEvent::ExitStatus { pid, code, signal } => lifecycle::on_exit_status(engine, pid, code, signal),
         _ => {}
     }
 }

@@ -47,7 +47,7 @@ fn ordered_to_lua(lua: &Lua, v: &impl Serialize, opts: SerializeOptions) -> mlua
     let out = lua.to_value_with(v, opts)?;
     // The order is read from v's JSON form (a table key not found there is skipped).
     let Ok(j) = serde_json::to_value(v) else { return Ok(out) };
-    if has_object_of_several_keys(&j) {
+    if composite(&j) {
         let order = key_order(lua, true)?.expect("created");
         note_order(lua, &order, &out, &j)?;
     }
@@ -71,14 +71,6 @@ fn key_order(lua: &Lua, create: bool) -> mlua::Result<Option<Table>> {
 
 fn composite(j: &serde_json::Value) -> bool {
     matches!(j, serde_json::Value::Object(_) | serde_json::Value::Array(_))
-}
-
-fn has_object_of_several_keys(j: &serde_json::Value) -> bool {
-    match j {
-        serde_json::Value::Object(m) => m.len() > 1 || m.values().any(has_object_of_several_keys),
-        serde_json::Value::Array(a) => a.iter().any(has_object_of_several_keys),
-        _ => false,
-    }
 }
 
 fn note_order(lua: &Lua, order: &Table, v: &Value, j: &serde_json::Value) -> mlua::Result<()> {
