@@ -12,7 +12,8 @@
 //!
 //! `cargo bench --bench sqlite_real` (env: `SQLITE_BENCH_ROWS`, default 1000;
 //! `SQLITE_BENCH_QUERIES`, default 10; `SQLITE_BENCH_REPEAT`, runs of each row, default 3,
-//! medians reported). uftrace (Debian package) is installed with apt-get when missing and
+//! medians reported; `SQLITE_BENCH_TYPED_ONLY=1`, optionally with `SQLITE_BENCH_PERF=<file>`:
+//! the typed row alone, see `typed_only`). uftrace (Debian package) is installed with apt-get when missing and
 //! this runs as root; otherwise its row is skipped with a note.
 
 use std::path::{Path, PathBuf};
@@ -127,6 +128,9 @@ async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], options: 
 fn main() {
     let exe = build_driver();
     let args = vec![env_u64("SQLITE_BENCH_ROWS", 1000).to_string(), env_u64("SQLITE_BENCH_QUERIES", 10).to_string()];
+    if std::env::var("SQLITE_BENCH_TYPED_ONLY").is_ok() {
+        return typed_only(&exe, &args, std::env::var("SQLITE_BENCH_PERF").ok().map(PathBuf::from));
+    }
     let repeat = env_u64("SQLITE_BENCH_REPEAT", 3).max(1) as usize;
     let uftrace = uftrace();
 
@@ -228,5 +232,61 @@ fn main() {
     }
     if let Some(s) = typed.first().and_then(|r| r.sample.as_deref()) {
         println!("\na typed enter as stored: {}", &s[..s.len().min(600)]);
+    }
+}
+
+/// `SQLITE_BENCH_TYPED_ONLY=1`: only the typed row (every call recorded), once, printing the
+/// driver's line (workload and CPU ns) — a quick check while working on the hook. With
+/// `SQLITE_BENCH_PERF=<file>` also, `perf record` samples the driver during the workload,
+/// and the anonymous executable mappings (CModules, the capture walk, trampolines: no
+/// symbols for perf) are saved next to it as `<file>.<address>.bin`, for `objdump -b binary
+/// --adjust-vma=0x<address>` on the hot addresses.
+fn typed_only(exe: &Path, args: &[String], perf_out: Option<PathBuf>) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let home = tempfile::tempdir().unwrap();
+        let cache_dir = repo().join("target").join("strobe-cache");
+        let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
+        engine.warm_up().await.expect("Frida host");
+        let id = launch_waiting(&engine, exe, args).await;
+        let pid = engine.status(&id).expect("status").pid;
+        let perf = perf_out.as_ref().map(|out| {
+            let perf = Command::new("perf").args(["record", "-F", "20000", "-g", "-o"]).arg(out).args(["-p", &pid.to_string()]).spawn().expect("perf");
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            perf
+        });
+        let options = json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": 1 << 20 });
+        engine.configure_tracing(&id, options).await.expect("options");
+        let patterns: Vec<String> = FUNCTIONS.iter().map(|f| f.to_string()).collect();
+        engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
+        engine.send_stdin(&id, b"go\n").await.expect("stdin");
+        let line = session::stdout_line(&engine, &id, "workload ns=").await;
+        if let (Some(mut perf), Some(out)) = (perf, perf_out) {
+            let _ = Command::new("kill").args(["-INT", &perf.id().to_string()]).status();
+            let _ = perf.wait();
+            save_code_pages(pid, &out);
+        }
+        println!("{line}");
+        engine.send_stdin(&id, b"exit\n").await.expect("stdin");
+        engine.stop(&id, false).await.ok();
+    });
+}
+
+/// The anonymous executable mappings of `pid`, each to `<out>.<start address>.bin`.
+fn save_code_pages(pid: i64, out: &Path) {
+    use std::io::{Read, Seek};
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    for l in maps.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() != 5 || !f[1].contains('x') {
+            continue;
+        }
+        let (a, b) = f[0].split_once('-').unwrap();
+        let (a, b) = (u64::from_str_radix(a, 16).unwrap(), u64::from_str_radix(b, 16).unwrap());
+        let mut buf = vec![0u8; (b - a) as usize];
+        if mem.seek(std::io::SeekFrom::Start(a)).is_ok() && mem.read_exact(&mut buf).is_ok() {
+            std::fs::write(out.with_extension(format!("{a:x}.bin")), &buf).unwrap();
+        }
     }
 }

@@ -31,9 +31,10 @@ fn engine() -> (tempfile::TempDir, Arc<Engine>) {
 }
 
 /// One c_capture process (3 rounds, two passes of the same calls at the same addresses):
-/// pass 0 traced with the JavaScript serializer, pass 1 with native capture. Returns the
-/// events of each pass and the agent's tracing settings during pass 1.
-async fn run_both(engine: &Arc<Engine>) -> (Vec<Event>, Vec<Event>, Value) {
+/// pass 0 traced with the JavaScript serializer, pass 1 with native capture (and the tracing
+/// options `native`). Returns the events of each pass and the agent's tracing settings
+/// during pass 1.
+async fn run_both(engine: &Arc<Engine>, native_options: Value) -> (Vec<Event>, Vec<Event>, Value) {
     let r = engine
         .launch(LaunchRequest {
             command: common::fixture("c_capture").display().to_string(),
@@ -49,7 +50,9 @@ async fn run_both(engine: &Arc<Engine>) -> (Vec<Event>, Vec<Event>, Value) {
     let mut settings = Value::Null;
     for (pass, native) in [(0, false), (1, true)] {
         common::events::wait_for_stdout(engine, &id, &format!("ready {pass}"), Duration::from_secs(60)).await;
-        engine.configure_tracing(&id, json!({ "nativeCapture": native })).await.expect("configure tracing");
+        let mut options = if native { native_options.clone() } else { json!({}) };
+        options["nativeCapture"] = json!(native);
+        engine.configure_tracing(&id, options).await.expect("configure tracing");
         let t = engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
         assert_eq!(t.hooked_functions, FUNCTIONS, "{t:?}");
         settings = engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
@@ -92,13 +95,10 @@ fn content(events: &[Event]) -> Vec<(EventType, String, Option<Value>, Option<Va
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn native_capture_prints_what_the_javascript_serializer_prints() {
-    let (_home, engine) = engine();
-    let (js_events, native_events, native_settings) = run_both(&engine).await;
-    assert_eq!(native_settings["capture"]["plans"], json!(FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
-    assert_eq!(native_settings["hookPaths"]["wrapped"].as_array().map(Vec::len), Some(FUNCTIONS), "typed capture runs in replaceFast wrappers: {native_settings}");
-    let (js, mut native) = (content(&js_events), content(&native_events));
+/// Both passes' events as content, the native pass's cap_big put back where it exceeds the
+/// byte budget by design, compared event by event.
+fn same_as_javascript(js_events: &[Event], native_events: &[Event]) -> Vec<(EventType, String, Option<Value>, Option<Value>, Option<String>)> {
+    let (js, mut native) = (content(js_events), content(native_events));
     // 3 rounds × CALLS calls, enter + exit each.
     assert_eq!(js.len(), 3 * CALLS * 2, "{:#?}", js.iter().map(|e| &e.1).collect::<Vec<_>>());
     for e in native.iter_mut().filter(|e| e.0 == EventType::FunctionEnter && e.1 == "cap_big") {
@@ -113,6 +113,16 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
         assert_eq!(b, a, "event {i}: native capture (left) differs from the JS serializer (right)");
     }
     assert_eq!(native.len(), js.len());
+    native
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_capture_prints_what_the_javascript_serializer_prints() {
+    let (_home, engine) = engine();
+    let (js_events, native_events, native_settings) = run_both(&engine, json!({})).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
+    assert_eq!(native_settings["hookPaths"]["wrapped"].as_array().map(Vec::len), Some(FUNCTIONS), "typed capture runs in replaceFast wrappers: {native_settings}");
+    let native = same_as_javascript(&js_events, &native_events);
 
     // And the values are the real ones, not the same mistake twice.
     let enter = |f: &str| native.iter().find(|e| e.0 == EventType::FunctionEnter && e.1 == f).unwrap().2.clone().unwrap();
@@ -155,6 +165,21 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
         assert_eq!(after["faultsRecovered"], json!(0), "{after}");
         assert!(after["checkedReads"].as_u64().unwrap() > 0, "{after}");
     }
+}
+
+/// Where process_vm_readv is refused (a seccomp filter; here the tracing option
+/// `checkedReads: false`), every pointee is read with the safe copy and an unreadable one
+/// faults: the agent resumes the copy (capture_walk.c strobe_safe_copy, capture.ts), the
+/// target lives on, and what is stored is still what the serializer prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_capture_recovers_faulting_reads_without_checked_reads() {
+    let (_home, engine) = engine();
+    let (js_events, native_events, native_settings) = run_both(&engine, json!({ "checkedReads": false })).await;
+    let after = &native_settings["after"]["capture"];
+    assert_eq!(after["vmReadv"], json!(false), "{after}");
+    assert_eq!(after["checkedReads"], json!(0), "{after}");
+    assert!(after["faultsRecovered"].as_u64().unwrap() > 0, "unreadable pointees faulted and were recovered: {after}");
+    same_as_javascript(&js_events, &native_events);
 }
 
 /// A process that exits with many typed records still in its ring sends them all: a typed

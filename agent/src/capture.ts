@@ -6,6 +6,7 @@
 
 import { addExceptionHook } from "./crash.js";
 import { currentDepth } from "./serialize.js";
+import { CAPTURE_WALK_CODE, CAPTURE_WALK_SYMBOLS } from "./capture_walk.js";
 
 export interface CaptureSpec {
     /** Per (struct type, depth left): [typeKey, depth, size, [[off, count, stride, kind, child], …]]. */
@@ -21,48 +22,59 @@ export interface CaptureSpec {
 /** capture_c.ts: CapPlan header, CapRoot, CapProg and CapEdge sizes. */
 const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 24;
 
-interface SafeCopy {
+/** The walk's machine code in the target (build.rs compiles agent/native/capture_walk.c). */
+interface Walk {
     code: NativePointer;
-    faultAt: NativePointer;
-    recover: NativePointer;
+    /** Where a fault at an instruction of the safe copy resumes: by offset in the code. */
+    resume: Map<number, number>;
 }
 
-let safeCopy: SafeCopy | null = null;
+let walk: Walk | null = null;
 let faults = 0;
-/** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked. */
-const CAPTURE_SHARED_SIZE = 48, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24;
+/** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked, visits, pushes, scratch_size. */
+const CAPTURE_SHARED_SIZE = 56, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24, CS_SCRATCH_SIZE = 48;
 let captureShared: NativePointer | null = null;
 let enabled = true;
 let typedValues = true;
+/** process_vm_readv works here (probed once), and tracing option `checkedReads`. */
+let vmReadv = false;
+let checkedReads = true;
 /** Plans by their spec text: hooks of the same function share one block. Never freed. */
 const plans = new Map<string, NativePointer>();
 
 /**
- * `guint64 strobe_safe_copy(dst, src, n)` (System V: rdi, rsi, rdx): `rep movsb`; returns the
- * bytes not copied. A fault in the copy resumes at `recover`, which returns rcx — the bytes
- * left — instead of killing the target (the exception hook below, run from crash.ts).
+ * The walk copied into executable memory of its own (read-only once written), and the
+ * exception hook (run from crash.ts) that turns a fault in its safe copy into a return of
+ * the bytes not copied instead of killing the target (capture_walk.c says where each
+ * fault point resumes).
  */
-function makeSafeCopy(): SafeCopy {
-    const code = Memory.alloc(Process.pageSize);
-    let faultAt = code;
-    let recover = code;
-    Memory.patchCode(code, 64, (w) => {
-        const x = new X86Writer(w, { pc: code });
-        x.putMovRegReg("rcx", "rdx");
-        faultAt = code.add(x.offset);
-        x.putBytes([0xf3, 0xa4]); // rep movsb
-        x.putXorRegReg("eax", "eax");
-        x.putRet();
-        recover = code.add(x.offset);
-        x.putMovRegReg("rax", "rcx");
-        x.putRet();
-        x.flush();
-    });
-    const result = { code, faultAt, recover };
+function loadWalk(): Walk {
+    const bytes = CAPTURE_WALK_CODE.match(/../g)!.map((h) => parseInt(h, 16));
+    const size = Math.ceil(bytes.length / Process.pageSize) * Process.pageSize;
+    const code = Memory.alloc(size);
+    code.writeByteArray(bytes);
+    Memory.protect(code, size, "r-x");
+    const at = (name: string): number => {
+        const off = CAPTURE_WALK_SYMBOLS[name];
+        if (off === undefined) throw new Error(`capture walk: no symbol ${name}`);
+        return off;
+    };
+    const slow = at("strobe_sc_slow");
+    const resume = new Map<number, number>([
+        [at("strobe_sc_fault_w0"), slow],
+        [at("strobe_sc_fault_w1"), slow],
+        [at("strobe_sc_fault_q"), slow],
+        [at("strobe_sc_fault_b"), at("strobe_sc_left")],
+        [at("strobe_sc_fault_rep"), at("strobe_sc_rest")],
+    ]);
+    const result = { code, resume };
     addExceptionHook((details) => {
-        if (!details.context.pc.equals(result.faultAt)) return false;
+        const off = details.context.pc.sub(code);
+        if (off.compare(ptr(bytes.length)) >= 0) return false; // below code too: unsigned
+        const to = result.resume.get(off.toInt32());
+        if (to === undefined) return false;
         faults++;
-        (details.context as X64CpuContext).rip = result.recover;
+        (details.context as X64CpuContext).rip = code.add(to);
         return true;
     });
     return result;
@@ -70,15 +82,17 @@ function makeSafeCopy(): SafeCopy {
 
 /** Symbols the fast path's CModule needs for typed capture (fastpath.ts setUp). */
 export function captureSymbols(libc: (name: string) => NativePointer): Record<string, NativePointer> {
-    if (safeCopy === null) safeCopy = makeSafeCopy();
+    if (walk === null) walk = loadWalk();
     const shared = Memory.alloc(CAPTURE_SHARED_SIZE);
     for (let i = 0; i < CAPTURE_SHARED_SIZE; i += 8) shared.add(i).writeU64(0);
     captureShared = shared;
     const keyCreate = new NativeFunction(libc("pthread_key_create"), "int", ["pointer", "pointer"]);
     // Each thread's scratch is freed by libc when the thread exits.
     if (keyCreate(shared, libc("free")) !== 0) throw new Error("pthread_key_create failed (capture scratch)");
-    shared.add(CS_VM_READV).writeU32(vmReadvWorks(libc) ? 1 : 0);
-    return { capture: shared, strobe_safe_copy: safeCopy.code, memchr: libc("memchr") };
+    vmReadv = vmReadvWorks(libc);
+    setCheckedReads(checkedReads);
+    shared.add(CS_SCRATCH_SIZE).writeU64(walk.code.add(CAPTURE_WALK_SYMBOLS.strobe_cap_scratch_size).readU64());
+    return { capture: shared, strobe_cap_walk: walk.code.add(CAPTURE_WALK_SYMBOLS.strobe_cap_walk) };
 }
 
 /**
@@ -102,6 +116,12 @@ function vmReadvWorks(libc: (name: string) => NativePointer): boolean {
     } catch (_) {
         return false;
     }
+}
+
+/** Tracing option `checkedReads` (default true; fastpath.ts CaptureOptions). */
+export function setCheckedReads(on: boolean): void {
+    checkedReads = on;
+    if (captureShared !== null) captureShared.add(CS_VM_READV).writeU32(on && vmReadv ? 1 : 0);
 }
 
 /** Tracing option `nativeCapture` (default true): false keeps typed hooks in JavaScript. */

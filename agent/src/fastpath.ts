@@ -30,7 +30,7 @@ import { forkGateStats, isForkedCopy, sendThroughGate } from "./forksafe.js";
 import { installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
 import { costOptions, setCostOptions } from "./cost_sampling.js";
 import { CAPTURE_MAX_SLOTS, FN_PLAN_OFFSET } from "./capture_c.js";
-import { captureStats, captureSymbols, CaptureSpec, nativeCaptureEnabled, setNativeCapture, setTypedValues, usableCapture, wordsOnly } from "./capture.js";
+import { captureStats, captureSymbols, CaptureSpec, nativeCaptureEnabled, setCheckedReads, setNativeCapture, setTypedValues, usableCapture, wordsOnly } from "./capture.js";
 
 /** Tuning knobs, settable by the daemon before (or between) hook changes. */
 export interface TracingOptions {
@@ -56,6 +56,9 @@ export interface CaptureOptions {
     nativeCapture?: boolean;
     /** false: raw argument words even where typed values are due (a benchmark baseline). */
     typedValues?: boolean;
+    /** false: native capture never checks a page with process_vm_readv; every read takes the
+     * fault-safe copy (what a target whose seccomp filter refuses the call gets). */
+    checkedReads?: boolean;
 }
 
 /** What a hook spec can carry that the fast path cannot honour. Extend here. */
@@ -163,6 +166,7 @@ export function configure(opts: TracingOptions & CaptureOptions): object {
     setCostOptions({ costShare: opts.costShare, sampleEvery: options.sampleEvery });
     if (opts.nativeCapture !== undefined) setNativeCapture(opts.nativeCapture === true);
     if (opts.typedValues !== undefined) setTypedValues(opts.typedValues === true);
+    if (opts.checkedReads !== undefined) setCheckedReads(opts.checkedReads === true);
     if (native !== null) writeSamplingThresholds(native.shared);
     return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, hookPaths: wrapperStats(), forkGate: forkGateStats(), capture: captureStats() };
 }
@@ -189,6 +193,18 @@ function zeroed(size: number): NativePointer {
     return p;
 }
 
+/**
+ * The ring's memory: a private anonymous mapping, populated up front (MAP_POPULATE). Memory
+ * from Memory.alloc took write faults in the hooks (do_wp_page: about 8% of a typed call's
+ * time on the SQLite bench) even after a memset.
+ */
+function ringMemory(size: number): NativePointer {
+    const mmap = new NativeFunction(Module.getGlobalExportByName("mmap"), "pointer", ["pointer", "size_t", "int", "int", "int", "int64"]);
+    const PROT_RW = 3, MAP_PRIVATE_ANON_POPULATE = 0x02 | 0x20 | 0x8000;
+    const p = mmap(NULL, size, PROT_RW, MAP_PRIVATE_ANON_POPULATE, -1, 0);
+    return p.equals(ptr(-1)) ? zeroed(size) : p;
+}
+
 /** The CModule, compiled on first need; null when this platform cannot have it. */
 function setUp(): Native | null {
     if (native !== null || unavailable !== null) return native;
@@ -198,7 +214,7 @@ function setUp(): Native | null {
         let capacity = 16;
         while (capacity < options.ringRecords) capacity *= 2;
         const shared = zeroed(SHARED_SIZE);
-        const ring = zeroed(capacity * RECORD_SIZE);
+        const ring = ringMemory(capacity * RECORD_SIZE);
         // Room for one typed record beyond the batch (capture_c.ts).
         const out = Memory.alloc((options.drainBatch + CAPTURE_MAX_SLOTS) * RECORD_SIZE);
         const newTids = zeroed(NEW_TIDS * NEW_TID_SLOT);

@@ -44,6 +44,8 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/xmm.ts", include_str!("../../agent/src/xmm.ts")),
     ("src/capture.ts", include_str!("../../agent/src/capture.ts")),
     ("src/capture_c.ts", include_str!("../../agent/src/capture_c.ts")),
+    // Machine code of agent/native/capture_walk.c, compiled by build.rs.
+    ("src/capture_walk.ts", include_str!(concat!(env!("OUT_DIR"), "/capture_walk.ts"))),
 ];
 
 /// The entry point, relative to the project root.
