@@ -20,8 +20,8 @@ use strobe::engine::{Engine, EngineConfig, LaunchRequest};
 use strobe::store::{Event, EventType};
 
 /// cap_* functions of the fixture, and their calls per round.
-const FUNCTIONS: usize = 10;
-const CALLS: usize = 19;
+const FUNCTIONS: usize = 11;
+const CALLS: usize = 20;
 
 fn engine() -> (tempfile::TempDir, Arc<Engine>) {
     let home = tempfile::tempdir().unwrap();
@@ -138,6 +138,9 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     assert_eq!(graph["x"], json!({ "leaf": { "v": 71, "tag": "g-one" }, "n": 7, "in": { "q": 70 } }), "x again with depth 2 left: {graph}");
     assert_eq!(graph["again"], graph["x"], "a shared pointee");
     assert_eq!(graph["shared"], json!([{ "v": 72, "tag": "g-two" }, { "v": 72, "tag": "g-two" }, null, { "v": 71, "tag": "g-one" }]));
+    let fan = &enter("cap_fan")["f"]["leaves"];
+    assert_eq!(fan.as_array().map(Vec::len), Some(100), "{fan}");
+    assert_eq!(fan[99], json!({ "id": 99, "tag": "t99" }), "201 pointees in one call: past the walk's first visit table");
     let list = &enter("cap_list")["head"];
     assert_eq!(list["next"]["next"]["next"], json!("<circular ref to struct node>"), "{list}");
     let chain = &enter("cap_chain")["l"];

@@ -26,6 +26,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_BUDGET (200 * 1024)
 #define CAP_STRING 1024
 #define CAP_TABLE 2048            /* (address, type) slots, a power of two */
+#define CAP_SMALL 256             /* the table a walk starts with: stays in L1 */
 #define CAP_VISITS 1536           /* distinct pointees per call: keeps the table sparse */
 #define CAP_STACK 2048
 #define CAP_KEY_CSTRING 0xffffffffu
@@ -33,15 +34,16 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_PAGES (1 << CAP_PAGES_BITS) /* pages known readable, by hashed page number */
 #define CAP_BAD_BITS 8
 #define CAP_BAD_PAGES (1 << CAP_BAD_BITS) /* pages found unreadable, and when */
-#define CAP_BAD_NS 10000000UL
+#define CAP_BAD_TICKS (1UL << 25) /* time stamp counter ticks: ~10 ms at 3.3 GHz */
 #define CAP_IOV 24                /* pages one checked read spans at most (64 KiB structs: 17) */
 #define SYS_PROCESS_VM_READV 310
 #define SYS_GETPID 39
 #define META_CSTRING (1u << 30)
 #define META_TERMINATED (1u << 31)
 
-/* The visit table: address and type first, 16 bytes, so probing touches one line in four;
-   what a hit needs is in CapSeenData at the same index. */
+/* The visit tables: address and type first, 16 bytes, so probing touches one line in four;
+   what a hit needs is in CapSeenData at the same index. A walk starts with the small table
+   (most visit a few dozen pointees) and moves to the big one at half its size. */
 typedef struct { u64 addr; u32 key; u32 gen; } CapSeen;
 typedef struct { u8 * data; u32 depth; u32 want; u32 len; u32 pad; } CapSeenData;
 typedef struct { u64 p; u32 kind; u32 prog; } CapTodo;
@@ -53,10 +55,13 @@ typedef struct {
   u8 buf[4 + CAP_BUDGET + CAP_STRING + 64];
   u32 gen;
   u32 visits;
-  u64 now;                        /* ns at the start of this walk */
+  u32 big;                        /* this walk uses the big table */
+  u32 pad;
   u64 pages[CAP_PAGES];           /* page number + 1 of a page read without a fault */
   u64 bad[CAP_BAD_PAGES];         /* page number + 1 of a page process_vm_readv refused */
-  u64 bad_at[CAP_BAD_PAGES];
+  u64 bad_at[CAP_BAD_PAGES];      /* time stamp counter when refused */
+  CapSeen small[CAP_SMALL];
+  CapSeenData small_data[CAP_SMALL];
   CapSeen seen[CAP_TABLE];
   CapSeenData seen_data[CAP_TABLE];
   CapTodo todo[CAP_STACK];
@@ -137,6 +142,12 @@ static inline long sys6 (long n, long a, long b, long c, long d, long e, long f)
   return ret;
 }
 
+static inline u64 cap_ticks (void) {
+  u32 lo, hi;
+  __asm__ volatile ("rdtsc" : "=a" (lo), "=d" (hi));
+  return ((u64) hi << 32) | lo;
+}
+
 static inline int cap_plausible (u64 p) {
   return p >= 0x10000 && p < 0x800000000000UL;
 }
@@ -155,7 +166,8 @@ typedef struct { void * base; u64 len; } CapIov;
 /* Copy n (> 0) bytes from src to dst without faulting; returns the bytes copied (a read
    stops at the first page that cannot be read). A page not known readable is read with
    process_vm_readv on this process (EFAULT instead of a signal and Frida's exception
-   dispatch) and remembered; one it refused is remembered for CAP_BAD_NS. */
+   dispatch) and remembered; one it refused is remembered for CAP_BAD_TICKS (read from the
+   time stamp counter only then: a clock read costs more than the rest of a small walk). */
 static u32 cap_copy (CapScratch * s, CaptureShared * cs, u8 * dst, u64 src, u32 n) {
   u64 first = src >> 12, last = (src + n - 1) >> 12, pg;
   int known = 1;
@@ -164,7 +176,8 @@ static u32 cap_copy (CapScratch * s, CaptureShared * cs, u8 * dst, u64 src, u32 
   if (known || !cs->vm_readv)
     return n - (u32) strobe_safe_copy (dst, (const void *) src, n);
   u32 b = cap_page_slot (first, CAP_BAD_BITS);
-  if (s->bad[b] == first + 1 && s->now - s->bad_at[b] < CAP_BAD_NS)
+  u64 now = cap_ticks ();
+  if (s->bad[b] == first + 1 && now - s->bad_at[b] < CAP_BAD_TICKS)
     return 0;
   cs->checked++;
   /* One remote element per page: a partial read stops at an element boundary (man
@@ -187,7 +200,7 @@ static u32 cap_copy (CapScratch * s, CaptureShared * cs, u8 * dst, u64 src, u32 
   long got = sys6 (SYS_PROCESS_VM_READV, pid, (long) &local, 1, (long) remote, nr, 0);
   if (got <= 0) {
     s->bad[b] = first + 1;
-    s->bad_at[b] = s->now;
+    s->bad_at[b] = now;
     return 0;
   }
   if ((u64) got > n)
@@ -198,51 +211,85 @@ static u32 cap_copy (CapScratch * s, CaptureShared * cs, u8 * dst, u64 src, u32 
   return (u32) got;
 }
 
-/* The table index of (p, key) this call; *fresh when it was not there. -1: table full. */
-static int cap_seen (CapScratch * s, u64 p, u32 key, int * fresh) {
-  u32 h = (u32) (((p >> 3) ^ (p >> 17) ^ ((u64) key * 0x9e3779b9u)) * 0x9e3779b1u) & (CAP_TABLE - 1);
+static inline u32 cap_hash (u64 p, u32 key) {
+  return (u32) (((p >> 3) ^ (p >> 17) ^ ((u64) key * 0x9e3779b9u)) * 0x9e3779b1u);
+}
+
+/* The small table's entries of this walk into the big one, which the walk uses from now on. */
+static void cap_grow (CapScratch * s) {
+  for (u32 i = 0; i < CAP_SMALL; i++) {
+    if (s->small[i].gen != s->gen)
+      continue;
+    u32 h = cap_hash (s->small[i].addr, s->small[i].key) & (CAP_TABLE - 1);
+    while (s->seen[h].gen == s->gen)
+      h = (h + 1) & (CAP_TABLE - 1);
+    s->seen[h] = s->small[i];
+    s->seen_data[h] = s->small_data[i];
+  }
+  s->big = 1;
+}
+
+/* The entry of (p, key) this walk; *fresh when it was not there. NULL: no room. */
+static CapSeenData * cap_seen (CapScratch * s, u64 p, u32 key, int * fresh) {
+  if (!s->big && s->visits >= CAP_SMALL / 2)
+    cap_grow (s);
+  CapSeen * table = s->big ? s->seen : s->small;
+  CapSeenData * data = s->big ? s->seen_data : s->small_data;
+  u32 mask = s->big ? CAP_TABLE - 1 : CAP_SMALL - 1;
+  u32 h = cap_hash (p, key) & mask;
   for (;;) {
-    CapSeen * e = &s->seen[h];
+    CapSeen * e = &table[h];
     if (e->gen != s->gen) {
       if (s->visits >= CAP_VISITS)
-        return -1;
+        return 0;
       s->visits++;
       e->gen = s->gen;
       e->addr = p;
       e->key = key;
-      CapSeenData * d = &s->seen_data[h];
+      CapSeenData * d = &data[h];
       d->depth = 0; d->want = 0; d->len = 0; d->data = 0;
       *fresh = 1;
-      return (int) h;
+      return d;
     }
     if (e->addr == p && e->key == key) {
       *fresh = 0;
-      return (int) h;
+      return &data[h];
     }
-    h = (h + 1) & (CAP_TABLE - 1);
+    h = (h + 1) & mask;
   }
 }
 
-static u8 * cap_memchr0 (u8 * p, u32 n) {
-  for (u32 i = 0; i < n; i++)
+/* The first NUL in p[0..n), or NULL: eight bytes a step (a byte is zero where its
+   (v - 0x01..) has the top bit set and v's does not). */
+static u8 * cap_nul (u8 * p, u32 n) {
+  u32 i = 0;
+  for (; i + 8 <= n; i += 8) {
+    u64 v;
+    __builtin_memcpy (&v, p + i, 8);
+    if ((v - 0x0101010101010101UL) & ~v & 0x8080808080808080UL)
+      break;
+  }
+  for (; i < n; i++)
     if (p[i] == 0)
       return p + i;
   return 0;
 }
 
-/* A C string at p into h (header included); returns the bytes used (0: none). */
+/* A C string at p into h (header included); returns the bytes used (0: none). Copied in
+   growing chunks (64 bytes first: most strings are short), none crossing a page (readable
+   as a whole or not at all), until a NUL or CAP_STRING + 1 bytes. */
 static u32 cap_string (CapScratch * s, CaptureShared * cs, u8 * h, u64 p) {
   u8 * d = h + 12;
-  u32 got = 0, term = 0;
+  u32 got = 0, term = 0, step = 64;
   while (got <= CAP_STRING) {
     u64 at = p + got;
-    /* Up to the end of the page (readable as a whole, or not at all): one copy for most
-       strings instead of a byte loop per 64 bytes. */
     u32 chunk = 4096 - (u32) (at & 4095);
+    if (chunk > step)
+      chunk = step;
     if (chunk > CAP_STRING + 1 - got)
       chunk = CAP_STRING + 1 - got;
     u32 c = cap_copy (s, cs, d + got, at, chunk);
-    u8 * z = c > 0 ? cap_memchr0 (d + got, c) : 0;
+    u8 * z = c > 0 ? cap_nul (d + got, c) : 0;
     if (z != 0) {
       got = (u32) (z - d);
       term = 1;
@@ -251,6 +298,7 @@ static u32 cap_string (CapScratch * s, CaptureShared * cs, u8 * h, u64 p) {
     got += c;
     if (c < chunk)
       break;
+    step *= 2;
   }
   if (got == 0 && !term)
     return 0;
@@ -260,9 +308,9 @@ static u32 cap_string (CapScratch * s, CaptureShared * cs, u8 * h, u64 p) {
   return 12 + (got > CAP_STRING ? CAP_STRING : got);
 }
 
-/* Walk the plan's enter (or exit) roots at time now (ns); the payload goes to s->buf + 4.
+/* Walk the plan's enter (or exit) roots; the payload goes to s->buf + 4.
    Returns its length. */
-u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScratch * s, u64 now, CaptureShared * cs) {
+u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScratch * s, CaptureShared * cs) {
   const CapRoot * roots = (const CapRoot *) (plan + 1);
   const CapProg * progs = (const CapProg *) (roots + plan->n_enter + plan->n_exit);
   const CapEdge * edges = (const CapEdge *) (progs + plan->n_progs);
@@ -270,16 +318,18 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
   u32 nr = at_exit ? plan->n_exit : plan->n_enter;
   if (nr == 0)
     return 0;
-  s->now = now;
   u8 * out = s->buf + 4;
   u32 pos = 0, sp = 0, i;
   u64 pushes = 0;
   if (++s->gen == 0) { /* wrapped: forget every slot once */
     for (i = 0; i < CAP_TABLE; i++)
       s->seen[i].gen = 0;
+    for (i = 0; i < CAP_SMALL; i++)
+      s->small[i].gen = 0;
     s->gen = 1;
   }
   s->visits = 0;
+  s->big = 0;
   for (i = nr; i-- > 0;) {
     s->todo[sp].p = regs[r[i].reg];
     s->todo[sp].kind = r[i].kind;
@@ -295,8 +345,8 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
       continue;
     u8 * h = out + pos;
     if (tkind != 0) {
-      int at = cap_seen (s, tp, CAP_KEY_CSTRING, &fresh);
-      if (at < 0 || !fresh || pos + 12 + CAP_STRING > CAP_BUDGET)
+      CapSeenData * at = cap_seen (s, tp, CAP_KEY_CSTRING, &fresh);
+      if (at == 0 || !fresh || pos + 12 + CAP_STRING > CAP_BUDGET)
         continue;
       pos += cap_string (s, cs, h, tp);
       continue;
@@ -304,10 +354,9 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     if (tprog >= plan->n_progs)
       continue;
     const CapProg * g = &progs[tprog];
-    int at = cap_seen (s, tp, g->key, &fresh);
-    if (at < 0)
+    CapSeenData * e = cap_seen (s, tp, g->key, &fresh);
+    if (e == 0)
       continue;
-    CapSeenData * e = &s->seen_data[at];
     if (!fresh && e->depth >= g->depth)
       continue;
     if (e->want < g->size) {

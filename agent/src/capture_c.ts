@@ -32,9 +32,9 @@
 // known readable goes through process_vm_readv on the process itself instead (~1 µs, EFAULT
 // instead of a signal); the pages it read are remembered per thread (CAP_PAGES), and reads
 // within them take the safe copy. A remembered page unmapped since still only faults. A
-// page process_vm_readv could not read is remembered as unreadable for CAP_BAD_NS (10 ms):
+// page process_vm_readv could not read is remembered as unreadable for CAP_BAD_TICKS (about 10 ms):
 // the same garbage pointer in the next calls costs nothing, and memory mapped at that
-// address within those 10 ms reads as <unreadable …> until then (never as a wrong value).
+// address within those ~10 ms reads as <unreadable …> until then (never as a wrong value).
 //
 // Ring: a typed record takes k consecutive slots with one reservation: the header slot
 // (kind 3 enter / 4 exit, laid out like the others) then u32 payload length and the payload
@@ -57,11 +57,17 @@ typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 byt
 extern CaptureShared capture;
 /* The walk (agent/native/capture_walk.c, compiled ahead of time): the payload of the plan's
    enter (or exit) roots into the scratch after its u32 length; returns the length. */
-extern guint32 strobe_cap_walk (const CapPlan * plan, int at_exit, const guint64 * regs, void * scratch, guint64 now, CaptureShared * cs);
+extern guint32 strobe_cap_walk (const CapPlan * plan, int at_exit, const guint64 * regs, void * scratch, CaptureShared * cs);
 
 #define CAP_MAX_SLOTS ${CAPTURE_MAX_SLOTS}
 #define KIND_TYPED_ENTER 3
 #define KIND_TYPED_EXIT 4
+/* Cost sampling weighs the walks of 1 recorded call in CAP_COST_EVERY (16; the top 4 bits of
+   a hash of the call id are 0), each counted 16 times: two clock reads per call fewer. A
+   hash, so neither rate sampling's 1 in N nor functions alternating on a thread line up
+   with it. */
+#define CAP_COST_EVERY 16
+#define CAP_MEASURED(call) ((((call) * 0x9e3779b97f4a7c15ULL) >> 60) == 0)
 #define FN_PLAN(f) (*(CapPlan * volatile *) ((guint8 *) (f) + ${FN_PLAN_OFFSET}))
 typedef char fn_struct_ends_before_the_plan[sizeof (Fn) <= ${FN_PLAN_OFFSET} ? 1 : -1];
 
@@ -93,16 +99,15 @@ static Rec * reserve_n (guint32 k, guint32 * pos) {
   }
 }
 
-/* The payload (length prefix included) into the slots after the header slot at pos. */
+/* The payload (length prefix included) into the slots after the header slot at pos: the
+   slots are contiguous bytes, so one copy, or two where the ring wraps. */
 static void cap_put (guint32 pos, const guint8 * src, guint32 len) {
-  guint32 slot = pos + 1;
-  while (len > 0) {
-    guint32 c = len < sizeof (Rec) ? len : sizeof (Rec);
-    memcpy (&shared.ring[slot & shared.mask], src, c);
-    src += c;
-    len -= c;
-    slot++;
-  }
+  guint32 first = (pos + 1) & shared.mask;
+  guint32 room = (shared.mask + 1 - first) * sizeof (Rec);
+  guint32 c = len < room ? len : room;
+  memcpy (&shared.ring[first], src, c);
+  if (c < len)
+    memcpy (&shared.ring[0], src + c, len - c);
 }
 
 static inline guint32 cap_slots_for (guint32 len) {
@@ -111,15 +116,17 @@ static inline guint32 cap_slots_for (guint32 len) {
 
 /* Typed enter: record_enter's record, with the plan's copies. */
 static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 * a) {
-  guint64 t0 = now_ns ();
+  inv->measure = CAP_MEASURED (inv->call);
+  guint64 t0 = inv->measure ? now_ns () : 0;
   CapPlan * plan = FN_PLAN (f);
   guint8 * s = cap_scratch ();
-  guint32 len = s != NULL ? strobe_cap_walk (plan, 0, a, s, t0, &capture) : 0;
+  guint32 len = s != NULL ? strobe_cap_walk (plan, 0, a, s, &capture) : 0;
   guint32 pos;
   Rec * r = s != NULL ? reserve_n (cap_slots_for (len), &pos) : NULL;
   guint64 ts = now_ns ();
   inv->ts = ts;
-  f->hook_ns += ts - t0; /* cost sampling (fastpath_c.ts check_rate); racy: an estimate */
+  if (inv->measure) /* cost sampling (fastpath_c.ts check_rate); racy: an estimate */
+    f->hook_ns += (ts - t0) * CAP_COST_EVERY;
   if (r == NULL) {
     if (s == NULL)
       xadd64 (&shared.lost, 1);
@@ -141,7 +148,8 @@ static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 r
 
 static void capture_exit (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
   capture_exit_record (f, t, inv, ret, ts);
-  f->hook_ns += now_ns () - ts; /* cost sampling, as at enter */
+  if (inv->measure) /* cost sampling, as at enter */
+    f->hook_ns += (now_ns () - ts) * CAP_COST_EVERY;
 }
 
 static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
@@ -151,7 +159,7 @@ static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 r
     xadd64 (&shared.lost, 1);
     return;
   }
-  guint32 len = strobe_cap_walk (plan, 1, &ret, s, ts, &capture);
+  guint32 len = strobe_cap_walk (plan, 1, &ret, s, &capture);
   guint32 pos;
   Rec * r = reserve_n (cap_slots_for (len), &pos);
   if (r == NULL)
@@ -178,15 +186,15 @@ static guint32 cap_slots_at (guint32 tl) {
    words its payload overwrote, so a stale byte pattern never passes for a committed record.
    Returns the bytes written. */
 static guint32 cap_take (guint8 * dst, guint32 tl, guint32 k) {
-  guint32 len;
+  guint32 len, slot;
   memcpy (&len, &shared.ring[(tl + 1) & shared.mask], 4);
-  guint32 total = 4 + len, done = 0, slot = tl + 1;
-  while (done < total) {
-    guint32 c = total - done < sizeof (Rec) ? total - done : sizeof (Rec);
-    memcpy (dst + done, &shared.ring[slot & shared.mask], c);
-    done += c;
-    slot++;
-  }
+  guint32 total = 4 + len;
+  guint32 first = (tl + 1) & shared.mask;
+  guint32 room = (shared.mask + 1 - first) * sizeof (Rec);
+  guint32 c = total < room ? total : room;
+  memcpy (dst, &shared.ring[first], c);
+  if (c < total)
+    memcpy (dst + c, &shared.ring[0], total - c);
   for (slot = tl + 1; slot < tl + k; slot++)
     shared.ring[slot & shared.mask].seq = 0;
   return total;

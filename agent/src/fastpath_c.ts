@@ -109,7 +109,8 @@ typedef struct {
   guint64 stack[MAX_DEPTH];
 } Thread;
 
-typedef struct { guint64 call; guint64 parent; guint64 ts; guint32 flags; } Invocation;
+/* measure: this call's typed capture is timed for cost sampling (capture_c.ts). */
+typedef struct { guint64 call; guint64 parent; guint64 ts; guint32 flags; guint32 measure; } Invocation;
 
 typedef guint64 (* Orig) (guint64, guint64, guint64, guint64, guint64, guint64);
 
