@@ -30,8 +30,9 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_VISITS 1536           /* distinct pointees per call: keeps the table sparse */
 #define CAP_STACK 2048
 #define CAP_KEY_CSTRING 0xffffffffu
-#define CAP_PAGES_BITS 10
-#define CAP_PAGES (1 << CAP_PAGES_BITS) /* pages known readable, by hashed page number */
+#define CAP_SETS_BITS 8           /* pages known readable: 256 sets of 4, by hashed page number */
+#define CAP_WAYS 4
+#define CAP_PAGES ((1 << CAP_SETS_BITS) * CAP_WAYS)
 #define CAP_BAD_BITS 8
 #define CAP_BAD_PAGES (1 << CAP_BAD_BITS) /* pages found unreadable, and when */
 #define CAP_BAD_TICKS (1UL << 25) /* time stamp counter ticks: ~10 ms at 3.3 GHz */
@@ -57,7 +58,11 @@ typedef struct {
   u32 visits;
   u32 big;                        /* this walk uses the big table */
   u32 pad;
-  u64 pages[CAP_PAGES];           /* page number + 1 of a page read without a fault */
+  /* Page number + 1 of pages read without a fault, 4 ways a set: with one slot per hash, two
+     hot pages sharing it evicted each other and every read of either became a system call
+     (17,000 per SQLite bench run in some address layouts, none in others). */
+  u64 pages[CAP_PAGES];
+  u8 next_way[1 << CAP_SETS_BITS]; /* round-robin replacement */
   u64 bad[CAP_BAD_PAGES];         /* page number + 1 of a page process_vm_readv refused */
   u64 bad_at[CAP_BAD_PAGES];      /* time stamp counter when refused */
   CapSeen small[CAP_SMALL];
@@ -158,7 +163,15 @@ static inline u32 cap_page_slot (u64 page, u32 bits) {
 }
 
 static inline int cap_page_known (CapScratch * s, u64 page) {
-  return s->pages[cap_page_slot (page, CAP_PAGES_BITS)] == page + 1;
+  const u64 * set = &s->pages[cap_page_slot (page, CAP_SETS_BITS) * CAP_WAYS];
+  return set[0] == page + 1 || set[1] == page + 1 || set[2] == page + 1 || set[3] == page + 1;
+}
+
+static void cap_page_remember (CapScratch * s, u64 page) {
+  if (cap_page_known (s, page))
+    return;
+  u32 at = cap_page_slot (page, CAP_SETS_BITS);
+  s->pages[at * CAP_WAYS + (s->next_way[at]++ & (CAP_WAYS - 1))] = page + 1;
 }
 
 typedef struct { void * base; u64 len; } CapIov;
@@ -207,7 +220,7 @@ static u32 cap_copy (CapScratch * s, CaptureShared * cs, u8 * dst, u64 src, u32 
     got = n;
   /* Every page a byte was read from is readable (protection is per page). */
   for (pg = first; pg <= ((src + (u64) got - 1) >> 12); pg++)
-    s->pages[cap_page_slot (pg, CAP_PAGES_BITS)] = pg + 1;
+    cap_page_remember (s, pg);
   return (u32) got;
 }
 
