@@ -1,6 +1,6 @@
-// Typed capture in native code (issue 18 item 1), the JavaScript side: the fault-safe copy
-// the C side reads pointees with, its exception hook, and the capture plan a hook spec
-// carries (`capture`, compiled by the daemon: src/engine/capture_plan.rs) turned into the
+// Typed capture in native code (issue 18 item 1), the JavaScript side: the walk's machine
+// code (agent/native/capture_walk.c, compiled by build.rs) put into the target, the exception
+// hook of its fault-safe copy, and the capture plan a hook spec carries (`capture`, compiled by the daemon: src/engine/capture_plan.rs) turned into the
 // native block capture_c.ts runs. JavaScript stays for what needs it: a hook with watches or
 // a condition, or when the agent's depth is not the plan's, serializes in JS as before.
 
@@ -82,7 +82,6 @@ function loadWalk(): Walk {
 
 /** Symbols the fast path's CModule needs for typed capture (fastpath.ts setUp). */
 export function captureSymbols(libc: (name: string) => NativePointer): Record<string, NativePointer> {
-    if (walk === null) walk = loadWalk();
     const shared = Memory.alloc(CAPTURE_SHARED_SIZE);
     for (let i = 0; i < CAPTURE_SHARED_SIZE; i += 8) shared.add(i).writeU64(0);
     captureShared = shared;
@@ -91,6 +90,9 @@ export function captureSymbols(libc: (name: string) => NativePointer): Record<st
     if (keyCreate(shared, libc("free")) !== 0) throw new Error("pthread_key_create failed (capture scratch)");
     vmReadv = vmReadvWorks(libc);
     setCheckedReads(checkedReads);
+    // No walk built for this architecture (build.rs): usableCapture() keeps typed hooks in JS.
+    if (CAPTURE_WALK_CODE.length === 0) return { capture: shared, strobe_cap_walk: NULL };
+    if (walk === null) walk = loadWalk();
     shared.add(CS_SCRATCH_SIZE).writeU64(walk.code.add(CAPTURE_WALK_SYMBOLS.strobe_cap_scratch_size).readU64());
     return { capture: shared, strobe_cap_walk: walk.code.add(CAPTURE_WALK_SYMBOLS.strobe_cap_walk) };
 }
@@ -145,7 +147,7 @@ export function wordsOnly(): boolean {
 
 /** Can this spec's typed values be captured natively now? */
 export function usableCapture(capture: CaptureSpec | undefined): boolean {
-    return enabled && typedValues && capture !== undefined && Array.isArray(capture.progs) && Array.isArray(capture.roots) && capture.depth === currentDepth();
+    return CAPTURE_WALK_CODE.length > 0 && enabled && typedValues && capture !== undefined && Array.isArray(capture.progs) && Array.isArray(capture.roots) && capture.depth === currentDepth();
 }
 
 /** The native plan block of a spec (capture_c.ts CapPlan), built once per distinct plan. */
