@@ -161,7 +161,7 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     assert_eq!(label.3, Some(json!("even label")), "a C string result");
     // Unreadable pointees (a PROT_NONE page, a page cut) are found without a fault, which
     // costs a signal and Frida's JavaScript exception dispatch (~100 µs): process_vm_readv
-    // checks pages not known readable, where the kernel allows it (capture_c.ts cap_copy).
+    // checks pages not known readable, where the kernel allows it (capture_walk.c cap_copy).
     let after = &native_settings["after"]["capture"];
     assert!(after["records"].as_u64().unwrap() >= 3 * CALLS as u64 * 2, "{after}");
     if after["vmReadv"] == json!(true) {

@@ -2,7 +2,8 @@
 //! result each travel in one integer register, the daemon compiles from DWARF a *capture
 //! plan* — which pointees the agent's JavaScript serializer (`agent/src/serialize.ts`) would
 //! read at the session's depth — and ships it with the hook spec (`capture`). The agent's
-//! native hook (`agent/src/capture_c.ts`) runs the plan on every call: it copies each pointee
+//! native hook runs the plan on every call (`agent/native/capture_walk.c`, from
+//! `agent/src/capture_c.ts`): it copies each pointee
 //! (struct bytes up to the last field printed, C strings up to 1,025 bytes) into the record,
 //! reading through a fault-safe copy. The daemon rebuilds the very JSON the serializer would
 //! print from those bytes (`capture_decode.rs`), so nothing the LLM sees changes.
@@ -15,7 +16,7 @@
 //! with an explicit stack, de-duplicating pointees by (address, type): a pointee is visited
 //! again only when a later path reaches it with more depth left. Plan size is bounded by
 //! types × depth, not by paths; the bytes one call copies are bounded by the agent's scratch
-//! (capture_c.ts CAP_BUDGET): pointees beyond it are left out and decode as `<unreadable …>`,
+//! (capture_walk.c CAP_BUDGET): pointees beyond it are left out and decode as `<unreadable …>`,
 //! never as a wrong value. Each copy goes into the record as `u64 address, u32 meta, bytes`
 //! and the decoder finds reads by address, exactly as the serializer would.
 
@@ -33,7 +34,7 @@ pub(crate) const MAX_STRING: usize = 1024;
 /// Most pointer edges and programs a plan may have; bigger ones keep the JavaScript serializer.
 const MAX_EDGES: usize = 4096;
 const MAX_PROGRAMS: usize = 1024;
-/// Largest struct copy: one must fit the agent's per-call byte budget (capture_c.ts CAP_BUDGET).
+/// Largest struct copy: one must fit the agent's per-call byte budget (capture_walk.c CAP_BUDGET).
 const MAX_STRUCT: u64 = 64 * 1024;
 /// Bytes of a block header in the payload: u64 address, u32 meta.
 pub(crate) const BLOCK_HEADER: u64 = 12;
