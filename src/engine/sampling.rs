@@ -155,9 +155,10 @@ impl Engine {
     /// JS hooks only, for hooks added from now on), and for the agent's fast path
     /// `ringRecords` and `drainBatch` (records per binary batch; both before the first fast
     /// hook only), `drainIntervalMs`, `hotCallsPerSec` (0: no auto sampling), `sampleEvery`,
-    /// `wrappers`, and `costShare` (JS-path cost sampling, agent/src/cost_sampling.ts; it
-    /// overrides the `tracing.costShare` setting for the session). Returns the agent's
-    /// resulting settings.
+    /// `wrappers`, `costShare` (cost sampling, agent/src/cost_sampling.ts; it overrides the
+    /// `tracing.costShare` setting for the session), and for typed capture `nativeCapture`,
+    /// `typedValues` and `checkedReads` (agent/src/fastpath.ts CaptureOptions). Returns the
+    /// agent's resulting settings.
     pub async fn configure_tracing(&self, session_id: &str, mut options: Value) -> Result<Value> {
         let Some(obj) = options.as_object_mut() else {
             return Err(StrobeError::validation("tracing options must be an object, e.g. {\"hotCallsPerSec\": 0}"));
