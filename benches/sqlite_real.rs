@@ -13,8 +13,8 @@
 //! `cargo bench --bench sqlite_real` (env: `SQLITE_BENCH_ROWS`, default 1000;
 //! `SQLITE_BENCH_QUERIES`, default 10; `SQLITE_BENCH_REPEAT`, runs of each row, default 3,
 //! medians reported; `SQLITE_BENCH_TYPED_ONLY=1`, optionally with `SQLITE_BENCH_PERF=<file>`:
-//! the typed row alone, see `typed_only`). uftrace (Debian package) is installed with apt-get when missing and
-//! this runs as root; otherwise its row is skipped with a note.
+//! the typed row alone, see `typed_only`). uftrace (Debian package) is installed with apt-get
+//! when missing and this runs as root; otherwise its row is skipped with a note.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -125,6 +125,25 @@ async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], options: 
     }
 }
 
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+/// An engine with its Frida host up, in a temporary home (kept alive by the returned dir).
+async fn bench_engine() -> (tempfile::TempDir, Arc<Engine>) {
+    let home = tempfile::tempdir().unwrap();
+    let cache_dir = repo().join("target").join("strobe-cache");
+    let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
+    engine.warm_up().await.expect("Frida host");
+    (home, engine)
+}
+
+/// Tracing options recording every call: no rate sampling and no cost sampling (a JS-path
+/// fallback would otherwise be thinned to 1 call in 100, which reads as missing events).
+fn every_call() -> Value {
+    json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": 1 << 20 })
+}
+
 fn main() {
     let exe = build_driver();
     let args = vec![env_u64("SQLITE_BENCH_ROWS", 1000).to_string(), env_u64("SQLITE_BENCH_QUERIES", 10).to_string()];
@@ -134,15 +153,9 @@ fn main() {
     let repeat = env_u64("SQLITE_BENCH_REPEAT", 3).max(1) as usize;
     let uftrace = uftrace();
 
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (untraced, uf, typed, typed_attach, words, typed_default) = rt.block_on(async {
-        let home = tempfile::tempdir().unwrap();
-        let cache_dir = repo().join("target").join("strobe-cache");
-        let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
-        engine.warm_up().await.expect("Frida host");
-        // Every call recorded: no rate sampling and no cost sampling (a JS-path fallback
-        // would otherwise be thinned to 1 call in 100, which reads as missing events).
-        let base = json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": 1 << 20 });
+    let (untraced, uf, typed, typed_attach, words, typed_default) = runtime().block_on(async {
+        let (_home, engine) = bench_engine().await;
+        let base = every_call();
         let mut words_only = base.clone();
         words_only["typedValues"] = json!(false);
         let mut attach = base.clone();
@@ -242,12 +255,8 @@ fn main() {
 /// symbols for perf) are saved next to it as `<file>.<address>.bin`, for `objdump -b binary
 /// --adjust-vma=0x<address>` on the hot addresses.
 fn typed_only(exe: &Path, args: &[String], perf_out: Option<PathBuf>) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(async {
-        let home = tempfile::tempdir().unwrap();
-        let cache_dir = repo().join("target").join("strobe-cache");
-        let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
-        engine.warm_up().await.expect("Frida host");
+    runtime().block_on(async {
+        let (_home, engine) = bench_engine().await;
         let id = launch_waiting(&engine, exe, args).await;
         let pid = engine.status(&id).expect("status").pid;
         let perf = perf_out.as_ref().map(|out| {
@@ -255,8 +264,7 @@ fn typed_only(exe: &Path, args: &[String], perf_out: Option<PathBuf>) {
             std::thread::sleep(std::time::Duration::from_millis(500));
             perf
         });
-        let options = json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": 1 << 20 });
-        engine.configure_tracing(&id, options).await.expect("options");
+        engine.configure_tracing(&id, every_call()).await.expect("options");
         let patterns: Vec<String> = FUNCTIONS.iter().map(|f| f.to_string()).collect();
         engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
         engine.send_stdin(&id, b"go\n").await.expect("stdin");

@@ -1,7 +1,8 @@
 // Typed capture in native code (issue 18 item 1), the JavaScript side: the walk's machine
-// code (agent/native/capture_walk.c, compiled by build.rs) put into the target, the exception
-// hook of its fault-safe copy, and the capture plan a hook spec carries (`capture`, compiled by the daemon: src/engine/capture_plan.rs) turned into the
-// native block capture_c.ts runs. JavaScript stays for what needs it: a hook with watches or
+// code (agent/native/capture_walk.c, compiled by build.rs) put into the target, the
+// exception hook of its fault-safe copy, and the capture plan a hook spec carries
+// (`capture`, compiled by the daemon: src/engine/capture_plan.rs) turned into the native
+// block capture_c.ts runs. JavaScript stays for what needs it: a hook with watches or
 // a condition, or when the agent's depth is not the plan's, serializes in JS as before.
 
 import { addExceptionHook } from "./crash.js";
@@ -23,13 +24,7 @@ export interface CaptureSpec {
 const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 24;
 
 /** The walk's machine code in the target (build.rs compiles agent/native/capture_walk.c). */
-interface Walk {
-    code: NativePointer;
-    /** Where a fault at an instruction of the safe copy resumes: by offset in the code. */
-    resume: Map<number, number>;
-}
-
-let walk: Walk | null = null;
+let walk: NativePointer | null = null;
 let faults = 0;
 /** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked, visits, pushes, scratch_size. */
 const CAPTURE_SHARED_SIZE = 56, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24, CS_SCRATCH_SIZE = 48;
@@ -48,7 +43,7 @@ const plans = new Map<string, NativePointer>();
  * the bytes not copied instead of killing the target (capture_walk.c says where each
  * fault point resumes).
  */
-function loadWalk(): Walk {
+function loadWalk(): NativePointer {
     const bytes = CAPTURE_WALK_CODE.match(/../g)!.map((h) => parseInt(h, 16));
     const size = Math.ceil(bytes.length / Process.pageSize) * Process.pageSize;
     const code = Memory.alloc(size);
@@ -60,6 +55,7 @@ function loadWalk(): Walk {
         return off;
     };
     const slow = at("strobe_sc_slow");
+    // Where a fault at an instruction of the safe copy resumes, by offset in the code.
     const resume = new Map<number, number>([
         [at("strobe_sc_fault_w0"), slow],
         [at("strobe_sc_fault_w1"), slow],
@@ -67,17 +63,16 @@ function loadWalk(): Walk {
         [at("strobe_sc_fault_b"), at("strobe_sc_left")],
         [at("strobe_sc_fault_rep"), at("strobe_sc_rest")],
     ]);
-    const result = { code, resume };
     addExceptionHook((details) => {
         const off = details.context.pc.sub(code);
         if (off.compare(ptr(bytes.length)) >= 0) return false; // below code too: unsigned
-        const to = result.resume.get(off.toInt32());
+        const to = resume.get(off.toInt32());
         if (to === undefined) return false;
         faults++;
         (details.context as X64CpuContext).rip = code.add(to);
         return true;
     });
-    return result;
+    return code;
 }
 
 /** Symbols the fast path's CModule needs for typed capture (fastpath.ts setUp). */
@@ -93,8 +88,8 @@ export function captureSymbols(libc: (name: string) => NativePointer): Record<st
     // No walk built for this architecture (build.rs): usableCapture() keeps typed hooks in JS.
     if (CAPTURE_WALK_CODE.length === 0) return { capture: shared, strobe_cap_walk: NULL };
     if (walk === null) walk = loadWalk();
-    shared.add(CS_SCRATCH_SIZE).writeU64(walk.code.add(CAPTURE_WALK_SYMBOLS.strobe_cap_scratch_size).readU64());
-    return { capture: shared, strobe_cap_walk: walk.code.add(CAPTURE_WALK_SYMBOLS.strobe_cap_walk) };
+    shared.add(CS_SCRATCH_SIZE).writeU64(walk.add(CAPTURE_WALK_SYMBOLS.strobe_cap_scratch_size).readU64());
+    return { capture: shared, strobe_cap_walk: walk.add(CAPTURE_WALK_SYMBOLS.strobe_cap_walk) };
 }
 
 /**

@@ -13,8 +13,8 @@
 //
 // The walk (strobe_cap_walk in agent/native/capture_walk.c, compiled ahead of time at -O2
 // by build.rs and copied into the target by capture.ts: TinyCC's code made it twice as
-// slow; this file keeps the glue, the ring and the drain) is depth-first with an explicit stack; a hash table keyed by (address,
-// type) skips a pointee already visited with as much depth left (cycles and shared
+// slow; this file keeps the glue, the ring and the drain) is depth-first with an explicit
+// stack; a hash table keyed by (address, type) skips a pointee already visited with as much depth left (cycles and shared
 // pointees cost one copy), and a revisit with more depth reuses the bytes when they reach
 // far enough. A pointer that is null or implausible (below 64 KiB or not a user-space
 // address) is skipped: the daemon prints what the serializer would for it (null, or
@@ -26,14 +26,14 @@
 // bytes follow).
 //
 // Reads never fault the target: strobe_safe_copy (capture_walk.c) is a copy loop whose
-// faults the agent's exception hook (capture.ts) turns into a return of the bytes not copied. A fault is costly
-// (a signal and Frida's JavaScript exception dispatch, ~100 µs), and SQLite's unions alone
+// faults the agent's exception hook (capture.ts) turns into a return of the bytes not
+// copied. A fault is costly (a signal and Frida's JavaScript exception dispatch, ~100 µs), and SQLite's unions alone
 // make a few per call (an integer member read as a pointer), so a read touching a page not
 // known readable goes through process_vm_readv on the process itself instead (~1 µs, EFAULT
 // instead of a signal); the pages it read are remembered per thread (CAP_PAGES), and reads
 // within them take the safe copy. A remembered page unmapped since still only faults. A
-// page process_vm_readv could not read is remembered as unreadable for CAP_BAD_TICKS (about 10 ms):
-// the same garbage pointer in the next calls costs nothing, and memory mapped at that
+// page process_vm_readv could not read is remembered as unreadable for CAP_BAD_TICKS
+// (about 10 ms): the same garbage pointer in the next calls costs nothing, and memory mapped at that
 // address within those ~10 ms reads as <unreadable …> until then (never as a wrong value).
 //
 // Ring: a typed record takes k consecutive slots with one reservation: the header slot
@@ -47,7 +47,8 @@ export const FN_PLAN_OFFSET = 56;
 export const CAPTURE_MAX_SLOTS = 2400;
 
 export const CAPTURE_C = `
-typedef struct { guint32 n_enter; guint32 n_exit; guint32 n_progs; guint32 n_edges; } CapPlan;
+/* Only capture_walk.c reads a plan (its layout: above). */
+typedef struct CapPlan CapPlan;
 /* records / bytes: typed records written and their payload bytes; checked: reads that went
    through process_vm_readv (racy increments: estimates). vm_readv: 1 when process_vm_readv
    works here (capture.ts probes it; else every read takes the safe copy). scratch_size:
@@ -99,12 +100,17 @@ static Rec * reserve_n (guint32 k, guint32 * pos) {
   }
 }
 
-/* The payload (length prefix included) into the slots after the header slot at pos: the
-   slots are contiguous bytes, so one copy, or two where the ring wraps. */
+/* Of len payload bytes from ring slot first on, how many fit before the ring wraps: the
+   slots are contiguous bytes, so a payload is one copy, or two where the ring wraps. */
+static inline guint32 cap_before_wrap (guint32 first, guint32 len) {
+  guint32 room = (shared.mask + 1 - first) * sizeof (Rec);
+  return len < room ? len : room;
+}
+
+/* The payload (length prefix included) into the slots after the header slot at pos. */
 static void cap_put (guint32 pos, const guint8 * src, guint32 len) {
   guint32 first = (pos + 1) & shared.mask;
-  guint32 room = (shared.mask + 1 - first) * sizeof (Rec);
-  guint32 c = len < room ? len : room;
+  guint32 c = cap_before_wrap (first, len);
   memcpy (&shared.ring[first], src, c);
   if (c < len)
     memcpy (&shared.ring[0], src + c, len - c);
@@ -190,8 +196,7 @@ static guint32 cap_take (guint8 * dst, guint32 tl, guint32 k) {
   memcpy (&len, &shared.ring[(tl + 1) & shared.mask], 4);
   guint32 total = 4 + len;
   guint32 first = (tl + 1) & shared.mask;
-  guint32 room = (shared.mask + 1 - first) * sizeof (Rec);
-  guint32 c = total < room ? total : room;
+  guint32 c = cap_before_wrap (first, total);
   memcpy (dst, &shared.ring[first], c);
   if (c < total)
     memcpy (dst + c, &shared.ring[0], total - c);

@@ -185,12 +185,16 @@ function writeSamplingThresholds(shared: NativePointer): void {
 
 let memset: NativeFunction<NativePointer, [NativePointerValue, number, number]> | null = null;
 
-/** Memory.alloc does not promise zeroed memory; the ring's commit markers must start at 0. */
-function zeroed(size: number): NativePointer {
+/** p[0..size) set to 0 (and its pages touched). */
+function fillZero(p: NativePointer, size: number): NativePointer {
     if (memset === null) memset = new NativeFunction(Module.getGlobalExportByName("memset"), "pointer", ["pointer", "int", "size_t"]);
-    const p = Memory.alloc(size);
     memset(p, 0, size);
     return p;
+}
+
+/** Memory.alloc does not promise zeroed memory; the ring's commit markers must start at 0. */
+function zeroed(size: number): NativePointer {
+    return fillZero(Memory.alloc(size), size);
 }
 
 /**
@@ -209,9 +213,7 @@ function ringMemory(size: number): NativePointer {
     if (p.equals(ptr(-1))) return zeroed(size);
     const start = p.add(HUGE - 1).and(ptr(HUGE - 1).not());
     madvise(start, size, MADV_HUGEPAGE);
-    if (memset === null) memset = new NativeFunction(libc("memset"), "pointer", ["pointer", "int", "size_t"]);
-    memset(start, 0, size);
-    return start;
+    return fillZero(start, size);
 }
 
 /** The CModule, compiled on first need; null when this platform cannot have it. */
