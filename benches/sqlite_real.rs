@@ -274,7 +274,8 @@ fn typed_only(exe: &Path, args: &[String], perf_out: Option<PathBuf>) {
             let _ = perf.wait();
             save_code_pages(pid, &out);
         }
-        println!("{line}");
+        let after = engine.configure_tracing(&id, json!({})).await.expect("settings after the workload");
+        println!("{line}\ncapture: {}", after["capture"]);
         engine.send_stdin(&id, b"exit\n").await.expect("stdin");
         engine.stop(&id, false).await.ok();
     });

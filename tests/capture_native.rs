@@ -164,6 +164,13 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     // checks pages not known readable, where the kernel allows it (capture_walk.c cap_copy).
     let after = &native_settings["after"]["capture"];
     assert!(after["records"].as_u64().unwrap() >= 3 * CALLS as u64 * 2, "{after}");
+    // Rounds 2 and 3 repeat round 1's walks (capture_walk.c cap_subtree): the unchanged ones
+    // are replayed, the ones whose pointer words changed below the roots (the fixture's
+    // d3.down, gx.leaf) are noticed and walked again (else round 2 would print round 1's
+    // gx.leaf, and its g3 would be missing) — and the events above equal the
+    // serializer's either way.
+    assert!(after["walksReplayed"].as_u64().unwrap() > 0, "{after}");
+    assert!(after["walksStale"].as_u64().unwrap() > 0, "{after}");
     if after["vmReadv"] == json!(true) {
         assert_eq!(after["faultsRecovered"], json!(0), "{after}");
         assert!(after["checkedReads"].as_u64().unwrap() > 0, "{after}");
@@ -220,4 +227,60 @@ async fn typed_records_left_in_the_ring_at_exit_all_arrive() {
     let stored = common::events::trace_events(&engine, &id).len() as u64;
     let lost = engine.status(&id).expect("status").events_lost;
     assert_eq!((stored, lost), (2 * 2 * rounds * CALLS as u64, 0), "stored and lost of {rounds} rounds × 2 passes");
+}
+
+/// The walk from each pointee of an argument is remembered and replayed on later calls
+/// (capture_walk.c cap_subtree) only while every pointer word it read is unchanged. Here
+/// only cap_graph is traced (its few walks stay remembered), and the fixture changes, from
+/// one round to the next, which struct gx.leaf points to (g3 is reached by no other
+/// pointer: a stale replay would leave it out and print `<unreadable …>`), the bytes of a
+/// string at the same address, and the values of remembered structs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_walk_notices_changed_pointers_below_the_arguments() {
+    let (_home, engine) = engine();
+    let r = engine
+        .launch(LaunchRequest {
+            command: common::fixture("c_capture").display().to_string(),
+            args: vec!["3".into(), "wait".into()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch c_capture");
+    let id = r.session_id;
+    common::events::wait_for_stdout(&engine, &id, "ready 0", Duration::from_secs(60)).await;
+    engine.configure_tracing(&id, json!({ "nativeCapture": true, "hotCallsPerSec": 0, "costShare": 0 })).await.expect("configure tracing");
+    engine.trace(Some(&id), &["cap_graph".to_string()], &[]).await.expect("trace");
+    engine.send_stdin(&id, b"go\n").await.expect("stdin");
+    common::events::wait_for_stdout(&engine, &id, "pass 0 done", Duration::from_secs(60)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while common::events::trace_events(&engine, &id).len() < 6 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = engine.configure_tracing(&id, json!({})).await.expect("settings")["capture"].clone();
+    let graphs: Vec<Value> = content(&common::events::trace_events(&engine, &id))
+        .into_iter()
+        .filter(|e| e.0 == EventType::FunctionEnter)
+        .map(|e| e.2.unwrap()["t"].clone())
+        .collect();
+    assert_eq!(graphs.len(), 3, "{graphs:?}");
+    let leaf = |v: i64, tag: &str| json!({ "v": v, "tag": tag });
+    for (round, g) in graphs.iter().enumerate() {
+        let odd = round % 2 == 1;
+        assert_eq!(g["x"]["leaf"], if odd { leaf(73, "g-three") } else { leaf(71, "g-one") }, "round {round}: {g}");
+        assert_eq!(g["again"], g["x"], "round {round}");
+        assert_eq!(g["shared"][0], leaf(72, if odd { "g-twW" } else { "g-two" }), "round {round}: {g}");
+        assert!(g["mid"]["bad"].as_str().unwrap().starts_with("<unreadable 0x"), "round {round}: {g}");
+        // One copy of the hub serves both sub-walks that reach it (capture_walk.c
+        // cap_big_find); its pointer word is read from that copy.
+        assert_eq!(g["hub"]["leaf"], if round == 2 { leaf(73, "g-three") } else { leaf(71, "g-one") }, "round {round}: {g}");
+        assert_eq!(g["hub"]["pad"][0], json!(round), "round {round}: {g}");
+        assert_eq!(g["mid"]["hub"]["leaf"], json!("<struct gleaf>"), "round {round}: {g}");
+    }
+    assert!(after["walksReplayed"].as_u64().unwrap() > 0, "{after}");
+    assert!(after["walksStale"].as_u64().unwrap() > 0, "{after}");
+    for line in [&b"go\n"[..], b"end\n"] {
+        engine.send_stdin(&id, line).await.expect("stdin");
+    }
+    common::events::wait_for_exit(&engine, &id).await;
 }

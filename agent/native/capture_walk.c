@@ -8,331 +8,81 @@
  * are inline, the fault-safe copy is assembly below, and everything mutable lives in the
  * caller's per-thread scratch or in the shared counters it passes.
  *
+ * Most of a typed call's pointees are the same from one call to the next (SQLite: a row's
+ * Mem or a cursor changes, the connection, schema and pager it points to do not), so the
+ * walk from each pointee of an argument is remembered per thread and replayed while every
+ * pointer word it read is unchanged: the same blocks copied again, fresh, in the same
+ * order, without the visit table, the stack or the edges (cap_subtree, cap_replay).
+ *
  * Plan layout and payload format: capture_c.ts (the TinyCC side) documents both; this file
  * is the walk it calls, cap_run there before.
  */
 
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef unsigned long u64;
-
-typedef struct { u32 n_enter; u32 n_exit; u32 n_progs; u32 n_edges; } CapPlan;
-typedef struct { u32 reg; u32 kind; u32 prog; u32 pad; } CapRoot;
-typedef struct { u32 key; u32 depth; u32 size; u32 first; u32 n; u32 pad; } CapProg;
-typedef struct { u32 off; u32 count; u32 stride; u32 kind; u32 child; u32 pad; } CapEdge;
-/* capture_c.ts CaptureShared (the counters are racy increments: estimates). */
-typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked; u64 visits; u64 pushes; u64 scratch_size; } CaptureShared;
-
-#define CAP_BUDGET (200 * 1024)
-#define CAP_STRING 1024
-#define CAP_TABLE 2048            /* (address, type) slots, a power of two */
-#define CAP_SMALL 256             /* the table a walk starts with: stays in L1 */
-#define CAP_VISITS 1536           /* distinct pointees per call: keeps the table sparse */
-#define CAP_STACK 2048
-#define CAP_KEY_CSTRING 0xffffffffu
-#define CAP_SETS_BITS 8           /* pages known readable: 256 sets of 4, by hashed page number */
-#define CAP_WAYS 4
-#define CAP_PAGES ((1 << CAP_SETS_BITS) * CAP_WAYS)
-#define CAP_BAD_BITS 8
-#define CAP_BAD_PAGES (1 << CAP_BAD_BITS) /* pages found unreadable, and when */
-#define CAP_BAD_TICKS (1UL << 25) /* time stamp counter ticks: ~10 ms at 3.3 GHz */
-#define CAP_IOV 24                /* pages one checked read spans at most (64 KiB structs: 17) */
-#define SYS_PROCESS_VM_READV 310
-#define SYS_GETPID 39
-#define META_CSTRING (1u << 30)
-#define META_TERMINATED (1u << 31)
-
-/* The visit tables: address and type first, 16 bytes, so probing touches one line in four;
-   what a hit needs is in CapSeenData at the same index. A walk starts with the small table
-   (most visit a few dozen pointees) and moves to the big one at half its size. */
-typedef struct { u64 addr; u32 key; u32 gen; } CapSeen;
-typedef struct { u8 * data; u32 depth; u32 want; u32 len; u32 pad; } CapSeenData;
-typedef struct { u64 p; u32 kind; u32 prog; } CapTodo;
-
-/* Per thread (allocated zeroed by the TinyCC side, scratch_size bytes). The payload buffer
-   comes first: the caller finds it at the scratch's address (u32 length, then the walk's
-   bytes). */
-typedef struct {
-  u8 buf[4 + CAP_BUDGET + CAP_STRING + 64];
-  u32 gen;
-  u32 visits;
-  u32 big;                        /* this walk uses the big table */
-  u32 pad;
-  /* Page number + 1 of pages read without a fault, 4 ways a set: with one slot per hash, two
-     hot pages sharing it evicted each other and every read of either became a system call
-     (17,000 per SQLite bench run in some address layouts, none in others). */
-  u64 pages[CAP_PAGES];
-  u8 next_way[1 << CAP_SETS_BITS]; /* round-robin replacement */
-  u64 bad[CAP_BAD_PAGES];         /* page number + 1 of a page process_vm_readv refused */
-  u64 bad_at[CAP_BAD_PAGES];      /* time stamp counter when refused */
-  CapSeen small[CAP_SMALL];
-  CapSeenData small_data[CAP_SMALL];
-  CapSeen seen[CAP_TABLE];
-  CapSeenData seen_data[CAP_TABLE];
-  CapTodo todo[CAP_STACK];
-} CapScratch;
+#include "capture_types.h"
+#include "capture_read.h"
 
 const u64 strobe_cap_scratch_size = sizeof (CapScratch);
 
-/* u64 strobe_safe_copy (dst, src, n) (System V: rdi, rsi, rdx): returns the bytes NOT
-   copied. 32 bytes a step (two unaligned SSE loads, then the stores), then 8, then 1: a
-   short `rep movsb` costs tens of ns to start, and a call copies ~25 small pointees. The
-   registers are exact at every load (loads precede the stores and the pointer updates), so
-   the agent's exception hook (capture.ts) resumes a fault: one in the wide steps at
-   strobe_sc_slow (a `rep movsb` of what is left, byte-exact up to the unreadable page),
-   one there at strobe_sc_rest (returns rcx), one in the byte step at strobe_sc_left
-   (returns rdx). The fault points are strobe_sc_fault_*. */
-__asm__ (
-  ".text\n"
-  ".globl strobe_safe_copy, strobe_sc_fault_w0, strobe_sc_fault_w1, strobe_sc_fault_q, strobe_sc_fault_b, strobe_sc_fault_rep, strobe_sc_slow, strobe_sc_rest, strobe_sc_left\n"
-  "strobe_safe_copy:\n"
-  "  cmp $32, %rdx\n"
-  "  jb 2f\n"
-  "1:\n"
-  "strobe_sc_fault_w0:\n"
-  "  movdqu (%rsi), %xmm0\n"
-  "strobe_sc_fault_w1:\n"
-  "  movdqu 16(%rsi), %xmm1\n"
-  "  movdqu %xmm0, (%rdi)\n"
-  "  movdqu %xmm1, 16(%rdi)\n"
-  "  add $32, %rsi\n"
-  "  add $32, %rdi\n"
-  "  sub $32, %rdx\n"
-  "  cmp $32, %rdx\n"
-  "  jae 1b\n"
-  "2:\n"
-  "  cmp $8, %rdx\n"
-  "  jb 3f\n"
-  "strobe_sc_fault_q:\n"
-  "  mov (%rsi), %rax\n"
-  "  mov %rax, (%rdi)\n"
-  "  add $8, %rsi\n"
-  "  add $8, %rdi\n"
-  "  sub $8, %rdx\n"
-  "  jmp 2b\n"
-  "3:\n"
-  "  test %rdx, %rdx\n"
-  "  jz 4f\n"
-  "strobe_sc_fault_b:\n"
-  "  movb (%rsi), %al\n"
-  "  movb %al, (%rdi)\n"
-  "  inc %rsi\n"
-  "  inc %rdi\n"
-  "  dec %rdx\n"
-  "  jmp 3b\n"
-  "4:\n"
-  "  xor %eax, %eax\n"
-  "  ret\n"
-  "strobe_sc_left:\n"
-  "  mov %rdx, %rax\n"
-  "  ret\n"
-  "strobe_sc_slow:\n"
-  "  mov %rdx, %rcx\n"
-  "strobe_sc_fault_rep:\n"
-  "  rep movsb\n"
-  "  xor %eax, %eax\n"
-  "  ret\n"
-  "strobe_sc_rest:\n"
-  "  mov %rcx, %rax\n"
-  "  ret\n");
+/* The plan's parts. */
+typedef struct {
+  const CapPlan * plan;
+  const CapRoot * roots;
+  const CapProg * progs;
+  const CapEdge * edges;
+} CapParts;
 
-extern u64 strobe_safe_copy (void * dst, const void * src, u64 n);
-
-static inline long sys6 (long n, long a, long b, long c, long d, long e, long f) {
-  long ret;
-  register long r10 __asm__ ("r10") = d;
-  register long r8 __asm__ ("r8") = e;
-  register long r9 __asm__ ("r9") = f;
-  __asm__ volatile ("syscall" : "=a" (ret) : "a" (n), "D" (a), "S" (b), "d" (c), "r" (r10), "r" (r8), "r" (r9) : "rcx", "r11", "memory");
-  return ret;
-}
-
-static inline u64 cap_ticks (void) {
-  u32 lo, hi;
-  __asm__ volatile ("rdtsc" : "=a" (lo), "=d" (hi));
-  return ((u64) hi << 32) | lo;
-}
-
-static inline int cap_plausible (u64 p) {
-  return p >= 0x10000 && p < 0x800000000000UL;
-}
-
-/* A page's slot in a table of 2^bits: hashed, as garbage pointers differ in high bits. */
-static inline u32 cap_page_slot (u64 page, u32 bits) {
-  return (u32) ((page * 0x9e3779b97f4a7c15UL) >> (64 - bits));
-}
-
-static inline int cap_page_known (CapScratch * s, u64 page) {
-  const u64 * set = &s->pages[cap_page_slot (page, CAP_SETS_BITS) * CAP_WAYS];
-  return set[0] == page + 1 || set[1] == page + 1 || set[2] == page + 1 || set[3] == page + 1;
-}
-
-static void cap_page_remember (CapScratch * s, u64 page) {
-  if (cap_page_known (s, page))
-    return;
-  u32 at = cap_page_slot (page, CAP_SETS_BITS);
-  s->pages[at * CAP_WAYS + (s->next_way[at]++ & (CAP_WAYS - 1))] = page + 1;
-}
-
-typedef struct { void * base; u64 len; } CapIov;
-
-/* Copy n (> 0) bytes from src to dst without faulting; returns the bytes copied (a read
-   stops at the first page that cannot be read). A page not known readable is read with
-   process_vm_readv on this process (EFAULT instead of a signal and Frida's exception
-   dispatch) and remembered; one it refused is remembered for CAP_BAD_TICKS (read from the
-   time stamp counter only then: a clock read costs more than the rest of a small walk). */
-static u32 cap_copy (CapScratch * s, CaptureShared * cs, u8 * dst, u64 src, u32 n) {
-  u64 first = src >> 12, last = (src + n - 1) >> 12, pg;
-  int known = 1;
-  for (pg = first; pg <= last && known; pg++)
-    known = cap_page_known (s, pg);
-  if (known || !cs->vm_readv)
-    return n - (u32) strobe_safe_copy (dst, (const void *) src, n);
-  u32 b = cap_page_slot (first, CAP_BAD_BITS);
-  u64 now = cap_ticks ();
-  if (s->bad[b] == first + 1 && now - s->bad_at[b] < CAP_BAD_TICKS)
-    return 0;
-  cs->checked++;
-  /* One remote element per page: a partial read stops at an element boundary (man
-     process_vm_readv), so what precedes an unreadable page is still copied. */
-  CapIov local, remote[CAP_IOV];
-  long nr = 0;
-  u64 at = src, end = src + n;
-  while (at < end && nr < CAP_IOV) {
-    u64 stop = ((at >> 12) + 1) << 12;
-    if (stop > end)
-      stop = end;
-    remote[nr].base = (void *) at;
-    remote[nr].len = stop - at;
-    nr++;
-    at = stop;
-  }
-  local.base = dst;
-  local.len = at - src;
-  long pid = sys6 (SYS_GETPID, 0, 0, 0, 0, 0, 0);
-  long got = sys6 (SYS_PROCESS_VM_READV, pid, (long) &local, 1, (long) remote, nr, 0);
-  if (got <= 0) {
-    s->bad[b] = first + 1;
-    s->bad_at[b] = now;
-    return 0;
-  }
-  if ((u64) got > n)
-    got = n;
-  /* Every page a byte was read from is readable (protection is per page). */
-  for (pg = first; pg <= ((src + (u64) got - 1) >> 12); pg++)
-    cap_page_remember (s, pg);
-  return (u32) got;
-}
-
-static inline u32 cap_hash (u64 p, u32 key) {
-  return (u32) (((p >> 3) ^ (p >> 17) ^ ((u64) key * 0x9e3779b9u)) * 0x9e3779b1u);
-}
-
-/* The small table's entries of this walk into the big one, which the walk uses from now on. */
-static void cap_grow (CapScratch * s) {
-  for (u32 i = 0; i < CAP_SMALL; i++) {
-    if (s->small[i].gen != s->gen)
-      continue;
-    u32 h = cap_hash (s->small[i].addr, s->small[i].key) & (CAP_TABLE - 1);
-    while (s->seen[h].gen == s->gen)
-      h = (h + 1) & (CAP_TABLE - 1);
-    s->seen[h] = s->small[i];
-    s->seen_data[h] = s->small_data[i];
-  }
-  s->big = 1;
-}
-
-/* The entry of (p, key) this walk; *fresh when it was not there. NULL: no room. */
-static CapSeenData * cap_seen (CapScratch * s, u64 p, u32 key, int * fresh) {
-  if (!s->big && s->visits >= CAP_SMALL / 2)
-    cap_grow (s);
-  CapSeen * table = s->big ? s->seen : s->small;
-  CapSeenData * data = s->big ? s->seen_data : s->small_data;
-  u32 mask = s->big ? CAP_TABLE - 1 : CAP_SMALL - 1;
-  u32 h = cap_hash (p, key) & mask;
-  for (;;) {
-    CapSeen * e = &table[h];
-    if (e->gen != s->gen) {
-      if (s->visits >= CAP_VISITS)
-        return 0;
-      s->visits++;
-      e->gen = s->gen;
-      e->addr = p;
-      e->key = key;
-      CapSeenData * d = &data[h];
-      d->depth = 0; d->want = 0; d->len = 0; d->data = 0;
-      *fresh = 1;
-      return d;
-    }
-    if (e->addr == p && e->key == key) {
-      *fresh = 0;
-      return &data[h];
-    }
-    h = (h + 1) & mask;
-  }
-}
-
-/* The first NUL in p[0..n), or NULL: eight bytes a step (a byte is zero where its
-   (v - 0x01..) has the top bit set and v's does not). */
-static u8 * cap_nul (u8 * p, u32 n) {
-  u32 i = 0;
-  for (; i + 8 <= n; i += 8) {
-    u64 v;
-    __builtin_memcpy (&v, p + i, 8);
-    if ((v - 0x0101010101010101UL) & ~v & 0x8080808080808080UL)
-      break;
-  }
-  for (; i < n; i++)
-    if (p[i] == 0)
-      return p + i;
+/* A copy of at least size bytes at addr made earlier in this walk (a big one), or NULL. */
+static inline u8 * cap_big_find (CapScratch * s, u64 addr, u32 size) {
+  for (u32 i = 0; i < s->n_big; i++)
+    if (s->big_copies[i].addr == addr && s->big_copies[i].size >= size)
+      return s->big_copies[i].data;
   return 0;
 }
 
-/* A C string at p into h (header included); returns the bytes used (0: none). Copied in
-   growing chunks (64 bytes first: most strings are short), none crossing a page (readable
-   as a whole or not at all), until a NUL or CAP_STRING + 1 bytes. */
-static u32 cap_string (CapScratch * s, CaptureShared * cs, u8 * h, u64 p) {
-  u8 * d = h + 12;
-  u32 got = 0, term = 0, step = 64;
-  while (got <= CAP_STRING) {
-    u64 at = p + got;
-    u32 chunk = 4096 - (u32) (at & 4095);
-    if (chunk > step)
-      chunk = step;
-    if (chunk > CAP_STRING + 1 - got)
-      chunk = CAP_STRING + 1 - got;
-    u32 c = cap_copy (s, cs, d + got, at, chunk);
-    u8 * z = c > 0 ? cap_nul (d + got, c) : 0;
-    if (z != 0) {
-      got = (u32) (z - d);
-      term = 1;
-      break;
-    }
-    got += c;
-    if (c < chunk)
-      break;
-    step *= 2;
+static inline void cap_big_note (CapScratch * s, u64 addr, u8 * data, u32 size) {
+  if (size >= CAP_BIG && s->n_big < CAP_BIG_COPIES) {
+    s->big_copies[s->n_big].addr = addr;
+    s->big_copies[s->n_big].data = data;
+    s->big_copies[s->n_big].size = size;
+    s->n_big++;
   }
-  if (got == 0 && !term)
-    return 0;
-  u32 meta = got | META_CSTRING | (term ? META_TERMINATED : 0);
-  __builtin_memcpy (h, &p, 8);
-  __builtin_memcpy (h + 8, &meta, 4);
-  return 12 + (got > CAP_STRING ? CAP_STRING : got);
 }
 
-/* Walk the plan's enter (or exit) roots; the payload goes to s->buf + 4.
-   Returns its length. */
-u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScratch * s, CaptureShared * cs) {
-  const CapRoot * roots = (const CapRoot *) (plan + 1);
-  const CapProg * progs = (const CapProg *) (roots + plan->n_enter + plan->n_exit);
-  const CapEdge * edges = (const CapEdge *) (progs + plan->n_progs);
-  const CapRoot * r = at_exit ? roots + plan->n_enter : roots;
-  u32 nr = at_exit ? plan->n_exit : plan->n_enter;
-  if (nr == 0)
-    return 0;
-  u8 * out = s->buf + 4;
-  u32 pos = 0, sp = 0, i;
+/* Recording a sub-walk for replay: each call notes what the walk just did; anything a replay
+   could not reproduce (a limit reached, a partial copy, too many steps) spoils the trace. */
+static inline void cap_rec_op (CapScratch * s, u64 addr, u32 size, u32 kind) {
+  CapTrace * t = s->rec;
+  if (t == 0)
+    return;
+  if (t->n_ops >= CAP_TRACE_OPS) {
+    s->rec_ok = 0;
+    return;
+  }
+  t->ops[t->n_ops].addr = addr;
+  t->ops[t->n_ops].size = size;
+  t->ops[t->n_ops].kind = kind;
+  t->n_ops++;
+}
+
+static inline void cap_rec_check (CapScratch * s, u32 op, u32 off, u64 value) {
+  CapTrace * t = s->rec;
+  if (t == 0)
+    return;
+  if (t->n_checks >= CAP_TRACE_CHECKS) {
+    s->rec_ok = 0;
+    return;
+  }
+  t->checks[t->n_checks].value = value;
+  t->checks[t->n_checks].op = op;
+  t->checks[t->n_checks].off = off;
+  t->n_checks++;
+}
+
+/* The walk from pointee p (a struct of program prog, or a C string when kind is not 0) into
+   out from pos on; returns the new pos. Depth-first with an explicit stack; the visit table
+   skips a pointee already visited with as much depth left. Records into s->rec when set. */
+static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, u64 p, u32 kind, u32 prog) {
+  u32 sp = 0, i;
   u64 pushes = 0;
   if (++s->gen == 0) { /* wrapped: forget every slot once */
     for (i = 0; i < CAP_TABLE; i++)
@@ -343,12 +93,10 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
   }
   s->visits = 0;
   s->big = 0;
-  for (i = nr; i-- > 0;) {
-    s->todo[sp].p = regs[r[i].reg];
-    s->todo[sp].kind = r[i].kind;
-    s->todo[sp].prog = r[i].prog;
-    sp++;
-  }
+  s->todo[0].p = p;
+  s->todo[0].kind = kind;
+  s->todo[0].prog = prog;
+  sp = 1;
   while (sp > 0) {
     --sp;
     u64 tp = s->todo[sp].p;
@@ -359,29 +107,46 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     u8 * h = out + pos;
     if (tkind != 0) {
       CapSeenData * at = cap_seen (s, tp, CAP_KEY_CSTRING, &fresh);
-      if (at == 0 || !fresh || pos + 12 + CAP_STRING > CAP_BUDGET)
+      if (at == 0 || (fresh && pos + 12 + CAP_STRING > CAP_BUDGET)) {
+        s->rec_ok = 0;
         continue;
-      pos += cap_string (s, cs, h, tp);
+      }
+      if (!fresh)
+        continue;
+      u32 n = cap_string (s, cs, h, tp, 64);
+      cap_rec_op (s, tp, n, CAP_OP_STRING); /* size: bytes written (0: unreadable) */
+      pos += n;
       continue;
     }
-    if (tprog >= plan->n_progs)
+    if (tprog >= pl->plan->n_progs)
       continue;
-    const CapProg * g = &progs[tprog];
+    const CapProg * g = &pl->progs[tprog];
     CapSeenData * e = cap_seen (s, tp, g->key, &fresh);
-    if (e == 0)
+    if (e == 0) {
+      s->rec_ok = 0;
       continue;
+    }
     if (!fresh && e->depth >= g->depth)
       continue;
     if (e->want < g->size) {
-      if (pos + 12 + g->size > CAP_BUDGET)
+      if (pos + 12 + g->size > CAP_BUDGET) {
+        s->rec_ok = 0;
         continue; /* over the budget: left out (a later, smaller need may still fit) */
+      }
       u32 got = g->size > 0 ? cap_copy (s, cs, h + 12, tp, g->size) : 0;
       e->want = g->size;
+      if (got == g->size || got == 0)
+        cap_rec_op (s, tp, g->size, got == 0 ? CAP_OP_UNREADABLE : CAP_OP_STRUCT);
+      else
+        s->rec_ok = 0;
       if (got > 0) {
         __builtin_memcpy (h, &tp, 8);
         __builtin_memcpy (h + 8, &got, 4);
         e->data = h + 12;
         e->len = got;
+        e->op = s->rec != 0 ? s->rec->n_ops - 1 : 0;
+        if (got == g->size)
+          cap_big_note (s, tp, h + 12, got);
         pos += 12 + got;
       }
     }
@@ -389,17 +154,22 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     /* Children pushed last-edge first: popped in field order. */
     u32 k = g->n;
     while (k-- > 0) {
-      const CapEdge * ed = &edges[g->first + k];
+      const CapEdge * ed = &pl->edges[g->first + k];
       u32 c = ed->count;
       while (c-- > 0) {
         u32 off = ed->off + c * ed->stride;
-        u64 p;
-        if (off + 8 > e->len || sp >= CAP_STACK)
+        u64 q;
+        if (off + 8 > e->len)
           continue;
-        __builtin_memcpy (&p, e->data + off, 8);
-        if (p == 0)
+        if (sp >= CAP_STACK) {
+          s->rec_ok = 0;
           continue;
-        s->todo[sp].p = p;
+        }
+        __builtin_memcpy (&q, e->data + off, 8);
+        cap_rec_check (s, e->op, off, q);
+        if (q == 0)
+          continue;
+        s->todo[sp].p = q;
         s->todo[sp].kind = ed->kind;
         s->todo[sp].prog = ed->child;
         sp++;
@@ -409,5 +179,207 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
   }
   cs->visits += s->visits;
   cs->pushes += pushes;
+  return pos;
+}
+
+/* Replay trace t into out: the bytes the walk would write, or 0 when something it depends on
+   changed (a pointer word, a copy that no longer reads whole, an unreadable block that reads
+   now) and the walk must run. */
+static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u8 * out, u32 * len) {
+  u8 * data[CAP_TRACE_OPS];
+  u32 pos = 0, i;
+  for (i = 0; i < t->n_ops; i++) {
+    const CapOp * op = &t->ops[i];
+    u8 * h = out + pos;
+    data[i] = h + 12;
+    if (op->kind == CAP_OP_STRING) {
+      /* Its first page read last time: not checked again (any next page is). */
+      s->trusted = op->size > 0 ? (op->addr >> 12) + 1 : 0;
+      /* The first chunk as long as the string was, and its NUL (rounded to 16). */
+      pos += cap_string (s, cs, h, op->addr, op->size >= 12 ? ((op->size - 12) | 15) + 1 : 64);
+      s->trusted = 0;
+      continue;
+    }
+    if (op->kind == CAP_OP_UNREADABLE) {
+      if (cap_copy (s, cs, h + 12, op->addr, op->size) != 0)
+        return 0;
+      continue;
+    }
+    if (op->size >= CAP_BIG) {
+      u8 * copy = cap_big_find (s, op->addr, op->size);
+      if (copy != 0) {
+        data[i] = copy; /* its pointer words are read from that copy */
+        continue;
+      }
+    }
+    /* Read whole last time: the safe copy without page checks (a page unmapped since
+       faults once, is recovered, and the short copy sends this call to the walk). */
+    if (strobe_safe_copy (h + 12, (const void *) op->addr, op->size) != 0)
+      return 0;
+    __builtin_memcpy (h, &op->addr, 8);
+    __builtin_memcpy (h + 8, &op->size, 4);
+    cap_big_note (s, op->addr, h + 12, op->size);
+    pos += 12 + op->size;
+  }
+  for (i = 0; i < t->n_checks; i++) {
+    const CapCheck * c = &t->checks[i];
+    u64 v;
+    __builtin_memcpy (&v, data[c->op] + c->off, 8);
+    if (v != c->value)
+      return 0;
+  }
+  *len = pos;
+  return 1;
+}
+
+/* The walk from struct pointee p (program prog) into out at pos: replayed when a remembered
+   one starting there still holds, else walked and remembered. Returns the new pos. */
+static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, u64 p, u32 prog) {
+  u64 h = ((u64) pl->plan ^ (p * 0x9e3779b97f4a7c15UL) ^ ((u64) prog << 48)) * 0x9e3779b97f4a7c15UL;
+  u32 set = (u32) (h >> (64 - CAP_TRACE_BITS)) * CAP_TRACE_WAYS, at = set, w, len;
+  CapTraceTag * tags = s->trace_tags;
+  int found = 0;
+  s->clock++;
+  for (w = set; w < set + CAP_TRACE_WAYS; w++)
+    if (tags[w].addr == p && tags[w].prog == prog && tags[w].plan == pl->plan) {
+      at = w;
+      found = 1;
+    }
+  CapTrace * t = &s->traces[at];
+  if (found) {
+    if (pos + t->bound <= CAP_BUDGET && cap_replay (s, cs, t, out + pos, &len)) {
+      tags[at].used = s->clock;
+      cs->visits += t->visits;
+      cs->replayed++;
+      return pos + len;
+    }
+    cs->stale++;
+  } else {
+    for (w = set + 1; w < set + CAP_TRACE_WAYS; w++) /* the way used least recently */
+      if (tags[w].used < tags[at].used)
+        at = w;
+    t = &s->traces[at];
+  }
+  tags[at].plan = 0;
+  tags[at].used = s->clock;
+  t->n_ops = t->n_checks = 0;
+  s->rec = t;
+  s->rec_ok = 1;
+  u32 end = cap_walk (s, cs, pl, out, pos, p, 0, prog);
+  s->rec = 0;
+  /* A sub-walk that read no pointer word has nothing a replay would save. */
+  if (s->rec_ok && t->n_checks > 0) {
+    u64 bound = 0;
+    for (w = 0; w < t->n_ops; w++)
+      bound += 12 + (t->ops[w].kind == CAP_OP_STRING ? CAP_STRING : t->ops[w].size);
+    if (bound <= CAP_BUDGET) {
+      t->bound = (u32) bound;
+      t->visits = s->visits;
+      tags[at].plan = pl->plan;
+      tags[at].addr = p;
+      tags[at].prog = prog;
+      cs->recorded++;
+    }
+  }
+  return end;
+}
+
+/* Seen (address, type) among what the roots led to directly, with at least depth left; else
+   noted. A repeat is left out, as the whole walk's visit table would leave it out. */
+static int cap_root_seen (CapRootSeen * seen, u32 * n, u64 addr, u32 key, u32 depth) {
+  for (u32 i = 0; i < *n; i++)
+    if (seen[i].addr == addr && seen[i].key == key && seen[i].depth >= depth)
+      return 1;
+  if (*n < CAP_ROOT_SEEN) {
+    seen[*n].addr = addr;
+    seen[*n].key = key;
+    seen[*n].depth = depth;
+    (*n)++;
+  }
+  return 0;
+}
+
+/* Walk the plan's enter (or exit) roots; the payload goes to s->buf + 4. Returns its length.
+   The root structs are copied, and the walk from each pointee they point to (a sub-walk)
+   replayed when it can be (cap_subtree): an argument is often a different struct each call
+   (a row's value, a cursor's position) that points to the same, unchanged ones (the
+   connection, its schema). A pointee two sub-walks reach is copied by both: the daemon
+   reads either copy (capture_view.rs). */
+u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScratch * s, CaptureShared * cs) {
+  CapParts pl;
+  pl.plan = plan;
+  pl.roots = (const CapRoot *) (plan + 1);
+  pl.progs = (const CapProg *) (pl.roots + plan->n_enter + plan->n_exit);
+  pl.edges = (const CapEdge *) (pl.progs + plan->n_progs);
+  const CapRoot * r = at_exit ? pl.roots + plan->n_enter : pl.roots;
+  u32 nr = at_exit ? plan->n_exit : plan->n_enter;
+  u8 * out = s->buf + 4;
+  u32 pos = 0, i, n_seen = 0;
+  CapRootSeen seen[CAP_ROOT_SEEN];
+  s->now = 0;
+  s->n_big = 0;
+  for (i = 0; i < nr; i++) {
+    u64 p = regs[r[i].reg];
+    if (!cap_plausible (p))
+      continue;
+    if (r[i].kind != 0) {
+      if (!cap_root_seen (seen, &n_seen, p, CAP_KEY_CSTRING, 0) && pos + 12 + CAP_STRING <= CAP_BUDGET)
+        pos += cap_string (s, cs, out + pos, p, 64);
+      continue;
+    }
+    if (r[i].prog >= plan->n_progs)
+      continue;
+    const CapProg * g = &pl.progs[r[i].prog];
+    if (cap_root_seen (seen, &n_seen, p, g->key, g->depth) || pos + 12 + g->size > CAP_BUDGET)
+      continue;
+    u8 * h = out + pos;
+    u32 got = g->size > 0 ? cap_copy (s, cs, h + 12, p, g->size) : 0;
+    cs->visits++;
+    if (got == 0)
+      continue;
+    __builtin_memcpy (h, &p, 8);
+    __builtin_memcpy (h + 8, &got, 4);
+    if (got == g->size)
+      cap_big_note (s, p, h + 12, got);
+    pos += 12 + got;
+    /* Its pointees in field order, as the walk pops them. */
+    for (u32 k = 0; k < g->n; k++) {
+      const CapEdge * ed = &pl.edges[g->first + k];
+      for (u32 c = 0; c < ed->count; c++) {
+        u32 off = ed->off + c * ed->stride;
+        u64 q;
+        if (off + 8 > got)
+          break;
+        __builtin_memcpy (&q, h + 12 + off, 8);
+        if (!cap_plausible (q))
+          continue;
+        if (ed->kind != 0) {
+          if (!cap_root_seen (seen, &n_seen, q, CAP_KEY_CSTRING, 0) && pos + 12 + CAP_STRING <= CAP_BUDGET)
+            pos += cap_string (s, cs, out + pos, q, 64);
+          continue;
+        }
+        if (ed->child >= plan->n_progs)
+          continue;
+        const CapProg * cg = &pl.progs[ed->child];
+        if (cap_root_seen (seen, &n_seen, q, cg->key, cg->depth) || cap_known_bad (s, q))
+          continue; /* (an integer in a union read as a pointer, often: not worth a lookup) */
+        if (cg->n > 0) {
+          pos = cap_subtree (s, cs, &pl, out, pos, q, ed->child);
+          continue;
+        }
+        /* A struct with no pointer to follow: its copy is its whole walk. */
+        if (cg->size == 0 || pos + 12 + cg->size > CAP_BUDGET)
+          continue;
+        u8 * ch = out + pos;
+        u32 cgot = cap_copy (s, cs, ch + 12, q, cg->size);
+        cs->visits++;
+        if (cgot > 0) {
+          __builtin_memcpy (ch, &q, 8);
+          __builtin_memcpy (ch + 8, &cgot, 4);
+          pos += 12 + cgot;
+        }
+      }
+    }
+  }
   return pos;
 }

@@ -26,8 +26,8 @@ const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 24;
 /** The walk's machine code in the target (build.rs compiles agent/native/capture_walk.c). */
 let walk: NativePointer | null = null;
 let faults = 0;
-/** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked, visits, pushes, scratch_size. */
-const CAPTURE_SHARED_SIZE = 56, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24, CS_SCRATCH_SIZE = 48;
+/** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked, visits, pushes, scratch_size, replayed, recorded, stale. */
+const CAPTURE_SHARED_SIZE = 80, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24, CS_VISITS = 32, CS_PUSHES = 40, CS_SCRATCH_SIZE = 48, CS_REPLAYED = 56, CS_RECORDED = 64, CS_STALE = 72;
 let captureShared: NativePointer | null = null;
 let enabled = true;
 let typedValues = true;
@@ -169,11 +169,10 @@ export function capturePlan(capture: CaptureSpec): NativePointer {
 }
 
 export function captureStats(): object {
-    const records = captureShared === null ? 0 : captureShared.add(CS_RECORDS).readU64().toNumber();
-    const payloadBytes = captureShared === null ? 0 : captureShared.add(CS_BYTES).readU64().toNumber();
-    const checkedReads = captureShared === null ? 0 : captureShared.add(CS_CHECKED).readU64().toNumber();
+    const u64 = (at: number): number => (captureShared === null ? 0 : captureShared.add(at).readU64().toNumber());
     const vmReadv = captureShared !== null && captureShared.add(CS_VM_READV).readU32() === 1;
-    const visits = captureShared === null ? 0 : captureShared.add(32).readU64().toNumber();
-    const pushes = captureShared === null ? 0 : captureShared.add(40).readU64().toNumber();
-    return { enabled, typedValues, plans: plans.size, faultsRecovered: faults, records, payloadBytes, checkedReads, vmReadv, visits, pushes };
+    return {
+        enabled, typedValues, plans: plans.size, faultsRecovered: faults, records: u64(CS_RECORDS), payloadBytes: u64(CS_BYTES),
+        checkedReads: u64(CS_CHECKED), vmReadv, visits: u64(CS_VISITS), pushes: u64(CS_PUSHES), walksReplayed: u64(CS_REPLAYED), walksRecorded: u64(CS_RECORDED), walksStale: u64(CS_STALE),
+    };
 }

@@ -1,0 +1,277 @@
+/* Typed capture's reads of target memory (capture_walk.c): the fault-safe copy, the pages
+ * known readable or unreadable, C strings. Static: compiled into the walk's one image. */
+#ifndef STROBE_CAPTURE_READ_H
+#define STROBE_CAPTURE_READ_H
+
+#include "capture_types.h"
+
+/* u64 strobe_safe_copy (dst, src, n) (System V: rdi, rsi, rdx): returns the bytes NOT
+   copied. 32 bytes a step (two unaligned SSE loads, then the stores), then 8, then 1: a
+   short `rep movsb` costs tens of ns to start, and a call copies ~25 small pointees. The
+   registers are exact at every load (loads precede the stores and the pointer updates), so
+   the agent's exception hook (capture.ts) resumes a fault: one in the wide steps at
+   strobe_sc_slow (a `rep movsb` of what is left, byte-exact up to the unreadable page),
+   one there at strobe_sc_rest (returns rcx), one in the byte step at strobe_sc_left
+   (returns rdx). The fault points are strobe_sc_fault_*. */
+__asm__ (
+  ".text\n"
+  ".globl strobe_safe_copy, strobe_sc_fault_w0, strobe_sc_fault_w1, strobe_sc_fault_q, strobe_sc_fault_b, strobe_sc_fault_rep, strobe_sc_slow, strobe_sc_rest, strobe_sc_left\n"
+  "strobe_safe_copy:\n"
+  "  cmp $32, %rdx\n"
+  "  jb 2f\n"
+  "1:\n"
+  "strobe_sc_fault_w0:\n"
+  "  movdqu (%rsi), %xmm0\n"
+  "strobe_sc_fault_w1:\n"
+  "  movdqu 16(%rsi), %xmm1\n"
+  "  movdqu %xmm0, (%rdi)\n"
+  "  movdqu %xmm1, 16(%rdi)\n"
+  "  add $32, %rsi\n"
+  "  add $32, %rdi\n"
+  "  sub $32, %rdx\n"
+  "  cmp $32, %rdx\n"
+  "  jae 1b\n"
+  "2:\n"
+  "  cmp $8, %rdx\n"
+  "  jb 3f\n"
+  "strobe_sc_fault_q:\n"
+  "  mov (%rsi), %rax\n"
+  "  mov %rax, (%rdi)\n"
+  "  add $8, %rsi\n"
+  "  add $8, %rdi\n"
+  "  sub $8, %rdx\n"
+  "  jmp 2b\n"
+  "3:\n"
+  "  test %rdx, %rdx\n"
+  "  jz 4f\n"
+  "strobe_sc_fault_b:\n"
+  "  movb (%rsi), %al\n"
+  "  movb %al, (%rdi)\n"
+  "  inc %rsi\n"
+  "  inc %rdi\n"
+  "  dec %rdx\n"
+  "  jmp 3b\n"
+  "4:\n"
+  "  xor %eax, %eax\n"
+  "  ret\n"
+  "strobe_sc_left:\n"
+  "  mov %rdx, %rax\n"
+  "  ret\n"
+  "strobe_sc_slow:\n"
+  "  mov %rdx, %rcx\n"
+  "strobe_sc_fault_rep:\n"
+  "  rep movsb\n"
+  "  xor %eax, %eax\n"
+  "  ret\n"
+  "strobe_sc_rest:\n"
+  "  mov %rcx, %rax\n"
+  "  ret\n");
+
+extern u64 strobe_safe_copy (void * dst, const void * src, u64 n);
+
+static inline long sys6 (long n, long a, long b, long c, long d, long e, long f) {
+  long ret;
+  register long r10 __asm__ ("r10") = d;
+  register long r8 __asm__ ("r8") = e;
+  register long r9 __asm__ ("r9") = f;
+  __asm__ volatile ("syscall" : "=a" (ret) : "a" (n), "D" (a), "S" (b), "d" (c), "r" (r10), "r" (r8), "r" (r9) : "rcx", "r11", "memory");
+  return ret;
+}
+
+static inline u64 cap_ticks (void) {
+  u32 lo, hi;
+  __asm__ volatile ("rdtsc" : "=a" (lo), "=d" (hi));
+  return ((u64) hi << 32) | lo;
+}
+
+static inline int cap_plausible (u64 p) {
+  return p >= 0x10000 && p < 0x800000000000UL;
+}
+
+/* A page's slot in a table of 2^bits: hashed, as garbage pointers differ in high bits. */
+static inline u32 cap_page_slot (u64 page, u32 bits) {
+  return (u32) ((page * 0x9e3779b97f4a7c15UL) >> (64 - bits));
+}
+
+static inline int cap_page_known (CapScratch * s, u64 page) {
+  if (page + 1 == s->trusted)
+    return 1;
+  const u64 * set = &s->pages[cap_page_slot (page, CAP_SETS_BITS) * CAP_WAYS];
+  return set[0] == page + 1 || set[1] == page + 1 || set[2] == page + 1 || set[3] == page + 1;
+}
+
+static void cap_page_remember (CapScratch * s, u64 page) {
+  if (cap_page_known (s, page))
+    return;
+  u32 at = cap_page_slot (page, CAP_SETS_BITS);
+  s->pages[at * CAP_WAYS + (s->next_way[at]++ & (CAP_WAYS - 1))] = page + 1;
+}
+
+/* The time stamp counter, read once a walk (s->now 0 until then): a read costs ~10 ns
+   here, and a call may meet several pages known unreadable. */
+static inline u64 cap_now (CapScratch * s) {
+  if (s->now == 0)
+    s->now = cap_ticks ();
+  return s->now;
+}
+
+typedef struct { void * base; u64 len; } CapIov;
+
+/* Was the page of p found unreadable in the last CAP_BAD_TICKS? (Then cap_copy from p
+   copies nothing: a walk from it can be skipped.) */
+static inline int cap_known_bad (CapScratch * s, u64 p) {
+  u64 page = p >> 12;
+  u32 b = cap_page_slot (page, CAP_BAD_BITS);
+  return s->bad[b] == page + 1 && cap_now (s) - s->bad_at[b] < CAP_BAD_TICKS;
+}
+
+/* Copy n (> 0) bytes from src to dst without faulting; returns the bytes copied (a read
+   stops at the first page that cannot be read). A page not known readable is read with
+   process_vm_readv on this process (EFAULT instead of a signal and Frida's exception
+   dispatch) and remembered; one it refused is remembered for CAP_BAD_TICKS (read from the
+   time stamp counter only then: a clock read costs more than the rest of a small walk). */
+static u32 cap_copy (CapScratch * s, CaptureShared * cs, u8 * dst, u64 src, u32 n) {
+  u64 first = src >> 12, last = (src + n - 1) >> 12, pg;
+  int known = 1;
+  for (pg = first; pg <= last && known; pg++)
+    known = cap_page_known (s, pg);
+  if (known || !cs->vm_readv)
+    return n - (u32) strobe_safe_copy (dst, (const void *) src, n);
+  u32 b = cap_page_slot (first, CAP_BAD_BITS);
+  u64 now = cap_now (s);
+  if (s->bad[b] == first + 1 && now - s->bad_at[b] < CAP_BAD_TICKS)
+    return 0;
+  cs->checked++;
+  /* One remote element per page: a partial read stops at an element boundary (man
+     process_vm_readv), so what precedes an unreadable page is still copied. */
+  CapIov local, remote[CAP_IOV];
+  long nr = 0;
+  u64 at = src, end = src + n;
+  while (at < end && nr < CAP_IOV) {
+    u64 stop = ((at >> 12) + 1) << 12;
+    if (stop > end)
+      stop = end;
+    remote[nr].base = (void *) at;
+    remote[nr].len = stop - at;
+    nr++;
+    at = stop;
+  }
+  local.base = dst;
+  local.len = at - src;
+  long pid = sys6 (SYS_GETPID, 0, 0, 0, 0, 0, 0);
+  long got = sys6 (SYS_PROCESS_VM_READV, pid, (long) &local, 1, (long) remote, nr, 0);
+  if (got <= 0) {
+    s->bad[b] = first + 1;
+    s->bad_at[b] = now;
+    return 0;
+  }
+  if ((u64) got > n)
+    got = n;
+  /* Every page a byte was read from is readable (protection is per page). */
+  for (pg = first; pg <= ((src + (u64) got - 1) >> 12); pg++)
+    cap_page_remember (s, pg);
+  return (u32) got;
+}
+
+static inline u32 cap_hash (u64 p, u32 key) {
+  return (u32) (((p >> 3) ^ (p >> 17) ^ ((u64) key * 0x9e3779b9u)) * 0x9e3779b1u);
+}
+
+/* The small table's entries of this walk into the big one, which the walk uses from now on. */
+static void cap_grow (CapScratch * s) {
+  for (u32 i = 0; i < CAP_SMALL; i++) {
+    if (s->small[i].gen != s->gen)
+      continue;
+    u32 h = cap_hash (s->small[i].addr, s->small[i].key) & (CAP_TABLE - 1);
+    while (s->seen[h].gen == s->gen)
+      h = (h + 1) & (CAP_TABLE - 1);
+    s->seen[h] = s->small[i];
+    s->seen_data[h] = s->small_data[i];
+  }
+  s->big = 1;
+}
+
+/* The entry of (p, key) this walk; *fresh when it was not there. NULL: no room. */
+static CapSeenData * cap_seen (CapScratch * s, u64 p, u32 key, int * fresh) {
+  if (!s->big && s->visits >= CAP_SMALL / 2)
+    cap_grow (s);
+  CapSeen * table = s->big ? s->seen : s->small;
+  CapSeenData * data = s->big ? s->seen_data : s->small_data;
+  u32 mask = s->big ? CAP_TABLE - 1 : CAP_SMALL - 1;
+  u32 h = cap_hash (p, key) & mask;
+  for (;;) {
+    CapSeen * e = &table[h];
+    if (e->gen != s->gen) {
+      if (s->visits >= CAP_VISITS)
+        return 0;
+      s->visits++;
+      e->gen = s->gen;
+      e->addr = p;
+      e->key = key;
+      CapSeenData * d = &data[h];
+      d->depth = 0; d->want = 0; d->len = 0; d->data = 0;
+      *fresh = 1;
+      return d;
+    }
+    if (e->addr == p && e->key == key) {
+      *fresh = 0;
+      return &data[h];
+    }
+    h = (h + 1) & mask;
+  }
+}
+
+/* The first NUL in p[0..n), or NULL: sixteen bytes a step (SSE2 compare and mask). */
+typedef char cap_v16 __attribute__ ((vector_size (16)));
+static u8 * cap_nul (u8 * p, u32 n) {
+  const cap_v16 zero = { 0 };
+  u32 i = 0;
+  for (; i + 16 <= n; i += 16) {
+    cap_v16 v;
+    __builtin_memcpy (&v, p + i, 16);
+    u32 m = (u32) __builtin_ia32_pmovmskb128 ((cap_v16) (v == zero));
+    if (m != 0)
+      return p + i + __builtin_ctz (m);
+  }
+  for (; i < n; i++)
+    if (p[i] == 0)
+      return p + i;
+  return 0;
+}
+
+/* A C string at p into h (header included); returns the bytes used (0: none). Copied in
+   growing chunks (hint bytes first: 64, or in a replay the length last time, NUL included,
+   rounded to 16), none crossing a page (readable
+   as a whole or not at all), until a NUL or CAP_STRING + 1 bytes. */
+static u32 cap_string (CapScratch * s, CaptureShared * cs, u8 * h, u64 p, u32 hint) {
+  u8 * d = h + 12;
+  u32 got = 0, term = 0, step = hint;
+  while (got <= CAP_STRING) {
+    u64 at = p + got;
+    u32 chunk = 4096 - (u32) (at & 4095);
+    if (chunk > step)
+      chunk = step;
+    if (chunk > CAP_STRING + 1 - got)
+      chunk = CAP_STRING + 1 - got;
+    u32 c = cap_copy (s, cs, d + got, at, chunk);
+    u8 * z = c > 0 ? cap_nul (d + got, c) : 0;
+    if (z != 0) {
+      got = (u32) (z - d);
+      term = 1;
+      break;
+    }
+    got += c;
+    if (c < chunk)
+      break;
+    step *= 2;
+  }
+  if (got == 0 && !term)
+    return 0;
+  u32 meta = got | META_CSTRING | (term ? META_TERMINATED : 0);
+  __builtin_memcpy (h, &p, 8);
+  __builtin_memcpy (h + 8, &meta, 4);
+  return 12 + (got > CAP_STRING ? CAP_STRING : got);
+}
+
+
+#endif

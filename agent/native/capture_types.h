@@ -1,0 +1,119 @@
+/* Typed capture's walk (capture_walk.c): the plan as the agent lays it out, the counters
+ * it shares with the fast path, its limits, and the per-thread scratch it works in. */
+#ifndef STROBE_CAPTURE_TYPES_H
+#define STROBE_CAPTURE_TYPES_H
+
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef unsigned long u64;
+
+typedef struct { u32 n_enter; u32 n_exit; u32 n_progs; u32 n_edges; } CapPlan;
+typedef struct { u32 reg; u32 kind; u32 prog; u32 pad; } CapRoot;
+typedef struct { u32 key; u32 depth; u32 size; u32 first; u32 n; u32 pad; } CapProg;
+typedef struct { u32 off; u32 count; u32 stride; u32 kind; u32 child; u32 pad; } CapEdge;
+/* capture_c.ts CaptureShared (the counters are racy increments: estimates). */
+typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked; u64 visits; u64 pushes; u64 scratch_size; u64 replayed; u64 recorded; u64 stale; } CaptureShared;
+
+#define CAP_BUDGET (200 * 1024)
+#define CAP_STRING 1024
+#define CAP_TABLE 2048            /* (address, type) slots, a power of two */
+#define CAP_SMALL 256             /* the table a walk starts with: stays in L1 */
+#define CAP_VISITS 1536           /* distinct pointees per call: keeps the table sparse */
+#define CAP_STACK 2048
+#define CAP_KEY_CSTRING 0xffffffffu
+#define CAP_SETS_BITS 8           /* pages known readable: 256 sets of 4, by hashed page number */
+#define CAP_WAYS 4
+#define CAP_PAGES ((1 << CAP_SETS_BITS) * CAP_WAYS)
+#define CAP_BAD_BITS 8
+#define CAP_BAD_PAGES (1 << CAP_BAD_BITS) /* pages found unreadable, and when */
+#define CAP_BAD_TICKS (1UL << 25) /* time stamp counter ticks: ~10 ms at 3.3 GHz */
+#define CAP_IOV 24                /* pages one checked read spans at most (64 KiB structs: 17) */
+#define SYS_PROCESS_VM_READV 310
+#define SYS_GETPID 39
+#define CAP_TRACE_BITS 6          /* sub-walks remembered for replay, per thread: 64 sets of 4 */
+#define CAP_TRACE_WAYS 4
+#define CAP_TRACE_OPS 32          /* copies a replayable sub-walk makes at most */
+#define CAP_TRACE_CHECKS 128      /* pointer words it reads at most */
+#define CAP_BIG 128               /* bytes from which a struct copy is shared within a walk */
+#define CAP_BIG_COPIES 16
+#define CAP_ROOT_SEEN 32          /* pointees a walk's roots lead to directly, kept to skip repeats */
+#define META_CSTRING (1u << 30)
+#define META_TERMINATED (1u << 31)
+
+/* The visit tables: address and type first, 16 bytes, so probing touches one line in four;
+   what a hit needs is in CapSeenData at the same index. A walk starts with the small table
+   (most visit a few dozen pointees) and moves to the big one at half its size. */
+typedef struct { u64 addr; u32 key; u32 gen; } CapSeen;
+typedef struct { u8 * data; u32 depth; u32 want; u32 len; u32 op; } CapSeenData;
+typedef struct { u64 p; u32 kind; u32 prog; } CapTodo;
+typedef struct { u64 addr; u32 key; u32 depth; } CapRootSeen;
+typedef struct { u64 addr; u8 * data; u32 size; u32 pad; } CapBig;
+
+/* A sub-walk remembered for replay (cap_subtree): what the walk from one pointee copied, in
+   payload order, and every pointer word it read, with the value it found. The walk is a
+   function of its start and of those words (a pointer's value decides whether it is
+   followed, to what, and whether it was seen before), so while they are unchanged, copying
+   the same blocks again in the same order yields the payload the walk would: no visit
+   table, no stack, no edges. */
+enum { CAP_OP_STRUCT, CAP_OP_STRING, CAP_OP_UNREADABLE };
+typedef struct { u64 addr; u32 size; u32 kind; } CapOp;
+typedef struct { u64 value; u32 op; u32 off; } CapCheck;
+/* Which sub-walk a remembered one is, apart from it: a lookup reads one set's tags (two
+   cache lines), not four traces' first lines. plan NULL: none. */
+typedef struct {
+  const CapPlan * plan;
+  u64 addr;                       /* where the sub-walk starts, with program prog */
+  u32 prog;
+  u32 used;                       /* scratch clock when last recorded or replayed */
+  u64 pad;
+} CapTraceTag;
+typedef struct {
+  u32 n_ops;
+  u32 n_checks;
+  u32 visits;
+  u32 bound;                      /* most bytes a replay writes (strings as long as allowed) */
+  u32 pad;
+  CapOp ops[CAP_TRACE_OPS];
+  CapCheck checks[CAP_TRACE_CHECKS];
+} CapTrace;
+
+/* Per thread (allocated zeroed by the TinyCC side, scratch_size bytes). The payload buffer
+   comes first: the caller finds it at the scratch's address (u32 length, then the walk's
+   bytes). */
+typedef struct {
+  u8 buf[4 + CAP_BUDGET + CAP_STRING + 64];
+  u32 gen;
+  u32 visits;
+  u32 big;                        /* this walk uses the big table */
+  u32 pad;
+  /* Page number + 1 of pages read without a fault, 4 ways a set: with one slot per hash, two
+     hot pages sharing it evicted each other and every read of either became a system call
+     (17,000 per SQLite bench run in some address layouts, none in others). */
+  u64 pages[CAP_PAGES];
+  u8 next_way[1 << CAP_SETS_BITS]; /* round-robin replacement */
+  u64 bad[CAP_BAD_PAGES];         /* page number + 1 of a page process_vm_readv refused */
+  u64 bad_at[CAP_BAD_PAGES];      /* time stamp counter when refused */
+  CapSeen small[CAP_SMALL];
+  CapSeenData small_data[CAP_SMALL];
+  CapSeen seen[CAP_TABLE];
+  CapSeenData seen_data[CAP_TABLE];
+  CapTodo todo[CAP_STACK];
+  /* The walk being recorded (NULL: none), and whether it still may be replayed. */
+  CapTrace * rec;
+  u32 rec_ok;
+  u32 pad2;
+  u32 clock;
+  u32 pad3;
+  u64 trusted;                    /* page number + 1 of a page a replay knows readable */
+  u64 now;                        /* cap_now */
+  /* The big struct copies of this walk (cap_emitted): separate sub-walks often reach the
+     same big struct (SQLite's connection from a cursor's tree, its shared tree and its key
+     info), and one copy serves them all. */
+  u32 n_big;
+  u32 pad4;
+  CapBig big_copies[CAP_BIG_COPIES];
+  CapTraceTag trace_tags[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
+  CapTrace traces[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
+} CapScratch;
+
+#endif
