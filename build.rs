@@ -12,9 +12,8 @@ use object::{Object, ObjectSection, ObjectSymbol};
 fn main() {
     let src = Path::new("agent/native/capture_walk.c");
     let script = Path::new("agent/native/flat.ld");
-    // The walk and the headers it includes (capture_types.h, capture_read.h).
+    // The walk, the headers it includes (capture_types.h, capture_read.h) and the link script.
     println!("cargo:rerun-if-changed=agent/native");
-    println!("cargo:rerun-if-changed={}", script.display());
     println!("cargo:rerun-if-env-changed=CC");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("x86_64") {

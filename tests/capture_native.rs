@@ -30,21 +30,27 @@ fn engine() -> (tempfile::TempDir, Arc<Engine>) {
     (home, engine)
 }
 
-/// One c_capture process (3 rounds, two passes of the same calls at the same addresses):
-/// pass 0 traced with the JavaScript serializer, pass 1 with native capture (and the tracing
-/// options `native`). Returns the events of each pass and the agent's tracing settings
-/// during pass 1.
-async fn run_both(engine: &Arc<Engine>, native_options: Value) -> (Vec<Event>, Vec<Event>, Value) {
+/// c_capture with `rounds` rounds of calls in each of its two passes (it waits for a line
+/// before each); returns the session id.
+async fn launch_capture(engine: &Arc<Engine>, rounds: u64) -> String {
     let r = engine
         .launch(LaunchRequest {
             command: common::fixture("c_capture").display().to_string(),
-            args: vec!["3".into(), "wait".into()],
+            args: vec![rounds.to_string(), "wait".into()],
             project_root: common::fixtures_src_dir().display().to_string(),
             ..Default::default()
         })
         .await
         .expect("launch c_capture");
-    let id = r.session_id;
+    r.session_id
+}
+
+/// One c_capture process (3 rounds, two passes of the same calls at the same addresses):
+/// pass 0 traced with the JavaScript serializer, pass 1 with native capture (and the tracing
+/// options `native`). Returns the events of each pass and the agent's tracing settings
+/// during pass 1.
+async fn run_both(engine: &Arc<Engine>, native_options: Value) -> (Vec<Event>, Vec<Event>, Value) {
+    let id = launch_capture(engine, 3).await;
     let patterns = ["cap_*".to_string()];
     let mut passes = Vec::new();
     let mut settings = Value::Null;
@@ -200,16 +206,7 @@ async fn native_capture_recovers_faulting_reads_without_checked_reads() {
 async fn typed_records_left_in_the_ring_at_exit_all_arrive() {
     let (_home, engine) = engine();
     let rounds = 40;
-    let r = engine
-        .launch(LaunchRequest {
-            command: common::fixture("c_capture").display().to_string(),
-            args: vec![rounds.to_string(), "wait".into()],
-            project_root: common::fixtures_src_dir().display().to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("launch c_capture");
-    let id = r.session_id;
+    let id = launch_capture(&engine, rounds).await;
     common::events::wait_for_stdout(&engine, &id, "ready 0", Duration::from_secs(60)).await;
     // Drained once a second: the passes end long before, their records wait in the ring.
     let options = json!({ "nativeCapture": true, "ringRecords": 1 << 20, "drainIntervalMs": 1000, "hotCallsPerSec": 0 });
@@ -238,16 +235,7 @@ async fn typed_records_left_in_the_ring_at_exit_all_arrive() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_walk_notices_changed_pointers_below_the_arguments() {
     let (_home, engine) = engine();
-    let r = engine
-        .launch(LaunchRequest {
-            command: common::fixture("c_capture").display().to_string(),
-            args: vec!["3".into(), "wait".into()],
-            project_root: common::fixtures_src_dir().display().to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("launch c_capture");
-    let id = r.session_id;
+    let id = launch_capture(&engine, 3).await;
     common::events::wait_for_stdout(&engine, &id, "ready 0", Duration::from_secs(60)).await;
     engine.configure_tracing(&id, json!({ "nativeCapture": true, "hotCallsPerSec": 0, "costShare": 0 })).await.expect("configure tracing");
     engine.trace(Some(&id), &["cap_graph".to_string()], &[]).await.expect("trace");

@@ -239,6 +239,12 @@ static u8 * cap_nul (u8 * p, u32 n) {
   return 0;
 }
 
+/* A payload block's header at h: the address copied from, then its meta (capture_c.ts). */
+static inline void cap_header (u8 * h, u64 addr, u32 meta) {
+  __builtin_memcpy (h, &addr, 8);
+  __builtin_memcpy (h + 8, &meta, 4);
+}
+
 /* A C string at p into h (header included); returns the bytes used (0: none). Copied in
    growing chunks (hint bytes first: 64, or in a replay the length last time, NUL included,
    rounded to 16), none crossing a page (readable
@@ -268,8 +274,7 @@ static u32 cap_string (CapScratch * s, CaptureShared * cs, u8 * h, u64 p, u32 hi
   if (got == 0 && !term)
     return 0;
   u32 meta = got | META_CSTRING | (term ? META_TERMINATED : 0);
-  __builtin_memcpy (h, &p, 8);
-  __builtin_memcpy (h + 8, &meta, 4);
+  cap_header (h, p, meta);
   return 12 + (got > CAP_STRING ? CAP_STRING : got);
 }
 

@@ -106,7 +106,7 @@ typedef struct {
   u32 pad3;
   u64 trusted;                    /* page number + 1 of a page a replay knows readable */
   u64 now;                        /* cap_now */
-  /* The big struct copies of this walk (cap_emitted): separate sub-walks often reach the
+  /* The big struct copies of this walk (cap_big_note, cap_big_find): separate sub-walks often reach the
      same big struct (SQLite's connection from a cursor's tree, its shared tree and its key
      info), and one copy serves them all. */
   u32 n_big;

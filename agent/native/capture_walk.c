@@ -140,8 +140,7 @@ static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8
       else
         s->rec_ok = 0;
       if (got > 0) {
-        __builtin_memcpy (h, &tp, 8);
-        __builtin_memcpy (h + 8, &got, 4);
+        cap_header (h, tp, got);
         e->data = h + 12;
         e->len = got;
         e->op = s->rec != 0 ? s->rec->n_ops - 1 : 0;
@@ -216,8 +215,7 @@ static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u
        faults once, is recovered, and the short copy sends this call to the walk). */
     if (strobe_safe_copy (h + 12, (const void *) op->addr, op->size) != 0)
       return 0;
-    __builtin_memcpy (h, &op->addr, 8);
-    __builtin_memcpy (h + 8, &op->size, 4);
+    cap_header (h, op->addr, op->size);
     cap_big_note (s, op->addr, h + 12, op->size);
     pos += 12 + op->size;
   }
@@ -299,12 +297,36 @@ static int cap_root_seen (CapRootSeen * seen, u32 * n, u64 addr, u32 key, u32 de
   return 0;
 }
 
+/* A struct's size bytes at p as one block at out + *pos (header, then bytes), if the budget
+   allows; returns the bytes copied (0: none, nothing written). A whole big copy is noted
+   for the walk's later sub-walks (cap_big_find). */
+static u32 cap_block (CapScratch * s, CaptureShared * cs, u8 * out, u32 * pos, u64 p, u32 size) {
+  if (size == 0 || *pos + 12 + size > CAP_BUDGET)
+    return 0;
+  u8 * h = out + *pos;
+  u32 got = cap_copy (s, cs, h + 12, p, size);
+  cs->visits++;
+  if (got == 0)
+    return 0;
+  cap_header (h, p, got);
+  if (got == size)
+    cap_big_note (s, p, h + 12, got);
+  *pos += 12 + got;
+  return got;
+}
+
+/* A C string the roots lead to directly (or are), unless already copied or over budget. */
+static void cap_root_string (CapScratch * s, CaptureShared * cs, CapRootSeen * seen, u32 * n_seen, u8 * out, u32 * pos, u64 p) {
+  if (!cap_root_seen (seen, n_seen, p, CAP_KEY_CSTRING, 0) && *pos + 12 + CAP_STRING <= CAP_BUDGET)
+    *pos += cap_string (s, cs, out + *pos, p, 64);
+}
+
 /* Walk the plan's enter (or exit) roots; the payload goes to s->buf + 4. Returns its length.
    The root structs are copied, and the walk from each pointee they point to (a sub-walk)
    replayed when it can be (cap_subtree): an argument is often a different struct each call
    (a row's value, a cursor's position) that points to the same, unchanged ones (the
-   connection, its schema). A pointee two sub-walks reach is copied by both: the daemon
-   reads either copy (capture_view.rs). */
+   connection, its schema). A small pointee two sub-walks reach is copied by both (the
+   daemon reads either copy: capture_view.rs), a big one once (cap_big_find). */
 u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScratch * s, CaptureShared * cs) {
   CapParts pl;
   pl.plan = plan;
@@ -323,25 +345,19 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     if (!cap_plausible (p))
       continue;
     if (r[i].kind != 0) {
-      if (!cap_root_seen (seen, &n_seen, p, CAP_KEY_CSTRING, 0) && pos + 12 + CAP_STRING <= CAP_BUDGET)
-        pos += cap_string (s, cs, out + pos, p, 64);
+      cap_root_string (s, cs, seen, &n_seen, out, &pos, p);
       continue;
     }
     if (r[i].prog >= plan->n_progs)
       continue;
     const CapProg * g = &pl.progs[r[i].prog];
-    if (cap_root_seen (seen, &n_seen, p, g->key, g->depth) || pos + 12 + g->size > CAP_BUDGET)
+    if (cap_root_seen (seen, &n_seen, p, g->key, g->depth))
       continue;
-    u8 * h = out + pos;
-    u32 got = g->size > 0 ? cap_copy (s, cs, h + 12, p, g->size) : 0;
-    cs->visits++;
+    u32 at = pos;
+    u32 got = cap_block (s, cs, out, &pos, p, g->size);
     if (got == 0)
       continue;
-    __builtin_memcpy (h, &p, 8);
-    __builtin_memcpy (h + 8, &got, 4);
-    if (got == g->size)
-      cap_big_note (s, p, h + 12, got);
-    pos += 12 + got;
+    const u8 * data = out + at + 12;
     /* Its pointees in field order, as the walk pops them. */
     for (u32 k = 0; k < g->n; k++) {
       const CapEdge * ed = &pl.edges[g->first + k];
@@ -350,12 +366,11 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
         u64 q;
         if (off + 8 > got)
           break;
-        __builtin_memcpy (&q, h + 12 + off, 8);
+        __builtin_memcpy (&q, data + off, 8);
         if (!cap_plausible (q))
           continue;
         if (ed->kind != 0) {
-          if (!cap_root_seen (seen, &n_seen, q, CAP_KEY_CSTRING, 0) && pos + 12 + CAP_STRING <= CAP_BUDGET)
-            pos += cap_string (s, cs, out + pos, q, 64);
+          cap_root_string (s, cs, seen, &n_seen, out, &pos, q);
           continue;
         }
         if (ed->child >= plan->n_progs)
@@ -363,21 +378,10 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
         const CapProg * cg = &pl.progs[ed->child];
         if (cap_root_seen (seen, &n_seen, q, cg->key, cg->depth) || cap_known_bad (s, q))
           continue; /* (an integer in a union read as a pointer, often: not worth a lookup) */
-        if (cg->n > 0) {
+        if (cg->n > 0)
           pos = cap_subtree (s, cs, &pl, out, pos, q, ed->child);
-          continue;
-        }
-        /* A struct with no pointer to follow: its copy is its whole walk. */
-        if (cg->size == 0 || pos + 12 + cg->size > CAP_BUDGET)
-          continue;
-        u8 * ch = out + pos;
-        u32 cgot = cap_copy (s, cs, ch + 12, q, cg->size);
-        cs->visits++;
-        if (cgot > 0) {
-          __builtin_memcpy (ch, &q, 8);
-          __builtin_memcpy (ch + 8, &cgot, 4);
-          pos += 12 + cgot;
-        }
+        else /* a struct with no pointer to follow: its copy is its whole walk */
+          cap_block (s, cs, out, &pos, q, cg->size);
       }
     }
   }

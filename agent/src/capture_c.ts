@@ -19,11 +19,12 @@
 // shared pointees cost one copy), and a revisit with more depth reuses the bytes when they
 // reach far enough. The walk from a pointee is remembered per thread and replayed while the
 // pointer words it read are unchanged (capture_walk.c cap_subtree); two such walks may copy
-// the same small pointee twice (the daemon reads either copy), big ones are copied once. A pointer that is null or implausible (below 64 KiB or not a user-space
-// address) is skipped: the daemon prints what the serializer would for it (null, or
-// <unreadable …>). The bytes one call copies are bounded (CAP_BUDGET), as are the
-// pointees it visits (CAP_VISITS) and the stack (CAP_STACK): what does not fit is left
-// out, and the daemon prints <unreadable …> for it — never a wrong value. Each copy goes
+// the same small pointee twice (the daemon reads either copy), big ones are copied once. A
+// pointer that is null or implausible (below 64 KiB or not a user-space address) is
+// skipped: the daemon prints what the serializer would for it (null, or <unreadable …>).
+// The bytes one call copies are bounded (CAP_BUDGET), as are the pointees it visits
+// (CAP_VISITS) and the stack (CAP_STACK): what does not fit is left out, and the daemon
+// prints <unreadable …> for it — never a wrong value. Each copy goes
 // into the payload as u64 address | u32 meta | bytes (meta: struct: bytes copied; C
 // string: length scanned, bit 30 set, bit 31 when a NUL ended it; min(length, 1024)
 // bytes follow).
@@ -55,7 +56,7 @@ typedef struct CapPlan CapPlan;
 /* records / bytes: typed records written and their payload bytes; checked: reads that went
    through process_vm_readv (racy increments: estimates). vm_readv: 1 when process_vm_readv
    works here (capture.ts probes it; else every read takes the safe copy). scratch_size:
-   bytes of a thread's scratch (capture_walk.c CapScratch, its payload buffer first).
+   bytes of a thread's scratch (capture_types.h CapScratch, its payload buffer first).
    replayed / recorded / stale: walks replayed from a remembered one, walks remembered, and
    remembered walks that could not be replayed (what they read had changed). */
 typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 bytes; guint64 checked; guint64 visits; guint64 pushes; guint64 scratch_size; guint64 replayed; guint64 recorded; guint64 stale; } CaptureShared;
