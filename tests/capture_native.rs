@@ -45,18 +45,19 @@ async fn launch_capture(engine: &Arc<Engine>, rounds: u64) -> String {
     r.session_id
 }
 
-/// One c_capture process (3 rounds, two passes of the same calls at the same addresses):
-/// pass 0 traced with the JavaScript serializer, pass 1 with native capture (and the tracing
-/// options `native`). Returns the events of each pass and the agent's tracing settings
-/// during pass 1.
-async fn run_both(engine: &Arc<Engine>, native_options: Value) -> (Vec<Event>, Vec<Event>, Value) {
-    let id = launch_capture(engine, 3).await;
+/// One c_capture process (`rounds` rounds, two passes of the same calls at the same
+/// addresses): pass 0 traced with the JavaScript serializer, pass 1 with native capture (and
+/// the tracing options `native`). Returns the events of each pass and the agent's tracing
+/// settings during pass 1.
+async fn run_both(engine: &Arc<Engine>, native_options: Value, rounds: usize) -> (Vec<Event>, Vec<Event>, Value) {
+    let id = launch_capture(engine, rounds as u64).await;
     let patterns = ["cap_*".to_string()];
     let mut passes = Vec::new();
     let mut settings = Value::Null;
     for (pass, native) in [(0, false), (1, true)] {
         common::events::wait_for_stdout(engine, &id, &format!("ready {pass}"), Duration::from_secs(60)).await;
-        let mut options = if native { native_options.clone() } else { json!({}) };
+        // Every call recorded in both passes (cost sampling would thin the JS one out).
+        let mut options = if native { native_options.clone() } else { json!({ "hotCallsPerSec": 0, "costShare": 0 }) };
         options["nativeCapture"] = json!(native);
         engine.configure_tracing(&id, options).await.expect("configure tracing");
         let t = engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
@@ -67,7 +68,7 @@ async fn run_both(engine: &Arc<Engine>, native_options: Value) -> (Vec<Event>, V
         common::events::wait_for_stdout(engine, &id, &format!("pass {pass} done"), Duration::from_secs(60)).await;
         // Every event of the pass is stored before the hooks go (the drain is prompt; allow load).
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while common::events::trace_events(engine, &id).len() < before + 3 * CALLS * 2 && std::time::Instant::now() < deadline {
+        while common::events::trace_events(engine, &id).len() < before + rounds * CALLS * 2 && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         if pass == 0 {
@@ -89,7 +90,7 @@ async fn run_both(engine: &Arc<Engine>, native_options: Value) -> (Vec<Event>, V
 }
 
 /// (kind, function, arguments, return value, parent function) of each event, in order.
-fn content(events: &[Event]) -> Vec<(EventType, String, Option<Value>, Option<Value>, Option<String>)> {
+fn content(events: &[Event]) -> Vec<Content> {
     let by_id: std::collections::HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
     let parse = |s: &Option<String>| s.as_deref().map(|t| serde_json::from_str::<Value>(t).unwrap_or_else(|e| panic!("{t}: {e}")));
     events
@@ -101,20 +102,27 @@ fn content(events: &[Event]) -> Vec<(EventType, String, Option<Value>, Option<Va
         .collect()
 }
 
-/// Both passes' events as content, the native pass's cap_big put back where it exceeds the
-/// byte budget by design, compared event by event.
-fn same_as_javascript(js_events: &[Event], native_events: &[Event]) -> Vec<(EventType, String, Option<Value>, Option<Value>, Option<String>)> {
-    let (js, mut native) = (content(js_events), content(native_events));
-    // 3 rounds × CALLS calls, enter + exit each.
-    assert_eq!(js.len(), 3 * CALLS * 2, "{:#?}", js.iter().map(|e| &e.1).collect::<Vec<_>>());
+type Content = (EventType, String, Option<Value>, Option<Value>, Option<String>);
+
+/// The native pass's cap_big enters with what the serializer read put back where they exceed
+/// the byte budget by design: the first four 48,000-byte pointees fit, the fifth is left out
+/// and says so.
+fn put_back_the_big_pointee(js: &[Content], native: &mut [Content]) {
     for e in native.iter_mut().filter(|e| e.0 == EventType::FunctionEnter && e.1 == "cap_big") {
-        // Beyond the byte budget: the first four 48,000-byte pointees fit, the fifth is left
-        // out and says so. Put back what the serializer read, to compare the rest.
         let parts = e.2.as_mut().unwrap()["b"]["parts"].as_array_mut().unwrap();
         assert_eq!(parts[3]["rows"][59]["v"][99], json!(305_999), "the fourth pointee is whole");
         assert_eq!(parts[4].as_str().map(|s| s.starts_with("<unreadable 0x")), Some(true), "the fifth is left out");
         parts[4] = js.iter().find(|j| j.0 == EventType::FunctionEnter && j.1 == "cap_big").unwrap().2.as_ref().unwrap()["b"]["parts"][4].clone();
     }
+}
+
+/// Both passes' events as content (`rounds` rounds each), the native pass's cap_big put
+/// back, compared event by event.
+fn same_as_javascript(js_events: &[Event], native_events: &[Event], rounds: usize) -> Vec<Content> {
+    let (js, mut native) = (content(js_events), content(native_events));
+    // rounds × CALLS calls, enter + exit each.
+    assert_eq!(js.len(), rounds * CALLS * 2, "{:#?}", js.iter().map(|e| &e.1).collect::<Vec<_>>());
+    put_back_the_big_pointee(&js, &mut native);
     for (i, (a, b)) in js.iter().zip(&native).enumerate() {
         assert_eq!(b, a, "event {i}: native capture (left) differs from the JS serializer (right)");
     }
@@ -125,10 +133,10 @@ fn same_as_javascript(js_events: &[Event], native_events: &[Event]) -> Vec<(Even
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
-    let (js_events, native_events, native_settings) = run_both(&engine, json!({})).await;
+    let (js_events, native_events, native_settings) = run_both(&engine, json!({}), 3).await;
     assert_eq!(native_settings["capture"]["plans"], json!(FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
     assert_eq!(native_settings["hookPaths"]["wrapped"].as_array().map(Vec::len), Some(FUNCTIONS), "typed capture runs in replaceFast wrappers: {native_settings}");
-    let native = same_as_javascript(&js_events, &native_events);
+    let native = same_as_javascript(&js_events, &native_events, 3);
 
     // And the values are the real ones, not the same mistake twice.
     let enter = |f: &str| native.iter().find(|e| e.0 == EventType::FunctionEnter && e.1 == f).unwrap().2.clone().unwrap();
@@ -190,12 +198,80 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_recovers_faulting_reads_without_checked_reads() {
     let (_home, engine) = engine();
-    let (js_events, native_events, native_settings) = run_both(&engine, json!({ "checkedReads": false })).await;
+    let (js_events, native_events, native_settings) = run_both(&engine, json!({ "checkedReads": false }), 3).await;
     let after = &native_settings["after"]["capture"];
     assert_eq!(after["vmReadv"], json!(false), "{after}");
     assert_eq!(after["checkedReads"], json!(0), "{after}");
     assert!(after["faultsRecovered"].as_u64().unwrap() > 0, "unreadable pointees faulted and were recovered: {after}");
-    same_as_javascript(&js_events, &native_events);
+    same_as_javascript(&js_events, &native_events, 3);
+}
+
+/// The walk from a pointee that did not change since this thread last sent it travels as a
+/// 12-byte reference to what was sent, one where a few words changed as those words
+/// (capture_walk.c cap_same, cap_diff), and the daemon puts the blocks back before decoding
+/// (src/engine/capture_spans.rs). Over 8 rounds the fixture's remembered pointees stay the
+/// same or change a byte of a string or a counter (g2tag, hub.pad): what is stored is still
+/// what the serializer prints, call for call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unchanged_pointees_travel_as_references_and_decode_the_same() {
+    let (_home, engine) = engine();
+    let (js_events, native_events, native_settings) = run_both(&engine, json!({}), 8).await;
+    same_as_javascript(&js_events, &native_events, 8);
+    let after = &native_settings["after"]["capture"];
+    assert!(after["walksUnchanged"].as_u64().unwrap() > 0, "{after}");
+    assert!(after["walksDelta"].as_u64().unwrap() > 0, "{after}");
+}
+
+/// A record lost in a full ring may have carried a span that later references name: the
+/// walk then sends every span whole again (capture_walk.c strobe_cap_forget), so no stored
+/// event misses blocks. A 1,024-slot ring drained every millisecond loses records all through
+/// 100 quick rounds, between ones it stores (checked: with the spans of lost records still
+/// referred to, stored events print `<unreadable …>` where the serializer printed values); every native event stored must still be one
+/// the serializer printed (pass 1, the same calls at the same addresses).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn references_never_name_a_span_whose_record_was_lost() {
+    let (_home, engine) = engine();
+    let rounds = 100;
+    let id = launch_capture(&engine, rounds as u64).await;
+    let patterns = ["cap_*".to_string()];
+    let mut passes = Vec::new();
+    for pass in 0..2 {
+        common::events::wait_for_stdout(&engine, &id, &format!("ready {pass}"), Duration::from_secs(60)).await;
+        let options = if pass == 0 {
+            json!({ "nativeCapture": true, "ringRecords": 1024, "drainIntervalMs": 1, "hotCallsPerSec": 0, "costShare": 0 })
+        } else {
+            json!({ "nativeCapture": false })
+        };
+        engine.configure_tracing(&id, options).await.expect("configure tracing");
+        engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
+        let before = common::events::trace_events(&engine, &id).len();
+        engine.send_stdin(&id, b"go\n").await.expect("stdin");
+        common::events::wait_for_stdout(&engine, &id, &format!("pass {pass} done"), Duration::from_secs(60)).await;
+        let want = |n: usize| if pass == 0 { n > before && engine.status(&id).unwrap().events_lost + (n - before) as u64 >= (rounds * CALLS * 2) as u64 } else { n >= before + rounds * CALLS * 2 };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !want(common::events::trace_events(&engine, &id).len()) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if pass == 0 {
+            engine.trace(Some(&id), &[], &patterns).await.expect("untrace");
+        }
+        passes.push(common::events::trace_events(&engine, &id)[before..].to_vec());
+    }
+    let lost = engine.status(&id).expect("status").events_lost;
+    let capture = engine.configure_tracing(&id, json!({})).await.expect("settings")["capture"].clone();
+    engine.send_stdin(&id, b"end\n").await.expect("stdin");
+    common::events::wait_for_exit(&engine, &id).await;
+    let js = content(&passes[1]);
+    let mut native = content(&passes[0]);
+    assert!(lost > 0, "the small ring lost records");
+    assert!(capture["walksUnchanged"].as_u64().unwrap() > 0, "references were sent between the losses: {capture}");
+    assert!(native.len() >= 2 * CALLS, "some records were stored: {}", native.len());
+    put_back_the_big_pointee(&js, &mut native);
+    let printed: std::collections::HashSet<String> = js.iter().map(|j| format!("{:?}", (j.0, &j.1, &j.2, &j.3))).collect();
+    for (i, e) in native.iter().enumerate() {
+        let same = printed.contains(&format!("{:?}", (e.0, &e.1, &e.2, &e.3)));
+        assert!(same, "stored native event {i} of {} is no event the serializer printed: {e:?}", native.len());
+    }
 }
 
 /// A process that exits with many typed records still in its ring sends them all: a typed

@@ -69,6 +69,87 @@ __asm__ (
 
 extern u64 strobe_safe_copy (void * dst, const void * src, u64 n);
 
+/* u64 strobe_safe_diff (src, kept, n) (rdi, rsi, rdx): where the n bytes at src first differ
+   from those at kept: n when they do not; else the offset of the first differing 8-byte
+   word (in the last n % 8 bytes: of the last 8-byte window, or of the byte when n < 8); ~0
+   when src faults (the agent's exception hook
+   resumes any load of src, strobe_sd_fault_*, at strobe_sd_fault). Comparing what a
+   sub-walk copied last time with memory now writes nothing: an unchanged span travels as a
+   reference, a changed one as its changed words (capture_walk.c cap_delta). 32 bytes a step
+   while equal, then 8, then the last 8 again (1 at a time below 8). */
+__asm__ (
+  ".text\n"
+  ".globl strobe_safe_diff, strobe_sd_fault_w0, strobe_sd_fault_w1, strobe_sd_fault_q, strobe_sd_fault_t, strobe_sd_fault_b, strobe_sd_fault\n"
+  "strobe_safe_diff:\n"
+  "  mov %rdx, %r8\n"
+  "  cmp $32, %rdx\n"
+  "  jb 2f\n"
+  "1:\n"
+  "strobe_sd_fault_w0:\n"
+  "  movdqu (%rdi), %xmm0\n"
+  "strobe_sd_fault_w1:\n"
+  "  movdqu 16(%rdi), %xmm1\n"
+  "  movdqu (%rsi), %xmm2\n"
+  "  movdqu 16(%rsi), %xmm3\n"
+  "  pcmpeqb %xmm2, %xmm0\n"
+  "  pcmpeqb %xmm3, %xmm1\n"
+  "  pand %xmm1, %xmm0\n"
+  "  pmovmskb %xmm0, %eax\n"
+  "  cmp $0xffff, %eax\n"
+  "  jne 2f\n"
+  "  add $32, %rdi\n"
+  "  add $32, %rsi\n"
+  "  sub $32, %rdx\n"
+  "  cmp $32, %rdx\n"
+  "  jae 1b\n"
+  "2:\n"
+  "  cmp $8, %rdx\n"
+  "  jb 3f\n"
+  "strobe_sd_fault_q:\n"
+  "  mov (%rdi), %rax\n"
+  "  cmp (%rsi), %rax\n"
+  "  jne 5f\n"
+  "  add $8, %rdi\n"
+  "  add $8, %rsi\n"
+  "  sub $8, %rdx\n"
+  "  jmp 2b\n"
+  "3:\n"
+  "  test %rdx, %rdx\n"
+  "  jz 4f\n"
+  "  cmp $8, %r8\n"
+  "  jb 6f\n"
+  /* Fewer than 8 left of at least 8: the last 8 bytes, overlapping what was equal. */
+  "  sub $8, %rdx\n"
+  "  add %rdx, %rdi\n"
+  "  add %rdx, %rsi\n"
+  "strobe_sd_fault_t:\n"
+  "  mov (%rdi), %rax\n"
+  "  cmp (%rsi), %rax\n"
+  "  je 4f\n"
+  "  lea -8(%r8), %rax\n"
+  "  ret\n"
+  "6:\n"
+  "strobe_sd_fault_b:\n"
+  "  movb (%rdi), %al\n"
+  "  cmpb (%rsi), %al\n"
+  "  jne 5f\n"
+  "  inc %rdi\n"
+  "  inc %rsi\n"
+  "  dec %rdx\n"
+  "  jnz 6b\n"
+  "4:\n"
+  "  mov %r8, %rax\n"
+  "  ret\n"
+  "5:\n"
+  "  mov %r8, %rax\n"
+  "  sub %rdx, %rax\n"
+  "  ret\n"
+  "strobe_sd_fault:\n"
+  "  mov $-1, %rax\n"
+  "  ret\n");
+
+extern u64 strobe_safe_diff (const void * src, const void * kept, u64 n);
+
 static inline long sys6 (long n, long a, long b, long c, long d, long e, long f) {
   long ret;
   register long r10 __asm__ ("r10") = d;

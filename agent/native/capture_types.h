@@ -6,13 +6,14 @@
 typedef unsigned char u8;
 typedef unsigned int u32;
 typedef unsigned long u64;
+typedef unsigned short u16;
 
 typedef struct { u32 n_enter; u32 n_exit; u32 n_progs; u32 n_edges; } CapPlan;
 typedef struct { u32 reg; u32 kind; u32 prog; u32 pad; } CapRoot;
 typedef struct { u32 key; u32 depth; u32 size; u32 first; u32 n; u32 pad; } CapProg;
 typedef struct { u32 off; u32 count; u32 stride; u32 kind; u32 child; u32 pad; } CapEdge;
 /* capture_c.ts CaptureShared (the counters are racy increments: estimates). */
-typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked; u64 visits; u64 pushes; u64 scratch_size; u64 replayed; u64 recorded; u64 stale; } CaptureShared;
+typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked; u64 visits; u64 pushes; u64 scratch_size; u64 replayed; u64 recorded; u64 stale; u64 unchanged; u64 deltas; } CaptureShared;
 
 #define CAP_BUDGET (200 * 1024)
 #define CAP_STRING 1024
@@ -37,8 +38,23 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_BIG 128               /* bytes from which a struct copy is shared within a walk */
 #define CAP_BIG_COPIES 16
 #define CAP_ROOT_SEEN 32          /* pointees a walk's roots lead to directly, kept to skip repeats */
+#define CAP_KEPT 4096              /* bytes of a sub-walk's payload kept to send it as a reference */
+#define CAP_KEEP_MISSES 4          /* sent whole this many times in a row: stop keeping it ... */
+#define CAP_KEEP_PAUSE 64          /* ... for this many replays */
+#define CAP_SENT 32                /* traces one walk sends spans of, remembered for strobe_cap_forget */
 #define META_CSTRING (1u << 30)
 #define META_TERMINATED (1u << 31)
+/* Bit 31 without bit 30 (a combination no block uses): a sub-walk's span, u64 key | u32
+   META_SPAN | len | u64 0, then len bytes of blocks, kept by the decoder under its key (0: not
+   kept); with bit 29 too, a reference to the span last kept under that key, nothing
+   following (capture_c.ts). */
+#define META_SPAN (1u << 31)
+#define META_REF ((1u << 31) | (1u << 29))
+/* A span as the one last kept under the base key with n 8-byte windows changed: u64 key |
+   u32 META_DELTA | n | u64 base | n x (u32 offset in the span, u64 its bytes there; fewer at
+   the span's end), applied in order. */
+#define META_DELTA ((1u << 31) | (1u << 28))
+#define CAP_SPAN_HEADER 20        /* key, meta, base key (0 in a span) */
 
 /* The visit tables: address and type first, 16 bytes, so probing touches one line in four;
    what a hit needs is in CapSeenData at the same index. A walk starts with the small table
@@ -72,7 +88,14 @@ typedef struct {
   u32 n_checks;
   u32 visits;
   u32 bound;                      /* most bytes a replay writes (strings as long as allowed) */
+  /* The span last sent for it under key (kept_len bytes, in CapScratch.kept at its index):
+     valid while kept_epoch is the scratch's epoch (a lost record bumps it). */
+  u32 kept_len;
+  u32 kept_epoch;
+  u32 misses;                     /* replays in a row that sent it whole though it was kept */
+  u32 pause;                      /* replays left before keeping is tried again */
   u32 pad;
+  u64 key;
   CapOp ops[CAP_TRACE_OPS];
   CapCheck checks[CAP_TRACE_CHECKS];
 } CapTrace;
@@ -112,8 +135,17 @@ typedef struct {
   u32 n_big;
   u32 pad4;
   CapBig big_copies[CAP_BIG_COPIES];
+  /* A lost record's spans and deltas never reach the decoder: strobe_cap_forget drops the
+     kept spans of the traces that sent them (sent), or all (a bumped epoch), so no reference
+     names a span the decoder never got. next_key: their keys' low 48 bits (started from the
+     clock: a later agent in the same process does not reuse keys). */
+  u32 epoch;
+  u32 n_sent;                     /* traces this walk sent a kept span or delta of (~0: too many) */
+  u64 next_key;
+  u16 sent[CAP_SENT];
   CapTraceTag trace_tags[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
   CapTrace traces[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
+  u8 kept[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS][CAP_KEPT];
 } CapScratch;
 
 #endif

@@ -183,10 +183,14 @@ static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8
 
 /* Replay trace t into out: the bytes the walk would write, or 0 when something it depends on
    changed (a pointer word, a copy that no longer reads whole, an unreadable block that reads
-   now) and the walk must run. */
-static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u8 * out, u32 * len) {
+   now) and the walk must run. whole: every block copied here, none shared with an earlier
+   sub-walk of the call (a span the decoder keeps must hold all it needs); *keepable then
+   says whether cap_same could compare memory with it later (each string whole, ended by a
+   NUL). */
+static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u8 * out, u32 * len, int whole, int * keepable) {
   u8 * data[CAP_TRACE_OPS];
   u32 pos = 0, i;
+  *keepable = whole;
   for (i = 0; i < t->n_ops; i++) {
     const CapOp * op = &t->ops[i];
     u8 * h = out + pos;
@@ -195,8 +199,13 @@ static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u
       /* Its first page read last time: not checked again (any next page is). */
       s->trusted = op->size > 0 ? (op->addr >> 12) + 1 : 0;
       /* The first chunk as long as the string was, and its NUL (rounded to 16). */
-      pos += cap_string (s, cs, h, op->addr, op->size >= 12 ? ((op->size - 12) | 15) + 1 : 64);
+      u32 n = cap_string (s, cs, h, op->addr, op->size >= 12 ? ((op->size - 12) | 15) + 1 : 64);
       s->trusted = 0;
+      u32 meta;
+      __builtin_memcpy (&meta, h + 8, 4);
+      if (n == 0 || !(meta & META_TERMINATED) || (meta & ~(META_CSTRING | META_TERMINATED)) > CAP_STRING)
+        *keepable = 0;
+      pos += n;
       continue;
     }
     if (op->kind == CAP_OP_UNREADABLE) {
@@ -204,7 +213,7 @@ static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u
         return 0;
       continue;
     }
-    if (op->size >= CAP_BIG) {
+    if (op->size >= CAP_BIG && !whole) {
       u8 * copy = cap_big_find (s, op->addr, op->size);
       if (copy != 0) {
         data[i] = copy; /* its pointer words are read from that copy */
@@ -230,11 +239,133 @@ static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u
   return 1;
 }
 
+/* The changed bytes of one block, from memory at src of n bytes, into its copy in the
+   kept span (at off of kept, kept_len bytes), each 8-byte window from the first changed byte
+   as an entry (u32 offset in the span, u64 bytes of the updated span there) at ent + 12 * *n.
+   0 once more than most entries, or when src faults. */
+static int cap_delta_block (const u8 * src, u8 * kept, u32 kept_len, u32 off, u32 len, u8 * ent, u32 * n, u32 most) {
+  u32 i = 0;
+  while (i < len) {
+    u64 r = strobe_safe_diff (src + i, kept + off + i, len - i);
+    if (r == ~0UL)
+      return 0;
+    if (r == len - i)
+      return 1;
+    u32 d = i + (u32) r, k = len - d < 8 ? len - d : 8;
+    if (*n == most || strobe_safe_copy (kept + off + d, src + d, k) != 0)
+      return 0;
+    u32 at = off + d;
+    u64 w = 0;
+    if (at + 8 <= kept_len)
+      __builtin_memcpy (&w, kept + at, 8);
+    else
+      for (u32 b = 0; at + b < kept_len; b++)
+        w |= (u64) kept[at + b] << (8 * b);
+    __builtin_memcpy (ent + 12 * *n, &at, 4);
+    __builtin_memcpy (ent + 12 * *n + 4, &w, 8);
+    (*n)++;
+    i = d + k;
+  }
+  return 1;
+}
+
+/* Trace t's kept span brought up to date with memory, comparing each block with its copy
+   there (and a string's NUL where it was): returns how many changed-word entries it wrote at
+   ent (0: unchanged, a reference will do), or ~0u when the span cannot stand for the walk any
+   more — a string's length, an unreadable block that reads now, a changed pointer word (the
+   walk would go elsewhere), more than most entries, a fault — and the kept span is then
+   dropped. tmp: a byte of room to try an unreadable block. */
+static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kept, u8 * ent, u32 most, u8 * tmp) {
+  u32 data[CAP_TRACE_OPS];
+  u32 at = 0, n = 0, i;
+  for (i = 0; i < t->n_ops; i++) {
+    const CapOp * op = &t->ops[i];
+    if (op->kind == CAP_OP_UNREADABLE) {
+      if (!cap_known_bad (s, op->addr) && cap_copy (s, cs, tmp, op->addr, 1) != 0)
+        goto changed;
+      continue;
+    }
+    u32 len = op->size, meta;
+    if (at + 12 > t->kept_len)
+      goto changed;
+    if (op->kind == CAP_OP_STRING) {
+      __builtin_memcpy (&meta, kept + at + 8, 4);
+      len = meta & ~(META_CSTRING | META_TERMINATED);
+      u8 nul = 0;
+      if (strobe_safe_diff ((const void *) (op->addr + len), &nul, 1) != 1)
+        goto changed;
+    }
+    data[i] = at + 12;
+    if (at + 12 + len > t->kept_len || !cap_delta_block ((const u8 *) op->addr, kept, t->kept_len, at + 12, len, ent, &n, most))
+      goto changed;
+    at += 12 + len;
+  }
+  if (at != t->kept_len)
+    goto changed;
+  for (i = 0; i < t->n_checks && n > 0; i++) {
+    const CapCheck * c = &t->checks[i];
+    u64 v;
+    __builtin_memcpy (&v, kept + data[c->op] + c->off, 8);
+    if (v != c->value)
+      goto changed;
+  }
+  return n;
+changed:
+  t->kept_len = 0;
+  return ~0u;
+}
+
+static inline void cap_span_header (u8 * h, u64 key, u32 meta, u64 base) {
+  cap_header (h, key, meta);
+  __builtin_memcpy (h + 12, &base, 8);
+}
+
+/* Trace at sent a span the decoder is to keep, or a delta of one. */
+static inline void cap_sent (CapScratch * s, u32 at) {
+  if (s->n_sent < CAP_SENT)
+    s->sent[s->n_sent++] = (u16) at;
+  else
+    s->n_sent = ~0u;
+}
+
+/* A replay of trace t (index at) at out + pos, in a span the decoder keeps when it may be
+   compared later, or as the changed words of the span it kept (kept: t's kept span is
+   valid); returns the new pos, or 0 when the walk must run. */
+static u32 cap_replay_span (CapScratch * s, CaptureShared * cs, CapTrace * t, u32 at, u8 * out, u32 pos, int kept) {
+  u32 len;
+  int keepable;
+  if (t->pause > 0) {
+    t->pause--;
+    return cap_replay (s, cs, t, out + pos, &len, 0, &keepable) ? pos + len : 0;
+  }
+  u8 * span = out + pos + CAP_SPAN_HEADER;
+  if (pos + CAP_SPAN_HEADER + t->bound > CAP_BUDGET || !cap_replay (s, cs, t, span, &len, 1, &keepable))
+    return 0;
+  if (!keepable || len > CAP_KEPT) {
+    t->kept_len = 0;
+    cap_span_header (out + pos, 0, META_SPAN | len, 0);
+    return pos + CAP_SPAN_HEADER + len;
+  }
+  u64 key = ((u64) (at + 1) << 48) | (++s->next_key & 0xffffffffffffUL);
+  if (kept && ++t->misses >= CAP_KEEP_MISSES) { /* changes much every call: plain replays */
+    t->misses = 0;
+    t->pause = CAP_KEEP_PAUSE;
+  }
+  __builtin_memcpy (s->kept[at], span, len);
+  t->kept_len = len;
+  t->kept_epoch = s->epoch;
+  t->key = key;
+  cap_sent (s, at);
+  cap_span_header (out + pos, key, META_SPAN | len, 0);
+  return pos + CAP_SPAN_HEADER + len;
+}
+
 /* The walk from struct pointee p (program prog) into out at pos: replayed when a remembered
-   one starting there still holds, else walked and remembered. Returns the new pos. */
+   one starting there still holds — as a reference when memory still holds what its kept span
+   does — else walked and remembered. Returns the new pos. */
 static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, u64 p, u32 prog) {
   u64 h = ((u64) pl->plan ^ (p * 0x9e3779b97f4a7c15UL) ^ ((u64) prog << 48)) * 0x9e3779b97f4a7c15UL;
-  u32 set = (u32) (h >> (64 - CAP_TRACE_BITS)) * CAP_TRACE_WAYS, at = set, w, len;
+  u32 set = (u32) (h >> (64 - CAP_TRACE_BITS)) * CAP_TRACE_WAYS, at = set, w, end;
   CapTraceTag * tags = s->trace_tags;
   int found = 0;
   s->clock++;
@@ -245,11 +376,37 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
     }
   CapTrace * t = &s->traces[at];
   if (found) {
-    if (pos + t->bound <= CAP_BUDGET && cap_replay (s, cs, t, out + pos, &len)) {
+    int kept = t->pause == 0 && t->kept_len > 0 && t->kept_epoch == s->epoch;
+    if (kept && pos + CAP_SPAN_HEADER + 12 <= CAP_BUDGET) {
+      u32 most = t->kept_len / 24, n;
+      if (most > (CAP_BUDGET - pos - CAP_SPAN_HEADER) / 12)
+        most = (CAP_BUDGET - pos - CAP_SPAN_HEADER) / 12;
+      n = cap_delta (s, cs, t, s->kept[at], out + pos + CAP_SPAN_HEADER, most, out + pos);
+      if (n != ~0u) {
+        tags[at].used = s->clock;
+        cs->visits += t->visits;
+        cs->replayed++;
+        t->misses = 0;
+        if (n == 0) {
+          cs->unchanged++;
+          cap_header (out + pos, t->key, META_REF);
+          return pos + 12;
+        }
+        /* A few words changed (a counter, a cursor's position): those are sent. */
+        u64 key = ((u64) (at + 1) << 48) | (++s->next_key & 0xffffffffffffUL);
+        cap_span_header (out + pos, key, META_DELTA | n, t->key);
+        t->key = key;
+        cs->deltas++;
+        cap_sent (s, at);
+        return pos + CAP_SPAN_HEADER + 12 * n;
+      }
+    }
+    end = cap_replay_span (s, cs, t, at, out, pos, kept);
+    if (end != 0) {
       tags[at].used = s->clock;
       cs->visits += t->visits;
       cs->replayed++;
-      return pos + len;
+      return end;
     }
     cs->stale++;
   } else {
@@ -261,9 +418,10 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
   tags[at].plan = 0;
   tags[at].used = s->clock;
   t->n_ops = t->n_checks = 0;
+  t->kept_len = t->misses = t->pause = 0;
   s->rec = t;
   s->rec_ok = 1;
-  u32 end = cap_walk (s, cs, pl, out, pos, p, 0, prog);
+  end = cap_walk (s, cs, pl, out, pos, p, 0, prog);
   s->rec = 0;
   /* A sub-walk that read no pointer word has nothing a replay would save. */
   if (s->rec_ok && t->n_checks > 0) {
@@ -340,6 +498,9 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
   CapRootSeen seen[CAP_ROOT_SEEN];
   s->now = 0;
   s->n_big = 0;
+  s->n_sent = 0;
+  if (s->next_key == 0)
+    s->next_key = (cap_ticks () << 8) & 0xffffffffffffUL;
   for (i = 0; i < nr; i++) {
     u64 p = regs[r[i].reg];
     if (!cap_plausible (p))
@@ -386,4 +547,15 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     }
   }
   return pos;
+}
+
+/* The record of the last walk was lost (the ring was full): the spans and deltas it sent
+   never reach the decoder, so none is referred to before it is sent whole again. */
+void strobe_cap_forget (CapScratch * s) {
+  if (s->n_sent > CAP_SENT) {
+    s->epoch++;
+    return;
+  }
+  for (u32 i = 0; i < s->n_sent; i++)
+    s->traces[s->sent[i]].kept_len = 0;
 }

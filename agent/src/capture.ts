@@ -26,8 +26,8 @@ const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 24;
 /** The walk's machine code in the target (build.rs compiles agent/native/capture_walk.c). */
 let walk: NativePointer | null = null;
 let faults = 0;
-/** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked, visits, pushes, scratch_size, replayed, recorded, stale. */
-const CAPTURE_SHARED_SIZE = 80, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24, CS_VISITS = 32, CS_PUSHES = 40, CS_SCRATCH_SIZE = 48, CS_REPLAYED = 56, CS_RECORDED = 64, CS_STALE = 72;
+/** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked, visits, pushes, scratch_size, replayed, recorded, stale, unchanged, deltas. */
+const CAPTURE_SHARED_SIZE = 96, CS_UNCHANGED = 80, CS_DELTAS = 88, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24, CS_VISITS = 32, CS_PUSHES = 40, CS_SCRATCH_SIZE = 48, CS_REPLAYED = 56, CS_RECORDED = 64, CS_STALE = 72;
 let captureShared: NativePointer | null = null;
 let enabled = true;
 let typedValues = true;
@@ -62,6 +62,12 @@ function loadWalk(): NativePointer {
         [at("strobe_sc_fault_q"), slow],
         [at("strobe_sc_fault_b"), at("strobe_sc_left")],
         [at("strobe_sc_fault_rep"), at("strobe_sc_rest")],
+        // The comparison with a kept span: a fault sends the call to a replay or the walk.
+        [at("strobe_sd_fault_w0"), at("strobe_sd_fault")],
+        [at("strobe_sd_fault_w1"), at("strobe_sd_fault")],
+        [at("strobe_sd_fault_q"), at("strobe_sd_fault")],
+        [at("strobe_sd_fault_t"), at("strobe_sd_fault")],
+        [at("strobe_sd_fault_b"), at("strobe_sd_fault")],
     ]);
     addExceptionHook((details) => {
         const off = details.context.pc.sub(code);
@@ -86,10 +92,10 @@ export function captureSymbols(libc: (name: string) => NativePointer): Record<st
     vmReadv = vmReadvWorks(libc);
     setCheckedReads(checkedReads);
     // No walk built for this architecture (build.rs): usableCapture() keeps typed hooks in JS.
-    if (CAPTURE_WALK_CODE.length === 0) return { capture: shared, strobe_cap_walk: NULL };
+    if (CAPTURE_WALK_CODE.length === 0) return { capture: shared, strobe_cap_walk: NULL, strobe_cap_forget: NULL };
     if (walk === null) walk = loadWalk();
     shared.add(CS_SCRATCH_SIZE).writeU64(walk.add(CAPTURE_WALK_SYMBOLS.strobe_cap_scratch_size).readU64());
-    return { capture: shared, strobe_cap_walk: walk.add(CAPTURE_WALK_SYMBOLS.strobe_cap_walk) };
+    return { capture: shared, strobe_cap_walk: walk.add(CAPTURE_WALK_SYMBOLS.strobe_cap_walk), strobe_cap_forget: walk.add(CAPTURE_WALK_SYMBOLS.strobe_cap_forget) };
 }
 
 /**
@@ -173,6 +179,6 @@ export function captureStats(): object {
     const vmReadv = captureShared !== null && captureShared.add(CS_VM_READV).readU32() === 1;
     return {
         enabled, typedValues, plans: plans.size, faultsRecovered: faults, records: u64(CS_RECORDS), payloadBytes: u64(CS_BYTES),
-        checkedReads: u64(CS_CHECKED), vmReadv, visits: u64(CS_VISITS), pushes: u64(CS_PUSHES), walksReplayed: u64(CS_REPLAYED), walksRecorded: u64(CS_RECORDED), walksStale: u64(CS_STALE),
+        checkedReads: u64(CS_CHECKED), vmReadv, visits: u64(CS_VISITS), pushes: u64(CS_PUSHES), walksReplayed: u64(CS_REPLAYED), walksRecorded: u64(CS_RECORDED), walksStale: u64(CS_STALE), walksUnchanged: u64(CS_UNCHANGED), walksDelta: u64(CS_DELTAS),
     };
 }

@@ -58,13 +58,17 @@ typedef struct CapPlan CapPlan;
    works here (capture.ts probes it; else every read takes the safe copy). scratch_size:
    bytes of a thread's scratch (capture_types.h CapScratch, its payload buffer first).
    replayed / recorded / stale: walks replayed from a remembered one, walks remembered, and
-   remembered walks that could not be replayed (what they read had changed). */
-typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 bytes; guint64 checked; guint64 visits; guint64 pushes; guint64 scratch_size; guint64 replayed; guint64 recorded; guint64 stale; } CaptureShared;
+   remembered walks that could not be replayed (what they read had changed); unchanged: the
+   replays sent as a reference to their last span (memory held the same bytes); deltas: those
+   sent as the words that changed since. */
+typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 bytes; guint64 checked; guint64 visits; guint64 pushes; guint64 scratch_size; guint64 replayed; guint64 recorded; guint64 stale; guint64 unchanged; guint64 deltas; } CaptureShared;
 
 extern CaptureShared capture;
 /* The walk (agent/native/capture_walk.c, compiled ahead of time): the payload of the plan's
    enter (or exit) roots into the scratch after its u32 length; returns the length. */
 extern guint32 strobe_cap_walk (const CapPlan * plan, int at_exit, const guint64 * regs, void * scratch, CaptureShared * cs);
+/* The walk's record was lost: its spans must be sent again before any reference to them. */
+extern void strobe_cap_forget (void * scratch);
 
 #define CAP_MAX_SLOTS ${CAPTURE_MAX_SLOTS}
 #define KIND_TYPED_ENTER 3
@@ -142,6 +146,8 @@ static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 *
   if (r == NULL) {
     if (s == NULL)
       xadd64 (&shared.lost, 1);
+    else
+      strobe_cap_forget (s);
     return;
   }
   memcpy (s, &len, 4);
@@ -174,8 +180,10 @@ static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 r
   guint32 len = strobe_cap_walk (plan, 1, &ret, s, &capture);
   guint32 pos;
   Rec * r = reserve_n (cap_slots_for (len), &pos);
-  if (r == NULL)
+  if (r == NULL) {
+    strobe_cap_forget (s);
     return;
+  }
   memcpy (s, &len, 4);
   cap_put (pos, s, 4 + len);
   capture.records++;

@@ -300,10 +300,12 @@ impl Compiler<'_> {
     }
 }
 
-/// Per session: the plans of hooked functions, by function id.
+/// Per session: the plans of hooked functions, by function id, and the spans their records
+/// refer to (`capture_spans.rs`).
 #[derive(Default)]
 pub(crate) struct CaptureState {
     pub plans: HashMap<u32, Arc<CapturePlan>>,
+    pub spans: super::capture_spans::Spans,
 }
 
 #[cfg(test)]

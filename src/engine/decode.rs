@@ -5,6 +5,7 @@
 //! as JSON arrays/strings of hex text. Durations are computed in the agent (exit ts − enter
 //! ts, both CLOCK_MONOTONIC), so a lost enter record does not lose its exit's duration.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -185,7 +186,11 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             tracing::warn!("session {}: a fast-path batch ends inside a record; its last {} bytes are ignored", s.id, rest.len());
             break;
         };
-        let payload = payload_of(rest, &r, len);
+        // Before anything may skip the record: its spans are kept for later references.
+        let payload = match payload_of(rest, &r, len) {
+            [] => Cow::Borrowed(&[][..]),
+            raw => st.capture.spans.expand(pid, r.tid, raw),
+        };
         rest = &rest[len..];
         let Some(f) = symbols.functions.get(r.func as usize) else { continue };
         let ts = r.ts as i64 - s.start_mono_ns;
@@ -251,7 +256,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             let state = &mut *st;
             let plan = state.capture.plans.get(&r.func).cloned();
             if let (Some(plan), Some(kept)) = (&plan, state.typed_samples.as_mut()) {
-                kept.push(plan, exit, regs, payload);
+                kept.push(plan, exit, regs, &payload);
             }
             typed.push(Typed { record: batch.records.len(), plan, words: r.v, nregs: regs.len(), payload });
         }
@@ -280,14 +285,14 @@ struct Typed<'a> {
     plan: Option<Arc<super::capture_plan::CapturePlan>>,
     words: [u64; MAX_ARGS],
     nregs: usize,
-    payload: &'a [u8],
+    payload: Cow<'a, [u8]>,
 }
 
 impl Typed<'_> {
     /// The stored JSON: the arguments of an enter, the return value of an exit.
     fn json(&self, exit: bool) -> String {
         match &self.plan {
-            Some(plan) => super::capture_decode::record_json(plan, exit, &self.words[..self.nregs], self.payload),
+            Some(plan) => super::capture_decode::record_json(plan, exit, &self.words[..self.nregs], &self.payload),
             None => "\"<no capture plan>\"".into(),
         }
     }

@@ -38,6 +38,7 @@ mod word_shapes; // typed text of fast-path hooks' raw words
 mod capture_plan; // typed capture in native code: what to copy (issue 18)
 mod capture_decode; // typed capture: the serializer's JSON from the copied bytes
 mod capture_view; // typed capture: a record's copied blocks, indexed by address
+mod capture_spans; // typed capture: a record's references to unchanged spans, resolved
 mod capture_json; // typed capture: JSON text written as serde_json prints it
 pub mod capture_samples; // typed records kept for measuring the decoder (benches)
 

@@ -1,0 +1,244 @@
+//! Spans and references in a typed record's payload (agent/native/capture_walk.c
+//! `cap_subtree`): the walk from a pointee that did not change since this thread last sent
+//! it travels as a 12-byte reference instead of its blocks. Before a record is decoded, its
+//! spans are unwrapped and its references replaced by the blocks they stand for, so the
+//! decoder (`capture_decode.rs`) sees the plain run of blocks it always did.
+//!
+//! A span is `u64 key | u32 META_SPAN | len | u64 0` and `len` bytes of blocks; a delta is
+//! `u64 key | u32 META_DELTA | n | u64 base` and n × `(u32 offset, u64 bytes)`: the span
+//! kept under `base` with the 8 bytes at each offset replaced, in order (fewer at its end);
+//! a reference
+//! is `u64 key | u32 META_REF`. The key's top 16 bits name the agent's trace slot, the rest
+//! is a version unique per thread: a slot's span replaces the one before. The agent refers
+//! only to a span whose record was not lost (a lost record makes it send them all again), and
+//! records arrive in order, so a reference or delta finds its span; one that does not (a
+//! bug) leaves its blocks out, which the decoder prints as `<unreadable …>`, never as another
+//! value.
+
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap;
+
+use super::capture_plan::{BLOCK_HEADER, MAX_STRING};
+
+const META_CSTRING: u32 = 1 << 30;
+const META_TERMINATED: u32 = 1 << 31;
+const META_LEN: u32 = (1 << 28) - 1;
+const META_KIND: u32 = META_CSTRING | META_TERMINATED | (1 << 29) | (1 << 28);
+const META_SPAN: u32 = 1 << 31;
+const META_REF: u32 = (1 << 31) | (1 << 29);
+const META_DELTA: u32 = (1 << 31) | (1 << 28);
+const HEADER: usize = BLOCK_HEADER as usize;
+/// A span's or delta's header: key, meta and the base key.
+const SPAN_HEADER: usize = HEADER + 8;
+/// A delta's entry: word index and word.
+const ENTRY: usize = 12;
+
+/// The spans kept per session: by (process, thread, slot), the key and bytes last sent.
+#[derive(Default)]
+pub(crate) struct Spans {
+    kept: FxHashMap<(u32, u32, u16), (u64, Vec<u8>)>,
+    /// References that named no kept span (their blocks left out).
+    pub unresolved: u64,
+}
+
+/// One step of a payload: a plain block (`at..end`), a span (its key, its blocks `at..end`),
+/// a delta (its key, its base's key, its entries `at..end`) or a reference.
+enum Piece {
+    Block(usize, usize),
+    Span(u64, usize, usize),
+    Delta(u64, u64, usize, usize),
+    Ref(u64),
+}
+
+/// The payload's pieces, up to the first truncated one.
+fn pieces(payload: &[u8]) -> impl Iterator<Item = Piece> + '_ {
+    let mut at = 0usize;
+    std::iter::from_fn(move || {
+        if payload.len() - at < HEADER {
+            return None;
+        }
+        let key = u64::from_le_bytes(payload[at..at + 8].try_into().unwrap());
+        let meta = u32::from_le_bytes(payload[at + 8..at + 12].try_into().unwrap());
+        let start = at;
+        let data = at + HEADER;
+        let base = || payload.get(data..data + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+        let (piece, end) = match meta & META_KIND {
+            META_REF => (Piece::Ref(key), data),
+            META_SPAN => {
+                let end = at + SPAN_HEADER + (meta & META_LEN) as usize;
+                (Piece::Span(key, at + SPAN_HEADER, end), end)
+            }
+            META_DELTA => {
+                let end = at + SPAN_HEADER + ENTRY * (meta & META_LEN) as usize;
+                (Piece::Delta(key, base()?, at + SPAN_HEADER, end), end)
+            }
+            kind => {
+                let len = (meta & !(META_CSTRING | META_TERMINATED)) as usize;
+                let stored = if kind & META_CSTRING != 0 { len.min(MAX_STRING) } else { len };
+                let end = data + stored;
+                (Piece::Block(start, end), end)
+            }
+        };
+        if end > payload.len() {
+            return None;
+        }
+        at = end;
+        Some(piece)
+    })
+}
+
+impl Spans {
+    /// `payload` of a record of (pid, tid) as plain blocks: spans kept and unwrapped,
+    /// references replaced by what they name. Borrowed when it has neither.
+    pub fn expand<'a>(&mut self, pid: u32, tid: u32, payload: &'a [u8]) -> Cow<'a, [u8]> {
+        let mut end = 0;
+        if pieces(payload).all(|p| matches!(p, Piece::Block(_, e) if { end = e; true })) && end == payload.len() {
+            return Cow::Borrowed(payload);
+        }
+        let mut out = Vec::with_capacity(payload.len() * 4);
+        for piece in pieces(payload) {
+            match piece {
+                Piece::Block(at, end) => out.extend_from_slice(&payload[at..end]),
+                Piece::Span(key, at, end) => {
+                    let blocks = &payload[at..end];
+                    out.extend_from_slice(blocks);
+                    if key != 0 {
+                        let slot = self.kept.entry((pid, tid, (key >> 48) as u16)).or_default();
+                        slot.0 = key;
+                        slot.1.clear();
+                        slot.1.extend_from_slice(blocks);
+                    }
+                }
+                Piece::Delta(key, base, at, end) => match self.kept.get_mut(&(pid, tid, (key >> 48) as u16)) {
+                    Some((k, blocks)) if *k == base => {
+                        for entry in payload[at..end].chunks_exact(ENTRY) {
+                            let from = u32::from_le_bytes(entry[..4].try_into().unwrap()) as usize;
+                            let n = blocks.len().saturating_sub(from).min(8);
+                            if n > 0 {
+                                blocks[from..from + n].copy_from_slice(&entry[4..4 + n]);
+                            }
+                        }
+                        *k = key;
+                        out.extend_from_slice(blocks);
+                    }
+                    _ => self.unresolved += 1,
+                },
+                Piece::Ref(key) => match self.kept.get(&(pid, tid, (key >> 48) as u16)) {
+                    Some((k, blocks)) if *k == key => out.extend_from_slice(blocks),
+                    _ => self.unresolved += 1,
+                },
+            }
+        }
+        Cow::Owned(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(addr: u64, bytes: &[u8]) -> Vec<u8> {
+        let mut b = addr.to_le_bytes().to_vec();
+        b.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        b.extend_from_slice(bytes);
+        b
+    }
+
+    fn string(addr: u64, text: &[u8]) -> Vec<u8> {
+        let mut b = addr.to_le_bytes().to_vec();
+        b.extend_from_slice(&(text.len() as u32 | META_CSTRING | META_TERMINATED).to_le_bytes());
+        b.extend_from_slice(text);
+        b
+    }
+
+    fn span(key: u64, blocks: &[u8]) -> Vec<u8> {
+        let mut b = key.to_le_bytes().to_vec();
+        b.extend_from_slice(&(META_SPAN | blocks.len() as u32).to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(blocks);
+        b
+    }
+
+    fn delta(key: u64, base: u64, windows: &[(u32, u64)]) -> Vec<u8> {
+        let mut b = key.to_le_bytes().to_vec();
+        b.extend_from_slice(&(META_DELTA | windows.len() as u32).to_le_bytes());
+        b.extend_from_slice(&base.to_le_bytes());
+        for (i, w) in windows {
+            b.extend_from_slice(&i.to_le_bytes());
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
+    fn reference(key: u64) -> Vec<u8> {
+        let mut b = key.to_le_bytes().to_vec();
+        b.extend_from_slice(&META_REF.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn plain_payloads_are_borrowed() {
+        let p = [block(0x1000, &[1, 2, 3]), string(0x2000, b"hi")].concat();
+        assert!(matches!(Spans::default().expand(1, 2, &p), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_reference_stands_for_the_span_last_kept_under_its_key() {
+        let mut spans = Spans::default();
+        let key = (3u64 << 48) | 77;
+        let inner = [block(0x5000, &[9; 16]), string(0x6000, b"main")].concat();
+        let root = block(0x1000, &[1; 8]);
+        let first = [root.clone(), span(key, &inner)].concat();
+        assert_eq!(&*spans.expand(1, 2, &first), &[root.clone(), inner.clone()].concat()[..]);
+        let second = [root.clone(), reference(key)].concat();
+        assert_eq!(&*spans.expand(1, 2, &second), &[root.clone(), inner.clone()].concat()[..]);
+        // Another thread, process or version does not see it.
+        assert_eq!(&*spans.expand(1, 3, &second), &root[..]);
+        assert_eq!(&*spans.expand(4, 2, &second), &root[..]);
+        assert_eq!(&*spans.expand(1, 2, &[root.clone(), reference(key + 1)].concat()), &root[..]);
+        assert_eq!(spans.unresolved, 3);
+        // A new span of the slot replaces the old one; an unkept span (key 0) is unwrapped only.
+        let newer = [block(0x5000, &[8; 16])].concat();
+        spans.expand(1, 2, &span(key + 5, &newer));
+        spans.expand(1, 2, &span(0, &inner));
+        assert_eq!(&*spans.expand(1, 2, &reference(key + 5)), &newer[..]);
+        assert_eq!(&*spans.expand(1, 2, &reference(key)), &[][..] as &[u8]);
+    }
+
+    #[test]
+    fn a_delta_changes_the_words_it_names_and_becomes_the_kept_span() {
+        let mut spans = Spans::default();
+        let (k1, k2, k3) = ((7u64 << 48) | 1, (7u64 << 48) | 2, (7u64 << 48) | 3);
+        // 12 + 13 bytes: the last word is short.
+        let inner = block(0x5000, &[1; 13]);
+        spans.expand(1, 2, &span(k1, &inner));
+        let mut changed = inner.clone();
+        changed[8..16].copy_from_slice(&0x1122_3344_5566_7788u64.to_le_bytes());
+        changed[24] = 0xab;
+        let d = delta(k2, k1, &[(8, 0x1122_3344_5566_7788), (24, 0xab)]);
+        assert_eq!(&*spans.expand(1, 2, &d), &changed[..]);
+        assert_eq!(&*spans.expand(1, 2, &reference(k2)), &changed[..], "the delta's result is kept under its key");
+        assert_eq!(&*spans.expand(1, 2, &reference(k1)), &[][..] as &[u8]);
+        // A delta on a base the decoder does not hold leaves its blocks out.
+        assert_eq!(&*spans.expand(1, 2, &delta(k3, k1, &[(0, 5)])), &[][..] as &[u8]);
+        // An offset past the span's end changes nothing (a malformed delta).
+        assert_eq!(&*spans.expand(1, 2, &delta(k3, k2, &[(400, 5)])), &changed[..]);
+        assert_eq!(spans.unresolved, 2);
+    }
+
+    #[test]
+    fn a_truncated_payload_keeps_what_is_whole() {
+        let mut spans = Spans::default();
+        let root = block(0x1000, &[1; 8]);
+        let mut p = [root.clone(), span(5 << 48, &block(0x5000, &[9; 16]))].concat();
+        p.truncate(p.len() - 3);
+        assert_eq!(&*spans.expand(1, 2, &p), &root[..]);
+        // Long strings store MAX_STRING bytes, whatever length they say they scanned.
+        let mut long = 0x7000u64.to_le_bytes().to_vec();
+        long.extend_from_slice(&((MAX_STRING as u32 + 500) | META_CSTRING).to_le_bytes());
+        long.extend_from_slice(&vec![b'a'; MAX_STRING]);
+        let p = [long.clone(), span(0, &root)].concat();
+        assert_eq!(&*spans.expand(1, 2, &p), &[long, root].concat()[..]);
+    }
+}
