@@ -27,7 +27,14 @@
 // prints <unreadable …> for it — never a wrong value. Each copy goes
 // into the payload as u64 address | u32 meta | bytes (meta: struct: bytes copied; C
 // string: length scanned, bit 30 set, bit 31 when a NUL ended it; min(length, 1024)
-// bytes follow).
+// bytes follow). A replayed walk's copies may come wrapped, or instead of them (bit 31
+// without bit 30, capture_types.h): a span (u64 key | META_SPAN | len | u64 0, then its
+// copies, kept by the daemon under key), a reference to the span last kept under a key
+// (u64 key | META_REF: memory held the same bytes), or a delta (u64 key | META_DELTA | n |
+// u64 base key, then n × (u32 offset, u64 bytes): the base span with those 8-byte windows
+// changed, kept under key). src/engine/capture_spans.rs puts the copies back before decoding;
+// a record that could not be reserved calls strobe_cap_forget, so the spans it carried are
+// sent whole again before any reference to them.
 //
 // Reads never fault the target: strobe_safe_copy (capture_walk.c) is a copy loop whose
 // faults the agent's exception hook (capture.ts) turns into a return of the bytes not

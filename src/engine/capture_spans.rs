@@ -89,6 +89,15 @@ fn pieces(payload: &[u8]) -> impl Iterator<Item = Piece> + '_ {
 }
 
 impl Spans {
+    /// A reference or delta without its span: counted, and said once per session (it means a
+    /// lost span went unnoticed: the record prints `<unreadable …>` where its blocks were).
+    fn miss(&mut self, pid: u32, tid: u32) {
+        if self.unresolved == 0 {
+            tracing::warn!(pid, tid, "typed capture: a record refers to a span the daemon never got; its pointees print as <unreadable …>");
+        }
+        self.unresolved += 1;
+    }
+
     /// `payload` of a record of (pid, tid) as plain blocks: spans kept and unwrapped,
     /// references replaced by what they name. Borrowed when it has neither.
     pub fn expand<'a>(&mut self, pid: u32, tid: u32, payload: &'a [u8]) -> Cow<'a, [u8]> {
@@ -122,11 +131,11 @@ impl Spans {
                         *k = key;
                         out.extend_from_slice(blocks);
                     }
-                    _ => self.unresolved += 1,
+                    _ => self.miss(pid, tid),
                 },
                 Piece::Ref(key) => match self.kept.get(&(pid, tid, (key >> 48) as u16)) {
                     Some((k, blocks)) if *k == key => out.extend_from_slice(blocks),
-                    _ => self.unresolved += 1,
+                    _ => self.miss(pid, tid),
                 },
             }
         }
