@@ -137,23 +137,33 @@ static inline guint32 cap_slots_for (guint32 len) {
   return 1 + (4 + len + sizeof (Rec) - 1) / sizeof (Rec);
 }
 
+/* Is there room in the ring for a record as long as this thread's last one (its u32 length
+   is at the scratch's start)? If not, the record is lost without walking: a ring that stays
+   full (a target outrunning the daemon) then costs the hooks little. */
+static inline int cap_room (const guint8 * s) {
+  guint32 last;
+  memcpy (&last, s, 4);
+  return shared.head - shared.tail + cap_slots_for (last) <= shared.mask + 1;
+}
+
 /* Typed enter: record_enter's record, with the plan's copies. */
 static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 * a) {
   inv->measure = CAP_MEASURED (inv->call);
   guint64 t0 = inv->measure ? now_ns () : 0;
   CapPlan * plan = FN_PLAN (f);
   guint8 * s = cap_scratch ();
-  guint32 len = s != NULL ? strobe_cap_walk (plan, 0, a, s, &capture) : 0;
+  int walk = s != NULL && cap_room (s);
+  guint32 len = walk ? strobe_cap_walk (plan, 0, a, s, &capture) : 0;
   guint32 pos;
-  Rec * r = s != NULL ? reserve_n (cap_slots_for (len), &pos) : NULL;
+  Rec * r = walk ? reserve_n (cap_slots_for (len), &pos) : NULL;
   guint64 ts = now_ns ();
   inv->ts = ts;
   if (inv->measure) /* cost sampling (fastpath_c.ts check_rate); racy: an estimate */
     f->hook_ns += (ts - t0) * CAP_COST_EVERY;
   if (r == NULL) {
-    if (s == NULL)
+    if (!walk)
       xadd64 (&shared.lost, 1);
-    else
+    else /* reserve_n counted it */
       strobe_cap_forget (s);
     return;
   }
@@ -180,7 +190,7 @@ static void capture_exit (Fn * f, Thread * t, Invocation * inv, guint64 ret, gui
 static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
   CapPlan * plan = FN_PLAN (f);
   guint8 * s = cap_scratch ();
-  if (s == NULL) {
+  if (s == NULL || !cap_room (s)) {
     xadd64 (&shared.lost, 1);
     return;
   }
