@@ -58,7 +58,7 @@ export const FN_PLAN_OFFSET = 56;
 export const CAPTURE_MAX_SLOTS = 2400;
 
 export const CAPTURE_C = `
-/* Only capture_walk.c reads a plan (its layout: above). */
+/* capture_walk.c reads a plan (its layout: above); here only its count of exit roots. */
 typedef struct CapPlan CapPlan;
 /* records / bytes: typed records written and their payload bytes; checked: reads that went
    through process_vm_readv (racy increments: estimates). vm_readv: 1 when process_vm_readv
@@ -87,6 +87,8 @@ extern void strobe_cap_forget (void * scratch);
 #define CAP_COST_EVERY 16
 #define CAP_MEASURED(call) ((((call) * 0x9e3779b97f4a7c15ULL) >> 60) == 0)
 #define FN_PLAN(f) (*(CapPlan * volatile *) ((guint8 *) (f) + ${FN_PLAN_OFFSET}))
+/* The plan's exit roots (its header: u32 n_enter, n_exit, ...). */
+#define CAP_EXIT_ROOTS(plan) (((const guint32 *) (plan))[1])
 typedef char fn_struct_ends_before_the_plan[sizeof (Fn) <= ${FN_PLAN_OFFSET} ? 1 : -1];
 
 /* This thread's scratch (its payload buffer first), made on its first typed call. */
@@ -190,7 +192,8 @@ static void capture_exit (Fn * f, Thread * t, Invocation * inv, guint64 ret, gui
 static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
   CapPlan * plan = FN_PLAN (f);
   guint8 * s = cap_scratch ();
-  if (s == NULL || !cap_room (s)) {
+  /* (A plan without exit roots walks nothing here: its record is as small as records get.) */
+  if (s == NULL || (CAP_EXIT_ROOTS (plan) != 0 && !cap_room (s))) {
     xadd64 (&shared.lost, 1);
     return;
   }
