@@ -19,10 +19,9 @@ use std::borrow::Cow;
 
 use rustc_hash::FxHashMap;
 
-use super::capture_plan::{BLOCK_HEADER, MAX_STRING};
+use super::capture_plan::BLOCK_HEADER;
+use super::capture_view::{block_header, block_len, META_CSTRING, META_TERMINATED};
 
-const META_CSTRING: u32 = 1 << 30;
-const META_TERMINATED: u32 = 1 << 31;
 const META_LEN: u32 = (1 << 28) - 1;
 const META_KIND: u32 = META_CSTRING | META_TERMINATED | (1 << 29) | (1 << 28);
 const META_SPAN: u32 = 1 << 31;
@@ -55,11 +54,7 @@ enum Piece {
 fn pieces(payload: &[u8]) -> impl Iterator<Item = Piece> + '_ {
     let mut at = 0usize;
     std::iter::from_fn(move || {
-        if payload.len() - at < HEADER {
-            return None;
-        }
-        let key = u64::from_le_bytes(payload[at..at + 8].try_into().unwrap());
-        let meta = u32::from_le_bytes(payload[at + 8..at + 12].try_into().unwrap());
+        let (key, meta) = block_header(payload, at)?;
         let start = at;
         let data = at + HEADER;
         let base = || payload.get(data..data + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
@@ -73,10 +68,8 @@ fn pieces(payload: &[u8]) -> impl Iterator<Item = Piece> + '_ {
                 let end = at + SPAN_HEADER + ENTRY * (meta & META_LEN) as usize;
                 (Piece::Delta(key, base()?, at + SPAN_HEADER, end), end)
             }
-            kind => {
-                let len = (meta & !(META_CSTRING | META_TERMINATED)) as usize;
-                let stored = if kind & META_CSTRING != 0 { len.min(MAX_STRING) } else { len };
-                let end = data + stored;
+            _ => {
+                let end = data + block_len(meta).1;
                 (Piece::Block(start, end), end)
             }
         };
@@ -145,6 +138,7 @@ impl Spans {
 
 #[cfg(test)]
 mod tests {
+    use super::super::capture_plan::MAX_STRING;
     use super::*;
 
     fn block(addr: u64, bytes: &[u8]) -> Vec<u8> {

@@ -16,8 +16,8 @@ use super::capture_plan::{BLOCK_HEADER, MAX_STRING};
 /// Where argument (or return) registers are placed for reading: register i at
 /// `REG_ADDR + 16 * i` (never a user-space address).
 pub(super) const REG_ADDR: u64 = 0xffff_ff00_0000_0000;
-const META_CSTRING: u32 = 1 << 30;
-const META_TERMINATED: u32 = 1 << 31;
+pub(super) const META_CSTRING: u32 = 1 << 30;
+pub(super) const META_TERMINATED: u32 = 1 << 31;
 const META_LEN: u32 = (1 << 30) - 1;
 /// Most registers a record carries (six integer argument registers).
 const MAX_REGS: usize = 6;
@@ -62,6 +62,19 @@ pub(super) struct View<'a> {
     last: Cell<usize>,
 }
 
+/// The header of the block at `at` in `payload`, if whole: its address (a span's key) and meta.
+pub(super) fn block_header(payload: &[u8], at: usize) -> Option<(u64, u32)> {
+    let h = payload.get(at..at + BLOCK_HEADER as usize)?;
+    Some((u64::from_le_bytes(h[..8].try_into().unwrap()), u32::from_le_bytes(h[8..].try_into().unwrap())))
+}
+
+/// The length a struct copy's or C string's meta gives, and the bytes that follow its header
+/// (a C string scanned beyond MAX_STRING keeps MAX_STRING).
+pub(super) fn block_len(meta: u32) -> (usize, usize) {
+    let len = (meta & META_LEN) as usize;
+    (len, if meta & META_CSTRING != 0 { len.min(MAX_STRING) } else { len })
+}
+
 impl Index {
     /// Index `payload` (its blocks up to the first truncated one) and view it with `regs`.
     pub fn view<'a>(&'a mut self, regs: &[u64], payload: &'a [u8]) -> View<'a> {
@@ -69,17 +82,13 @@ impl Index {
         self.reach.clear();
         self.strings.clear();
         let mut at = 0usize;
-        while (payload.len() - at) as u64 >= BLOCK_HEADER {
-            let addr = u64::from_le_bytes(payload[at..at + 8].try_into().unwrap());
-            let meta = u32::from_le_bytes(payload[at + 8..at + 12].try_into().unwrap());
-            let len = (meta & META_LEN) as usize;
-            let cstring = meta & META_CSTRING != 0;
-            let stored = if cstring { len.min(MAX_STRING) } else { len };
+        while let Some((addr, meta)) = block_header(payload, at) {
+            let (len, stored) = block_len(meta);
             let data = at + BLOCK_HEADER as usize;
             if payload.len() - data < stored {
                 break;
             }
-            if cstring {
+            if meta & META_CSTRING != 0 {
                 self.strings.push(CString { addr, at: data, stored, len, terminated: meta & META_TERMINATED != 0 });
             } else if let Some(end) = addr.checked_add(len as u64) {
                 self.blocks.push(Block { start: addr, end, at: data });
