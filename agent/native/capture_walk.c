@@ -181,11 +181,23 @@ static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8
   return pos;
 }
 
+/* The meta of the block whose header is at h, and the length it gives (of a C string: the
+   length scanned; its bytes follow up to CAP_STRING). */
+static inline u32 cap_meta (const u8 * h) {
+  u32 meta;
+  __builtin_memcpy (&meta, h + 8, 4);
+  return meta;
+}
+
+static inline u32 cap_meta_len (u32 meta) {
+  return meta & ~(META_CSTRING | META_TERMINATED);
+}
+
 /* Replay trace t into out: the bytes the walk would write, or 0 when something it depends on
    changed (a pointer word, a copy that no longer reads whole, an unreadable block that reads
    now) and the walk must run. whole: every block copied here, none shared with an earlier
    sub-walk of the call (a span the decoder keeps must hold all it needs); *keepable then
-   says whether cap_same could compare memory with it later (each string whole, ended by a
+   says whether cap_delta could compare memory with it later (each string whole, ended by a
    NUL). */
 static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u8 * out, u32 * len, int whole, int * keepable) {
   u8 * data[CAP_TRACE_OPS];
@@ -201,9 +213,8 @@ static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u
       /* The first chunk as long as the string was, and its NUL (rounded to 16). */
       u32 n = cap_string (s, cs, h, op->addr, op->size >= 12 ? ((op->size - 12) | 15) + 1 : 64);
       s->trusted = 0;
-      u32 meta;
-      __builtin_memcpy (&meta, h + 8, 4);
-      if (n == 0 || !(meta & META_TERMINATED) || (meta & ~(META_CSTRING | META_TERMINATED)) > CAP_STRING)
+      u32 meta = cap_meta (h);
+      if (n == 0 || !(meta & META_TERMINATED) || cap_meta_len (meta) > CAP_STRING)
         *keepable = 0;
       pos += n;
       continue;
@@ -285,12 +296,11 @@ static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kep
         goto changed;
       continue;
     }
-    u32 len = op->size, meta;
+    u32 len = op->size;
     if (at + 12 > t->kept_len)
       goto changed;
     if (op->kind == CAP_OP_STRING) {
-      __builtin_memcpy (&meta, kept + at + 8, 4);
-      len = meta & ~(META_CSTRING | META_TERMINATED);
+      len = cap_meta_len (cap_meta (kept + at));
       u8 nul = 0;
       if (strobe_safe_diff ((const void *) (op->addr + len), &nul, 1) != 1)
         goto changed;
@@ -320,6 +330,18 @@ static inline void cap_span_header (u8 * h, u64 key, u32 meta, u64 base) {
   __builtin_memcpy (h + 12, &base, 8);
 }
 
+/* A new key for what trace at sends to be kept: its slot above, a version unique per thread. */
+static inline u64 cap_new_key (CapScratch * s, u32 at) {
+  return ((u64) (at + 1) << 48) | (++s->next_key & 0xffffffffffffUL);
+}
+
+/* Trace at was replayed (bookkeeping shared by its reference, delta and span). */
+static inline void cap_replayed (CapScratch * s, CaptureShared * cs, const CapTrace * t, u32 at) {
+  s->trace_tags[at].used = s->clock;
+  cs->visits += t->visits;
+  cs->replayed++;
+}
+
 /* Trace at sent a span the decoder is to keep, or a delta of one. */
 static inline void cap_sent (CapScratch * s, u32 at) {
   if (s->n_sent < CAP_SENT)
@@ -346,7 +368,7 @@ static u32 cap_replay_span (CapScratch * s, CaptureShared * cs, CapTrace * t, u3
     cap_span_header (out + pos, 0, META_SPAN | len, 0);
     return pos + CAP_SPAN_HEADER + len;
   }
-  u64 key = ((u64) (at + 1) << 48) | (++s->next_key & 0xffffffffffffUL);
+  u64 key = cap_new_key (s, at);
   if (kept && ++t->misses >= CAP_KEEP_MISSES) { /* changes much every call: plain replays */
     t->misses = 0;
     t->pause = CAP_KEEP_PAUSE;
@@ -383,9 +405,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
         most = (CAP_BUDGET - pos - CAP_SPAN_HEADER) / 12;
       n = cap_delta (s, cs, t, s->kept[at], out + pos + CAP_SPAN_HEADER, most, out + pos);
       if (n != ~0u) {
-        tags[at].used = s->clock;
-        cs->visits += t->visits;
-        cs->replayed++;
+        cap_replayed (s, cs, t, at);
         t->misses = 0;
         if (n == 0) {
           cs->unchanged++;
@@ -393,7 +413,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
           return pos + 12;
         }
         /* A few words changed (a counter, a cursor's position): those are sent. */
-        u64 key = ((u64) (at + 1) << 48) | (++s->next_key & 0xffffffffffffUL);
+        u64 key = cap_new_key (s, at);
         cap_span_header (out + pos, key, META_DELTA | n, t->key);
         t->key = key;
         cs->deltas++;
@@ -403,9 +423,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
     }
     end = cap_replay_span (s, cs, t, at, out, pos, kept);
     if (end != 0) {
-      tags[at].used = s->clock;
-      cs->visits += t->visits;
-      cs->replayed++;
+      cap_replayed (s, cs, t, at);
       return end;
     }
     cs->stale++;
