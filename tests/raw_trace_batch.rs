@@ -52,6 +52,7 @@ fn batches(n_batches: usize, per_batch: usize) -> Vec<RawTraceBatch> {
                 TraceThread { thread_id: 8, thread_name: None },
             ],
             records: Vec::new(),
+            ..Default::default()
         };
         for _ in 0..per_batch {
             now += 1 + (rng.next() % 500) as i64;

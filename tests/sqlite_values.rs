@@ -11,6 +11,11 @@
 //! the hits after "ready" (gdb's `break sqlite3BtreeNext`, without `*`, stops before the -O0
 //! prologue has stored `pCur` and prints garbage there).
 //!
+//! The enters are stored as captured (src/engine/capture_lazy.rs): the SQLite file holds each
+//! record's blob and the spans it refers to, and the values are decoded when read. The test
+//! checks the file, then reads the same values again after a daemon restart (a new engine on
+//! the same home), from the stored plan and spans alone.
+//!
 //! Run: `cargo test --test sqlite_values`.
 
 mod common;
@@ -48,7 +53,33 @@ async fn typed_cursor_values_equal_gdbs_after_their_pointees_travel_as_reference
     let capture = &run.after["capture"];
     assert_eq!(run.lost, 0, "{capture}");
     assert!(capture["walksUnchanged"].as_u64().unwrap() > 0 && capture["walksDelta"].as_u64().unwrap() > 0, "references and deltas in play: {capture}");
-    let enters: Vec<Value> = common::events::trace_events(&engine, &id)
+    check_gdb_values(&engine, &id);
+    engine.stop(&id, true).await.expect("stop, retained");
+    engine.store().flush();
+    let db = engine.store().path().to_path_buf();
+    stored_as_captured(&db);
+    drop(engine);
+    // A restarted daemon: the session is retained, its capture plan and spans are in the file.
+    let cache_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("strobe-cache");
+    let again = Engine::new(EngineConfig { home: _home.path().to_path_buf(), cache_dir }).unwrap();
+    check_gdb_values(&again, &id);
+}
+
+/// The typed enters in the file are blobs, with spans (whole and deltas) and a plan beside.
+fn stored_as_captured(db: &Path) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+    assert_eq!(count("SELECT count(*) FROM events WHERE event_kind = 0 AND typeof(arguments) = 'blob'"), 400, "enters stored as captured");
+    assert!(count("SELECT count(*) FROM capture_spans WHERE base = 0") > 0, "whole spans stored");
+    assert!(count("SELECT count(*) FROM capture_spans WHERE base <> 0") > 0, "deltas stored");
+    assert_eq!(count("SELECT count(*) FROM capture_plans"), 1, "one plan");
+    let bytes = count("SELECT sum(length(arguments)) FROM events WHERE event_kind = 0");
+    eprintln!("stored captures: {bytes} bytes for 400 enters; spans {} rows", count("SELECT count(*) FROM capture_spans"));
+}
+
+/// The typed values of the nine calls gdb printed.
+fn check_gdb_values(engine: &Engine, id: &str) {
+    let enters: Vec<Value> = common::events::trace_events(engine, id)
         .into_iter()
         .filter(|e| e.event_type == EventType::FunctionEnter)
         .map(|e| serde_json::from_str::<Value>(e.arguments.as_deref().unwrap()).unwrap()["pCur"].clone())
@@ -57,7 +88,7 @@ async fn typed_cursor_values_equal_gdbs_after_their_pointees_travel_as_reference
     for (i, ix, key, payload) in GDB {
         let c = &enters[i];
         let got = json!([c["ix"], c["info"]["nKey"], c["info"]["nPayload"]]);
-        assert_eq!(got, json!([ix, key, payload]), "call {i}: ix, info.nKey, info.nPayload");
+        assert_eq!(got, json!([ix, key, payload]), "call {i}: ix, info.nKey, info.nPayload: {c}");
         let same = json!([
             c["pBtree"]["db"]["nDb"],
             c["pBt"]["pageSize"],

@@ -60,6 +60,7 @@ fn full_event(store: &Store, session: &str) -> Event {
         locals: Some(r#"[{"name":"x","value":1}]"#.into()),
         breakpoint_id: Some("bp-1".into()),
         logpoint_message: Some("x = 1".into()),
+        capture: None,
     }
 }
 

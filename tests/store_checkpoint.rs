@@ -22,6 +22,7 @@ fn batch(store: &Store, len: usize, ts: &mut i64) -> RawTraceBatch {
         }],
         threads: vec![TraceThread { thread_id: 77, thread_name: Some("main".into()) }],
         records: Vec::with_capacity(len),
+        ..Default::default()
     };
     for i in 0..len {
         *ts += 100;

@@ -194,7 +194,7 @@ fn raw_trace_batches_count_threads_and_null_returns() {
     let mut id = 5_000;
     for b in 0..6u64 {
         let mut batch =
-            RawTraceBatch { session_id: "s".into(), pid: 77, sites: sites.clone(), threads: threads.clone(), records: Vec::new() };
+            RawTraceBatch { session_id: "s".into(), pid: 77, sites: sites.clone(), threads: threads.clone(), records: Vec::new(), ..Default::default() };
         for i in 0..1_111u64 {
             id += 1;
             let exit = i % 2 == 1;
@@ -282,7 +282,7 @@ fn a_layout_1_file_is_upgraded_in_place() {
     }
     let store = Store::open(&path).unwrap();
     let version: i64 = Connection::open(&path).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     for cursor in [None, Some(0), Some(all[4_444].id)] {
         for query in filter_variants(&EventQuery { after_event_id: cursor, ..q("s") }) {
             check(&store, &all, &query);

@@ -127,7 +127,7 @@ pub async fn run_traced(engine: &std::sync::Arc<Engine>, id: &str, functions: &[
 }
 
 /// Function events stored once the count has not grown for 2 s, and the time from `t0` to
-/// its last growth.
+/// its last growth (polled every 10 ms: a typed run stores its 80 k rows in about 0.1 s).
 async fn settle(engine: &std::sync::Arc<Engine>, id: &str, t0: Instant) -> (i64, Duration) {
     let (mut stored, mut elapsed, mut still) = (-1, t0.elapsed(), Instant::now());
     while still.elapsed() < Duration::from_secs(2) && t0.elapsed() < Duration::from_secs(600) {
@@ -136,7 +136,7 @@ async fn settle(engine: &std::sync::Arc<Engine>, id: &str, t0: Instant) -> (i64,
         if n != stored {
             (stored, elapsed, still) = (n, t0.elapsed(), Instant::now());
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     (stored, elapsed)
 }

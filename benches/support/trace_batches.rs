@@ -27,6 +27,7 @@ fn batches(store: &Store, session: &str, n: usize) -> Vec<RawTraceBatch> {
             }],
             threads: vec![TraceThread { thread_id: 4242, thread_name: Some("hotloop".into()) }],
             records: Vec::with_capacity(len),
+            ..Default::default()
         };
         let mut enter_id = 0;
         for i in 0..len {

@@ -42,7 +42,7 @@ pub(crate) const KIND_STRUCT: u32 = 0;
 pub(crate) const KIND_CSTRING: u32 = 1;
 
 /// A pointer field a program follows: `count` pointers `stride` bytes apart from `off`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Edge {
     pub off: u64,
     pub count: u64,
@@ -53,7 +53,7 @@ pub(crate) struct Edge {
 }
 
 /// What the walk does with a struct of one type reached with `depth` left.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Program {
     /// The struct type's index in the plan: the walk's de-duplication key with the address.
     pub type_key: u32,
@@ -64,7 +64,7 @@ pub(crate) struct Program {
 }
 
 /// A walk's start: the pointer in register `reg` (arguments rdi, rsi, ...; at exit rax).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Root {
     pub reg: u8,
     pub kind: u32,
@@ -72,7 +72,7 @@ pub(crate) struct Root {
 }
 
 /// A function's capture plan, with the types its decoder needs.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CapturePlan {
     pub depth: u32,
     /// Declared parameters: display name (`arg{i}` when unnamed) and type.
@@ -306,6 +306,25 @@ impl Compiler<'_> {
 pub(crate) struct CaptureState {
     pub plans: HashMap<u32, Arc<CapturePlan>>,
     pub spans: super::capture_spans::Spans,
+    /// Plans records were stored with (capture_lazy.rs), by stored id: a re-trace replaces
+    /// a function's plan, and records stored before still decode with theirs.
+    stored: Vec<Arc<CapturePlan>>,
+}
+
+impl CaptureState {
+    /// The stored id of `plan`, and its JSON when it is new (to be stored with the record).
+    pub fn stored_id(&mut self, plan: &Arc<CapturePlan>) -> (u32, Option<String>) {
+        if let Some(i) = self.stored.iter().position(|p| Arc::ptr_eq(p, plan)) {
+            return (i as u32, None);
+        }
+        self.stored.push(plan.clone());
+        let json = serde_json::to_string(&**plan).unwrap_or_default();
+        ((self.stored.len() - 1) as u32, Some(json))
+    }
+
+    pub fn stored_plan(&self, id: u32) -> Option<Arc<CapturePlan>> {
+        self.stored.get(id as usize).cloned()
+    }
 }
 
 #[cfg(test)]

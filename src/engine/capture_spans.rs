@@ -21,6 +21,7 @@ use rustc_hash::FxHashMap;
 
 use super::capture_plan::BLOCK_HEADER;
 use super::capture_view::{block_header, block_len, META_CSTRING, META_TERMINATED};
+use crate::store::CaptureSpan;
 
 const META_LEN: u32 = (1 << 28) - 1;
 const META_KIND: u32 = META_CSTRING | META_TERMINATED | (1 << 29) | (1 << 28);
@@ -33,17 +34,29 @@ const SPAN_HEADER: usize = HEADER + 8;
 /// A delta's entry: word index and word.
 const ENTRY: usize = 12;
 
-/// The spans kept per session: by (process, thread, slot), the key and bytes last sent.
+/// A delta chain stored this long is followed by the whole span (`capture_spans` rows), so
+/// a read resolves any reference in at most this many steps.
+const CHECKPOINT_EVERY: u32 = 16;
+
+/// The spans kept per session: by (process, thread, slot), the key and bytes last sent, and
+/// how many deltas the stored chain of that key has.
 #[derive(Default)]
 pub(crate) struct Spans {
-    kept: FxHashMap<(u32, u32, u16), (u64, Vec<u8>)>,
+    kept: FxHashMap<(u32, u32, u16), Kept>,
     /// References that named no kept span (their blocks left out).
     pub unresolved: u64,
 }
 
+#[derive(Default)]
+struct Kept {
+    key: u64,
+    blocks: Vec<u8>,
+    chain: u32,
+}
+
 /// One step of a payload: a plain block (`at..end`), a span (its key, its blocks `at..end`),
 /// a delta (its key, its base's key, its entries `at..end`) or a reference.
-enum Piece {
+pub(super) enum Piece {
     Block(usize, usize),
     Span(u64, usize, usize),
     Delta(u64, u64, usize, usize),
@@ -51,7 +64,7 @@ enum Piece {
 }
 
 /// The payload's pieces, up to the first truncated one.
-fn pieces(payload: &[u8]) -> impl Iterator<Item = Piece> + '_ {
+pub(super) fn pieces(payload: &[u8]) -> impl Iterator<Item = Piece> + '_ {
     let mut at = 0usize;
     std::iter::from_fn(move || {
         let (key, meta) = block_header(payload, at)?;
@@ -81,6 +94,33 @@ fn pieces(payload: &[u8]) -> impl Iterator<Item = Piece> + '_ {
     })
 }
 
+/// `blocks` with a delta's entries applied: the 8 bytes at each offset replaced, in order
+/// (fewer at the end; an offset past the end changes nothing).
+pub(super) fn apply_delta(blocks: &mut [u8], entries: &[u8]) {
+    for entry in entries.chunks_exact(ENTRY) {
+        let from = u32::from_le_bytes(entry[..4].try_into().unwrap()) as usize;
+        let n = blocks.len().saturating_sub(from).min(8);
+        if n > 0 {
+            blocks[from..from + n].copy_from_slice(&entry[4..4 + n]);
+        }
+    }
+}
+
+/// A reference to `key`, as the agent writes one.
+pub(super) fn push_reference(out: &mut Vec<u8>, key: u64) {
+    out.extend_from_slice(&key.to_le_bytes());
+    out.extend_from_slice(&META_REF.to_le_bytes());
+}
+
+/// How `Spans::take` writes a payload out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Out {
+    /// Plain blocks, references replaced by what they name (decoded now).
+    Expanded,
+    /// Plain blocks and references only (stored as captured; the spans go to `rows`).
+    Referenced,
+}
+
 impl Spans {
     /// A reference or delta without its span: counted, and said once per session (it means a
     /// lost span went unnoticed: the record prints `<unreadable …>` where its blocks were).
@@ -93,46 +133,90 @@ impl Spans {
 
     /// `payload` of a record of (pid, tid) as plain blocks: spans kept and unwrapped,
     /// references replaced by what they name. Borrowed when it has neither.
+    #[cfg(test)]
     pub fn expand<'a>(&mut self, pid: u32, tid: u32, payload: &'a [u8]) -> Cow<'a, [u8]> {
+        self.take(pid, tid, payload, Out::Expanded, &mut Vec::new())
+    }
+
+    /// `payload` of a record of (pid, tid), its spans and deltas kept, written out as `out`
+    /// says; every span and delta it brings is also pushed to `rows`, for the store (a later
+    /// record stored as captured may refer to it). Borrowed when it has no spans.
+    pub fn take<'a>(&mut self, pid: u32, tid: u32, payload: &'a [u8], out: Out, rows: &mut Vec<CaptureSpan>) -> Cow<'a, [u8]> {
         let mut end = 0;
         if pieces(payload).all(|p| matches!(p, Piece::Block(_, e) if { end = e; true })) && end == payload.len() {
             return Cow::Borrowed(payload);
         }
-        let mut out = Vec::with_capacity(payload.len() * 4);
+        let expanded = out == Out::Expanded;
+        let mut o = Vec::with_capacity(if expanded { payload.len() * 4 } else { payload.len() });
         for piece in pieces(payload) {
             match piece {
-                Piece::Block(at, end) => out.extend_from_slice(&payload[at..end]),
+                Piece::Block(at, end) => o.extend_from_slice(&payload[at..end]),
+                Piece::Span(0, at, end) => o.extend_from_slice(&payload[at..end]),
                 Piece::Span(key, at, end) => {
                     let blocks = &payload[at..end];
-                    out.extend_from_slice(blocks);
-                    if key != 0 {
-                        let slot = self.kept.entry((pid, tid, (key >> 48) as u16)).or_default();
-                        slot.0 = key;
-                        slot.1.clear();
-                        slot.1.extend_from_slice(blocks);
+                    let slot = self.kept.entry((pid, tid, (key >> 48) as u16)).or_default();
+                    slot.key = key;
+                    slot.chain = 0;
+                    slot.blocks.clear();
+                    slot.blocks.extend_from_slice(blocks);
+                    rows.push(CaptureSpan { pid, tid, key, base: 0, data: blocks.to_vec() });
+                    if expanded {
+                        o.extend_from_slice(blocks);
+                    } else {
+                        push_reference(&mut o, key);
                     }
                 }
                 Piece::Delta(key, base, at, end) => match self.kept.get_mut(&(pid, tid, (key >> 48) as u16)) {
-                    Some((k, blocks)) if *k == base => {
-                        for entry in payload[at..end].chunks_exact(ENTRY) {
-                            let from = u32::from_le_bytes(entry[..4].try_into().unwrap()) as usize;
-                            let n = blocks.len().saturating_sub(from).min(8);
-                            if n > 0 {
-                                blocks[from..from + n].copy_from_slice(&entry[4..4 + n]);
-                            }
+                    Some(slot) if slot.key == base => {
+                        let entries = &payload[at..end];
+                        apply_delta(&mut slot.blocks, entries);
+                        slot.key = key;
+                        slot.chain += 1;
+                        if slot.chain >= CHECKPOINT_EVERY {
+                            slot.chain = 0;
+                            rows.push(CaptureSpan { pid, tid, key, base: 0, data: slot.blocks.clone() });
+                        } else {
+                            rows.push(CaptureSpan { pid, tid, key, base, data: entries.to_vec() });
                         }
-                        *k = key;
-                        out.extend_from_slice(blocks);
+                        if expanded {
+                            o.extend_from_slice(&slot.blocks);
+                        } else {
+                            push_reference(&mut o, key);
+                        }
                     }
                     _ => self.miss(pid, tid),
                 },
                 Piece::Ref(key) => match self.kept.get(&(pid, tid, (key >> 48) as u16)) {
-                    Some((k, blocks)) if *k == key => out.extend_from_slice(blocks),
+                    Some(slot) if slot.key == key => {
+                        if expanded {
+                            o.extend_from_slice(&slot.blocks);
+                        } else {
+                            push_reference(&mut o, key);
+                        }
+                    }
                     _ => self.miss(pid, tid),
                 },
             }
         }
-        Cow::Owned(out)
+        Cow::Owned(o)
+    }
+
+    /// A payload `take` wrote `Referenced` for (pid, tid), expanded with the spans kept now
+    /// (right after that `take`: for the benchmark's kept samples).
+    pub fn expand_kept(&self, pid: u32, tid: u32, payload: &[u8]) -> Vec<u8> {
+        let mut o = Vec::with_capacity(payload.len() * 4);
+        for piece in pieces(payload) {
+            match piece {
+                Piece::Block(at, end) | Piece::Span(_, at, end) => o.extend_from_slice(&payload[at..end]),
+                Piece::Ref(key) => {
+                    if let Some(slot) = self.kept.get(&(pid, tid, (key >> 48) as u16)).filter(|s| s.key == key) {
+                        o.extend_from_slice(&slot.blocks);
+                    }
+                }
+                Piece::Delta(..) => {}
+            }
+        }
+        o
     }
 }
 
@@ -244,4 +328,38 @@ mod tests {
         let p = [long.clone(), span(0, &root)].concat();
         assert_eq!(&*spans.expand(1, 2, &p), &[long, root].concat()[..]);
     }
+
+    #[test]
+    fn stored_as_captured_a_payload_keeps_references_and_yields_its_spans() {
+        let mut spans = Spans::default();
+        let key = |v: u64| (9u64 << 48) | v;
+        let root = block(0x1000, &[1; 8]);
+        let mut inner = block(0x5000, &[0; 16]);
+        let mut rows = Vec::new();
+        let first = [root.clone(), span(key(1), &inner)].concat();
+        let out = spans.take(1, 2, &first, Out::Referenced, &mut rows);
+        assert_eq!(&*out, &[root.clone(), reference(key(1))].concat()[..]);
+        assert_eq!(rows, vec![CaptureSpan { pid: 1, tid: 2, key: key(1), base: 0, data: inner.clone() }]);
+        // Deltas are stored as their entries on their base, and every CHECKPOINT_EVERY-th
+        // as the whole span, so a read follows a bounded chain.
+        for v in 2..=CHECKPOINT_EVERY as u64 + 2 {
+            rows.clear();
+            let d = delta(key(v), key(v - 1), &[(12, v)]);
+            let out = spans.take(1, 2, &d, Out::Referenced, &mut rows);
+            assert_eq!(&*out, &reference(key(v))[..]);
+            inner[12..20].copy_from_slice(&v.to_le_bytes());
+            let whole = v - 1 == CHECKPOINT_EVERY as u64;
+            let want = if whole { CaptureSpan { pid: 1, tid: 2, key: key(v), base: 0, data: inner.clone() } } else { CaptureSpan { pid: 1, tid: 2, key: key(v), base: key(v - 1), data: d[SPAN_HEADER..].to_vec() } };
+            assert_eq!(rows, vec![want], "delta {v}");
+            assert_eq!(spans.expand_kept(1, 2, &out), inner, "delta {v}");
+        }
+        // A reference stays one; a miss leaves nothing.
+        rows.clear();
+        let last = key(CHECKPOINT_EVERY as u64 + 2);
+        assert_eq!(&*spans.take(1, 2, &reference(last), Out::Referenced, &mut rows), &reference(last)[..]);
+        assert_eq!(&*spans.take(1, 2, &reference(key(1)), Out::Referenced, &mut rows), &[][..] as &[u8]);
+        assert!(rows.is_empty());
+        assert_eq!(spans.unresolved, 1);
+    }
+
 }

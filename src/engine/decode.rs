@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::capture_spans::Out;
 use super::sampling::SamplingChange;
 use super::{Engine, Session};
 use crate::store::raw_batch::MAX_TRACE_ARGS as MAX_ARGS;
@@ -186,10 +187,14 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             tracing::warn!("session {}: a fast-path batch ends inside a record; its last {} bytes are ignored", s.id, rest.len());
             break;
         };
+        // A typed enter is stored as captured (capture_lazy.rs), its spans as rows; an exit is
+        // decoded now (its return value is filtered on).
+        let plan = if r.kind == KIND_TYPED_ENTER || r.kind == KIND_TYPED_EXIT { st.capture.plans.get(&r.func).cloned() } else { None };
+        let out = if r.kind == KIND_TYPED_ENTER && plan.is_some() { Out::Referenced } else { Out::Expanded };
         // Before anything may skip the record: its spans are kept for later references.
         let payload = match payload_of(rest, &r, len) {
             [] => Cow::Borrowed(&[][..]),
-            raw => st.capture.spans.expand(pid, r.tid, raw),
+            raw => st.capture.spans.take(pid, r.tid, raw, out, &mut batch.capture_rows.spans),
         };
         rest = &rest[len..];
         let Some(f) = symbols.functions.get(r.func as usize) else { continue };
@@ -254,11 +259,24 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         if r.kind == KIND_TYPED_ENTER || r.kind == KIND_TYPED_EXIT {
             let regs = if exit { &r.v[..1] } else { &r.v[..(r.nargs as usize).min(MAX_ARGS)] };
             let state = &mut *st;
-            let plan = state.capture.plans.get(&r.func).cloned();
-            if let (Some(plan), Some(kept)) = (&plan, state.typed_samples.as_mut()) {
-                kept.push(plan, exit, regs, &payload);
+            match (&plan, out) {
+                (Some(plan), Out::Referenced) => {
+                    if let Some(kept) = state.typed_samples.as_mut() {
+                        kept.push(plan, exit, regs, &state.capture.spans.expand_kept(pid, r.tid, &payload));
+                    }
+                    let (plan_id, new) = state.capture.stored_id(plan);
+                    if let Some(json) = new {
+                        batch.capture_rows.plans.push((plan_id, json));
+                    }
+                    batch.captures.push((batch.records.len() as u32, super::capture_lazy::encode(plan_id, pid, r.tid, regs, &payload)));
+                }
+                _ => {
+                    if let (Some(plan), Some(kept)) = (&plan, state.typed_samples.as_mut()) {
+                        kept.push(plan, exit, regs, &payload);
+                    }
+                    typed.push(Typed { record: batch.records.len(), plan, words: r.v, nregs: regs.len(), payload });
+                }
             }
-            typed.push(Typed { record: batch.records.len(), plan, words: r.v, nregs: regs.len(), payload });
         }
         batch.records.push(RawTraceRecord {
             id,
@@ -305,13 +323,18 @@ fn split_typed(batch: &mut RawTraceBatch, typed: Vec<(usize, String)>) -> Vec<cr
     }
     let mut texts = typed.into_iter().peekable();
     let mut kept = Vec::with_capacity(batch.records.len());
-    let mut moved = RawTraceBatch { session_id: batch.session_id.clone(), pid: batch.pid, sites: batch.sites.clone(), threads: batch.threads.clone(), records: Vec::new() };
+    let mut moved = RawTraceBatch { session_id: batch.session_id.clone(), pid: batch.pid, sites: batch.sites.clone(), threads: batch.threads.clone(), ..Default::default() };
     let mut moved_texts = Vec::new();
+    // Records stored as captured stay, at their new index.
+    let mut captures = batch.captures.iter_mut().peekable();
     for (i, r) in batch.records.drain(..).enumerate() {
         if texts.peek().is_some_and(|(j, _)| *j == i) {
             moved_texts.push(texts.next().unwrap().1);
             moved.records.push(r);
         } else {
+            if let Some(c) = captures.next_if(|c| c.0 as usize == i) {
+                c.0 = kept.len() as u32;
+            }
             kept.push(r);
         }
     }

@@ -40,6 +40,7 @@ mod capture_decode; // typed capture: the serializer's JSON from the copied byte
 mod capture_view; // typed capture: a record's copied blocks, indexed by address
 mod capture_spans; // typed capture: a record's references to unchanged spans, resolved
 mod capture_json; // typed capture: JSON text written as serde_json prints it
+mod capture_lazy; // typed capture: enters stored as captured, decoded when read
 pub mod capture_samples; // typed records kept for measuring the decoder (benches)
 
 pub use launch::{LaunchRequest, LaunchResult};
@@ -230,7 +231,9 @@ impl Engine {
         // Make what has already arrived visible before answering (unless the writer is far
         // behind under tracing load: then what is stored so far, see Store::catch_up).
         self.store.catch_up();
-        self.store.query(q)
+        let mut r = self.store.query(q)?;
+        capture_lazy::decode_events(self, &q.session_id, &mut r.events);
+        Ok(r)
     }
 
     pub fn status(&self, id: &str) -> Result<StatusReport> {

@@ -124,7 +124,10 @@ impl Dict {
         e.duration_ns = r.get(6)?;
         e.parent_event_id = r.get(7)?;
         e.return_value = r.get(8)?;
-        e.arguments = r.get(9)?;
+        match r.get_ref(9)? {
+            rusqlite::types::ValueRef::Blob(raw) => e.capture = Some(raw.to_vec()),
+            _ => e.arguments = r.get(9)?,
+        }
         e.text = r.get(10)?;
         if let Some(extra) = r.get_ref(11)?.as_str_or_null()? {
             let x: Extra<'_> = serde_json::from_str(extra).map_err(|err| {

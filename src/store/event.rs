@@ -80,6 +80,9 @@ pub struct Event {
     pub locals: Option<String>,
     pub breakpoint_id: Option<String>,
     pub logpoint_message: Option<String>,
+    /// A typed enter stored as captured (`arguments` left empty): the raw record that
+    /// `engine::capture_lazy` decodes into `arguments` when the event is read.
+    pub capture: Option<Vec<u8>>,
 }
 
 impl Event {
@@ -111,6 +114,7 @@ impl Event {
             locals: None,
             breakpoint_id: None,
             logpoint_message: None,
+            capture: None,
         }
     }
 }

@@ -149,6 +149,7 @@ impl Writer {
             tx.execute("DELETE FROM session_pids WHERE session_key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
             tx.execute("DELETE FROM event_counts WHERE session_key = ?1", [key]).map_err(|e| sql_err("delete_session", e))?;
             counters::delete_session(&tx, key).map_err(|e| sql_err("delete_session", e))?;
+            super::captures::delete_session(&tx, key).map_err(|e| sql_err("delete_session", e))?;
             tx.execute("INSERT OR IGNORE INTO pending_deletes (session_key) VALUES (?1)", [key])
                 .map_err(|e| sql_err("delete_session", e))?;
         }

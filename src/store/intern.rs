@@ -217,7 +217,11 @@ pub(crate) fn bind_row<'a>(b: &mut Binder<'_, 'a>, base: usize, ev: &'a Event, r
     b.opt_int(base + 7, ev.duration_ns);
     b.opt_int(base + 8, ev.parent_event_id);
     b.opt_text(base + 9, ev.return_value.as_deref());
-    b.opt_text(base + 10, ev.arguments.as_deref());
+    match &ev.capture {
+        // A typed enter stored as captured: its record in the `arguments` column, as a blob.
+        Some(raw) => b.blob(base + 10, raw),
+        None => b.opt_text(base + 10, ev.arguments.as_deref()),
+    }
     b.opt_text(base + 11, ev.text.as_deref());
     b.opt_text(base + 12, r.extra.as_deref());
 }

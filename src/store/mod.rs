@@ -4,6 +4,7 @@
 //!
 //! Layout and index choice: see `schema.rs`; query semantics: see `query.rs`.
 
+pub mod captures;
 mod checkpoint;
 mod count;
 mod counters;
@@ -39,6 +40,7 @@ use std::thread::JoinHandle;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+pub use captures::{CaptureReader, CaptureRows, CaptureSpan};
 pub use event::{Event, EventType};
 pub use query::{EventQuery, QueryResult, TextFilter};
 pub use raw_batch::{RawTraceBatch, RawTraceRecord, TraceSite, TraceThread};
@@ -213,7 +215,7 @@ impl Store {
     /// Queue fast-path trace rows (see `raw_batch.rs`); stores what `insert(batch.to_events())`
     /// would, without an allocation per event. Records with `id == 0` get one here.
     pub fn insert_trace_batch(&self, mut batch: RawTraceBatch) {
-        if batch.records.is_empty() {
+        if batch.records.is_empty() && batch.capture_rows.is_empty() {
             return;
         }
         if let Some(first) = batch.records.iter().map(|r| r.timestamp_ns).min() {
@@ -227,9 +229,14 @@ impl Store {
             }
         }
         let n = batch.records.len() as i64;
-        if self.shared.pending.load(Ordering::Relaxed) + n > MAX_PENDING_EVENTS {
+        if n > 0 && self.shared.pending.load(Ordering::Relaxed) + n > MAX_PENDING_EVENTS {
             self.shed(&batch.session_id, n);
-            return;
+            // Its spans stay: later records' captures refer to them.
+            batch.records.clear();
+            batch.captures.clear();
+            if batch.capture_rows.is_empty() {
+                return;
+            }
         }
         // Formatted here, on the producer's thread: the writer is the pipeline's one serial stage.
         let texts = raw_batch::TraceTexts::format(&batch.records, &batch.sites);
@@ -406,6 +413,11 @@ impl Store {
     /// Path of the database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Run `f` with a reader of `session_id`'s capture spans and plans (`captures.rs`).
+    pub fn with_capture_reader<T>(&self, session_id: &str, f: impl FnOnce(&CaptureReader<'_>) -> T) -> Result<T> {
+        self.with_reader(|conn| Ok(f(&CaptureReader::new(conn, session_id)?)))
     }
 
     fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {

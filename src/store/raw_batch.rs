@@ -64,6 +64,11 @@ pub struct RawTraceBatch {
     pub sites: Vec<TraceSite>,
     pub threads: Vec<TraceThread>,
     pub records: Vec<RawTraceRecord>,
+    /// Typed enters stored as captured: (index in `records`, the raw capture that goes into
+    /// `arguments` instead of text), in record order.
+    pub captures: Vec<(u32, Vec<u8>)>,
+    /// The spans and plans those captures refer to (`captures.rs`).
+    pub capture_rows: super::captures::CaptureRows,
 }
 
 /// `extra` of a sampled row, as `encode_extra` writes it for `sampled: Some(true)`.
@@ -157,7 +162,9 @@ impl RawTraceBatch {
     /// the ordinary `Store::insert` where a batch needs no speed.
     pub fn to_events(&self) -> Vec<Event> {
         let mut out = Vec::with_capacity(self.records.len());
-        for r in &self.records {
+        let mut captures = self.captures.iter().peekable();
+        for (i, r) in self.records.iter().enumerate() {
+            let capture = captures.next_if(|(at, _)| *at as usize == i).map(|(_, raw)| raw.clone());
             let (Some(site), Some(thread)) = (self.sites.get(r.site as usize), self.threads.get(r.thread as usize)) else {
                 continue;
             };
@@ -177,6 +184,8 @@ impl RawTraceBatch {
             if r.exit {
                 e.return_value = Some(text);
                 e.duration_ns = Some(r.duration_ns);
+            } else if capture.is_some() {
+                e.capture = capture;
             } else {
                 e.arguments = Some(text);
             }

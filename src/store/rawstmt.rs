@@ -190,6 +190,12 @@ impl<'a> Binder<'_, 'a> {
             self.note(i, rc, Held::Other);
         }
     }
+
+    pub(crate) fn blob(&mut self, i: usize, v: &'a [u8]) {
+        // SAFETY: as `opt_text`: `v` outlives the call and is rebound or NULLed before reuse.
+        let rc = unsafe { ffi::sqlite3_bind_blob64(self.stmt, i as c_int, v.as_ptr().cast(), v.len() as u64, ffi::SQLITE_STATIC()) };
+        self.note(i, rc, Held::Other);
+    }
 }
 
 #[cfg(test)]

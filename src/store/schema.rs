@@ -23,8 +23,12 @@
 //! `event_counts` keeps exact per-(session, type, site) counts for `totalCount`; more exact
 //! counters (per id bucket, per thread, null returns) are described in `counters.rs`.
 //!
+//! Typed enters may be stored as captured (`captures.rs`): `arguments` then holds a blob,
+//! with `capture_spans` and `capture_plans` beside it.
+//!
 //! Versions: 1 had no `id_buckets` / `thread_counts` / `null_return_counts`; opening such
-//! a file creates them and fills them from its rows once (`migrate_from`).
+//! a file creates them and fills them from its rows once (`migrate_from`). 2 had no capture
+//! tables (created on open; its rows have no blobs).
 
 use std::path::Path;
 use std::time::Duration;
@@ -35,7 +39,7 @@ use super::event::EventType;
 use crate::error::{Result, StrobeError};
 
 /// Bumped when the layout changes; a file with another version is refused with a message.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 /// The oldest layout `open_writer` upgrades in place.
 const OLDEST_UPGRADABLE: i64 = 1;
 
@@ -160,6 +164,25 @@ CREATE TABLE IF NOT EXISTS null_return_counts (
     site_id       INTEGER NOT NULL,
     n             INTEGER NOT NULL,
     PRIMARY KEY (session_key, site_id)
+) WITHOUT ROWID;
+
+-- Typed enters stored as captured (captures.rs): the spans their blobs refer to, by the
+-- agent's key (base 0: data is the span's blocks; else delta entries on the span `base`), and
+-- the capture plan of each function, as JSON.
+CREATE TABLE IF NOT EXISTS capture_spans (
+    session_key   INTEGER NOT NULL,
+    pid           INTEGER NOT NULL,
+    tid           INTEGER NOT NULL,
+    key           INTEGER NOT NULL,
+    base          INTEGER NOT NULL,
+    data          BLOB NOT NULL,
+    PRIMARY KEY (session_key, pid, tid, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS capture_plans (
+    session_key   INTEGER NOT NULL,
+    plan_id       INTEGER NOT NULL,
+    plan          TEXT NOT NULL,
+    PRIMARY KEY (session_key, plan_id)
 ) WITHOUT ROWID;
 
 CREATE VIEW IF NOT EXISTS events_wire AS

@@ -34,7 +34,7 @@ struct Resolved {
 
 impl Writer {
     pub(super) fn write_trace_batch(&mut self, batch: RawTraceBatch, texts: TraceTexts) {
-        if batch.records.is_empty() {
+        if batch.records.is_empty() && batch.capture_rows.is_empty() {
             return;
         }
         if !batch.is_consistent() {
@@ -54,6 +54,19 @@ impl Writer {
                 return;
             }
         };
+        if let Err(e) = super::captures::write(conn, res.key, &batch.capture_rows) {
+            tracing::error!("event store: {e}; typed captures of this batch may print <unreadable …>");
+        }
+        // The raw capture of each record stored as captured (None: stored as text).
+        let mut captures: Vec<Option<&[u8]>> = Vec::new();
+        if !batch.captures.is_empty() {
+            captures.resize(batch.records.len(), None);
+            for (i, raw) in &batch.captures {
+                if let Some(slot) = captures.get_mut(*i as usize) {
+                    *slot = Some(raw);
+                }
+            }
+        }
         // Rows per (site, enter/exit), per (thread, enter/exit) and null returns per site,
         // added to the transaction's counters at the end.
         let mut counts = Counts {
@@ -68,7 +81,7 @@ impl Writer {
             let (chunk, tail) = rest.split_at(n);
             rest = tail;
             let stmt = if n > 1 { &mut self.insert_many } else { &mut self.insert_one };
-            let chunk_texts = (first, &texts);
+            let chunk_texts = (first, &texts, captures.get(first..first + n).unwrap_or(&[]));
             first += n;
             if let Err(e) = insert_chunk(st, conn, stmt, &res, chunk, chunk_texts, &mut counts) {
                 st.row_errors += 1;
@@ -114,7 +127,7 @@ fn insert_chunk(
     stmt: &mut RawInsert,
     res: &Resolved,
     chunk: &[RawTraceRecord],
-    (first, texts): (usize, &TraceTexts),
+    (first, texts, captures): (usize, &TraceTexts, &[Option<&[u8]>]),
     counts: &mut Counts,
 ) -> Result<()> {
     let enter = schema::kind_code(EventType::FunctionEnter);
@@ -136,6 +149,8 @@ fn insert_chunk(
             if r.exit {
                 b.int(base + 7, r.duration_ns);
                 b.opt_text(base + 9, Some(text));
+            } else if let Some(Some(raw)) = captures.get(i) {
+                b.blob(base + 10, raw);
             } else {
                 b.opt_text(base + 10, Some(text));
             }

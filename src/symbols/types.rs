@@ -32,7 +32,7 @@ use serde_json::{json, Map, Value};
 pub type TypeId = u32;
 
 /// A resolved type.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Type {
     /// Display name: `int`, `struct Node`, `Clock`, `&str`, `Vec<i32, alloc::alloc::Global>`.
     pub name: String,
@@ -41,7 +41,7 @@ pub struct Type {
     pub kind: TypeKind,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum TypeKind {
     Void,
     Int { signed: bool },
@@ -70,7 +70,7 @@ pub enum TypeKind {
     Unknown,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Member {
     pub name: String,
     pub offset: u64,
@@ -79,13 +79,13 @@ pub struct Member {
     pub bits: Option<(u64, u64)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Discr {
     pub offset: u64,
     pub size: u64,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Variant {
     /// `DW_AT_discr_value`; `None` for the default variant (niche-encoded enums).
     pub value: Option<u64>,
