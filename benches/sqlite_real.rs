@@ -86,6 +86,8 @@ struct StrobeRun {
     /// The agent's capture statistics after the workload (capture.ts captureStats).
     capture: Value,
     sample: Option<String>,
+    /// A page of 500 enters read from the middle of the run (typed ones decoded at read).
+    page_ms: f64,
 }
 
 impl StrobeRun {
@@ -96,11 +98,12 @@ impl StrobeRun {
         let n = |k: &str| c[k].as_u64().unwrap_or(0);
         let records = n("records").max(1);
         format!(
-            "payload {} B and {:.1} pointees visited per typed record, faulted reads {}, checked reads {}",
+            "payload {} B and {:.1} pointees visited per typed record, faulted reads {}, checked reads {}; 500 enters read in {:.1} ms",
             n("payloadBytes") / records,
             n("visits") as f64 / records as f64,
             n("faultsRecovered"),
-            n("checkedReads")
+            n("checkedReads"),
+            self.page_ms
         )
     }
 }
@@ -111,6 +114,11 @@ async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], options: 
     // One typed enter, to show what was stored.
     let q = EventQuery { session_id: id.clone(), event_type: Some(EventType::FunctionEnter), limit: 1, ..Default::default() };
     let sample = engine.query(&q).ok().and_then(|r| r.events.first().and_then(|e| e.arguments.clone()));
+    let page = EventQuery { limit: 500, offset: (run.stored / 4) as usize, ..q };
+    let t = std::time::Instant::now();
+    let read = engine.query(&page).map(|r| r.events.len()).unwrap_or(0);
+    let page_ms = t.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(read, 500, "a page of 500 enters");
     engine.stop(&id, false).await.expect("stop");
     StrobeRun {
         ns: workload_ns(&run.line).unwrap_or(f64::NAN),
@@ -122,6 +130,7 @@ async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], options: 
         wrapped: run.settings["hookPaths"]["wrapped"].as_array().map_or(0, Vec::len),
         capture: run.after["capture"].clone(),
         sample,
+        page_ms,
     }
 }
 

@@ -92,8 +92,12 @@ async fn a_native_typed_hook_is_sampled_by_cost() {
     let change = wait_sampled(&h, &id).await;
     assert_eq!(change.reason, "cost", "{change:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let events = hot_pair_events(&h, &id);
-    let typed = events.iter().find(|e| e.timestamp_ns > change.timestamp_ns).expect("events after the switch");
+    // One page after the switch (the spinning process never stops adding events; reading them
+    // all would decode without end).
+    h.engine.store().flush();
+    let q = EventQuery { session_id: id.clone(), event_type: Some(EventType::FunctionEnter), time_from_ns: Some(change.timestamp_ns + 1), limit: 50, ..Default::default() };
+    let events = h.engine.query(&q).expect("query").events;
+    let typed = events.first().expect("events after the switch");
     assert_eq!(typed.sampled, Some(true), "{typed:?}");
     let args: serde_json::Value = serde_json::from_str(typed.arguments.as_deref().unwrap_or("null")).unwrap();
     assert_eq!(args.pointer("/p/name"), Some(&json!("pair")), "the typed argument: {typed:?}");
