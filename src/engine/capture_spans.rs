@@ -159,7 +159,7 @@ impl Spans {
                     slot.chain = 0;
                     slot.blocks.clear();
                     slot.blocks.extend_from_slice(blocks);
-                    rows.push(CaptureSpan { pid, tid, key, base: 0, data: blocks.to_vec() });
+                    rows.push(CaptureSpan { pid, tid, key, base: 0, data: blocks.to_vec(), event_id: 0 });
                     if expanded {
                         o.extend_from_slice(blocks);
                     } else {
@@ -174,9 +174,9 @@ impl Spans {
                         slot.chain += 1;
                         if slot.chain >= CHECKPOINT_EVERY {
                             slot.chain = 0;
-                            rows.push(CaptureSpan { pid, tid, key, base: 0, data: slot.blocks.clone() });
+                            rows.push(CaptureSpan { pid, tid, key, base: 0, data: slot.blocks.clone(), event_id: 0 });
                         } else {
-                            rows.push(CaptureSpan { pid, tid, key, base, data: entries.to_vec() });
+                            rows.push(CaptureSpan { pid, tid, key, base, data: entries.to_vec(), event_id: 0 });
                         }
                         if expanded {
                             o.extend_from_slice(&slot.blocks);
@@ -339,7 +339,7 @@ mod tests {
         let first = [root.clone(), span(key(1), &inner)].concat();
         let out = spans.take(1, 2, &first, Out::Referenced, &mut rows);
         assert_eq!(&*out, &[root.clone(), reference(key(1))].concat()[..]);
-        assert_eq!(rows, vec![CaptureSpan { pid: 1, tid: 2, key: key(1), base: 0, data: inner.clone() }]);
+        assert_eq!(rows, vec![CaptureSpan { pid: 1, tid: 2, key: key(1), base: 0, data: inner.clone(), event_id: 0 }]);
         // Deltas are stored as their entries on their base, and every CHECKPOINT_EVERY-th
         // as the whole span, so a read follows a bounded chain.
         for v in 2..=CHECKPOINT_EVERY as u64 + 2 {
@@ -349,7 +349,7 @@ mod tests {
             assert_eq!(&*out, &reference(key(v))[..]);
             inner[12..20].copy_from_slice(&v.to_le_bytes());
             let whole = v - 1 == CHECKPOINT_EVERY as u64;
-            let want = if whole { CaptureSpan { pid: 1, tid: 2, key: key(v), base: 0, data: inner.clone() } } else { CaptureSpan { pid: 1, tid: 2, key: key(v), base: key(v - 1), data: d[SPAN_HEADER..].to_vec() } };
+            let want = if whole { CaptureSpan { pid: 1, tid: 2, key: key(v), base: 0, data: inner.clone(), event_id: 0 } } else { CaptureSpan { pid: 1, tid: 2, key: key(v), base: key(v - 1), data: d[SPAN_HEADER..].to_vec(), event_id: 0 } };
             assert_eq!(rows, vec![want], "delta {v}");
             assert_eq!(spans.expand_kept(1, 2, &out), inner, "delta {v}");
         }

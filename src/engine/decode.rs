@@ -192,6 +192,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         let plan = if r.kind == KIND_TYPED_ENTER || r.kind == KIND_TYPED_EXIT { st.capture.plans.get(&r.func).cloned() } else { None };
         let out = if r.kind == KIND_TYPED_ENTER && plan.is_some() { Out::Referenced } else { Out::Expanded };
         // Before anything may skip the record: its spans are kept for later references.
+        let spans_before = batch.capture_rows.spans.len();
         let payload = match payload_of(rest, &r, len) {
             [] => Cow::Borrowed(&[][..]),
             raw => st.capture.spans.take(pid, r.tid, raw, out, &mut batch.capture_rows.spans),
@@ -246,6 +247,9 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             last_thread = (r.tid, i);
         }
         let id = engine.store.next_event_id();
+        for span in &mut batch.capture_rows.spans[spans_before..] {
+            span.event_id = id;
+        }
         let parent = if r.parent == 0 { None } else { st.open_calls.get(&r.parent).copied() };
         if exit {
             st.open_calls.remove(&r.call);

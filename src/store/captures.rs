@@ -19,6 +19,8 @@ pub struct CaptureSpan {
     pub key: u64,
     pub base: u64,
     pub data: Vec<u8>,
+    /// Id of the event whose record brought it (0: a record not stored).
+    pub event_id: i64,
 }
 
 /// What a trace batch's captures need stored with them, in the same transaction.
@@ -38,8 +40,8 @@ impl CaptureRows {
 const SPANS_PER_STATEMENT: usize = 32;
 
 fn insert_spans_sql(rows: usize) -> String {
-    let values = vec!["(?, ?, ?, ?, ?, ?)"; rows].join(", ");
-    format!("INSERT OR REPLACE INTO capture_spans (session_key, pid, tid, key, base, data) VALUES {values}")
+    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
+    format!("INSERT OR REPLACE INTO capture_spans (session_key, pid, tid, key, base, data, slot, event_id) VALUES {values}")
 }
 
 /// Write `rows` of session `key` (inside the writer's transaction).
@@ -57,18 +59,33 @@ pub(crate) fn write(conn: &Connection, key: i64, rows: &CaptureRows) -> Result<(
         for part in chunk.chunks(n) {
             let mut st = conn.prepare_cached(&insert_spans_sql(n)).map_err(err)?;
             for (i, s) in part.iter().enumerate() {
-                let at = i * 6;
+                let at = i * 8;
                 st.raw_bind_parameter(at + 1, key).map_err(err)?;
                 st.raw_bind_parameter(at + 2, s.pid).map_err(err)?;
                 st.raw_bind_parameter(at + 3, s.tid).map_err(err)?;
                 st.raw_bind_parameter(at + 4, s.key as i64).map_err(err)?;
                 st.raw_bind_parameter(at + 5, s.base as i64).map_err(err)?;
                 st.raw_bind_parameter(at + 6, s.data.as_slice()).map_err(err)?;
+                st.raw_bind_parameter(at + 7, (s.key >> 48) as i64).map_err(err)?;
+                st.raw_bind_parameter(at + 8, s.event_id).map_err(err)?;
             }
             st.raw_execute().map_err(err)?;
         }
     }
     Ok(())
+}
+
+/// After the events of session `key` up to id `upto` were evicted: delete the spans no live
+/// event can need. A record refers only to its slot's current span, whose delta chain goes
+/// back to the slot's last whole span (base 0); so once a whole span came with an evicted
+/// event, every older span of that slot is unreachable from the events that remain.
+pub(crate) fn evict(conn: &Connection, key: i64, upto: i64) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "DELETE FROM capture_spans AS s INDEXED BY capture_spans_age WHERE s.session_key = ?1 AND s.event_id <= ?2 \
+         AND s.event_id < (SELECT max(c.event_id) FROM capture_spans c INDEXED BY capture_spans_whole \
+             WHERE c.session_key = ?1 AND c.pid = s.pid AND c.tid = s.tid AND c.slot = s.slot AND c.base = 0 AND c.event_id <= ?2)",
+    )?
+    .execute(rusqlite::params![key, upto])
 }
 
 /// Delete a session's spans and plans.

@@ -115,6 +115,7 @@ impl Writer {
             .prepare_cached("DELETE FROM events NOT INDEXED WHERE id >= ?1 AND id <= ?2 AND session_key = ?3")
             .and_then(|mut s| s.execute(params![min, cut, key]))
             .map_err(|e| sql_err("eviction: delete", e))? as i64;
+        super::captures::evict(conn, key, cut).map_err(|e| sql_err("eviction: capture spans", e))?;
         conn.prepare_cached(
             "UPDATE session_keys SET dropped = dropped + ?1, evicted_upto = max(evicted_upto, ?2), \
              min_id = max(coalesce(min_id, ?2 + 1), ?2 + 1) WHERE key = ?3",

@@ -169,6 +169,8 @@ CREATE TABLE IF NOT EXISTS null_return_counts (
 -- Typed enters stored as captured (captures.rs): the spans their blobs refer to, by the
 -- agent's key (base 0: data is the span's blocks; else delta entries on the span `base`), and
 -- the capture plan of each function, as JSON.
+-- slot (key >> 48) and event_id (the event that brought the span) serve FIFO eviction
+-- (captures::evict).
 CREATE TABLE IF NOT EXISTS capture_spans (
     session_key   INTEGER NOT NULL,
     pid           INTEGER NOT NULL,
@@ -176,8 +178,12 @@ CREATE TABLE IF NOT EXISTS capture_spans (
     key           INTEGER NOT NULL,
     base          INTEGER NOT NULL,
     data          BLOB NOT NULL,
+    slot          INTEGER NOT NULL,
+    event_id      INTEGER NOT NULL,
     PRIMARY KEY (session_key, pid, tid, key)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS capture_spans_age ON capture_spans (session_key, event_id);
+CREATE INDEX IF NOT EXISTS capture_spans_whole ON capture_spans (session_key, pid, tid, slot, event_id) WHERE base = 0;
 CREATE TABLE IF NOT EXISTS capture_plans (
     session_key   INTEGER NOT NULL,
     plan_id       INTEGER NOT NULL,
