@@ -3,7 +3,8 @@
 //! that no copied block covers is what faulted in the target: `<unreadable 0x…>`, as there.
 //! Must print exactly what serialize.ts prints (tests/capture_native.rs compares both).
 //!
-//! It runs for every typed record at ingest, so it is built for speed (benches/capture_decode.rs):
+//! It runs for every typed exit at ingest and for every typed enter a query returns
+//! (`capture_lazy.rs`), so it is built for speed (benches/capture_decode.rs):
 //! reads go through an address index of the record's blocks (`capture_view.rs`), the text is
 //! written straight into one `String` (`capture_json.rs`) instead of a `serde_json::Value`
 //! tree, and the index's storage is reused across records.
