@@ -142,3 +142,24 @@ impl Resolver<'_, '_> {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_capture_reads_back_and_garbage_is_refused() {
+        let payload = [7u8, 8, 9];
+        let b = encode(3, 4242, 77, &[0x1000, 5], &payload);
+        let s = parse(&b).expect("parses");
+        assert_eq!((s.plan, s.pid, s.tid, s.regs.clone(), s.payload), (3, 4242, 77, vec![0x1000, 5], &payload[..]));
+        // Another layout version, a header cut short, registers past the end: not decoded.
+        let mut other = b.clone();
+        other[0] = 9;
+        assert!(parse(&other).is_none());
+        assert!(parse(&b[..HEADER - 1]).is_none());
+        let mut many = b.clone();
+        many[1] = 200;
+        assert!(parse(&many).is_none());
+    }
+}
