@@ -3,8 +3,9 @@
 //! At ingest (`decode.rs`) a typed enter's record is stored as a blob in place of its
 //! arguments' JSON: `u8 version | u8 nregs | u16 0 | u32 plan | u32 pid | u32 tid`, the
 //! argument registers (`nregs` u64), then the payload with every span and delta replaced by
-//! a reference to its key (`capture_spans.rs` `Out::Referenced`); the spans themselves are
-//! rows of `capture_spans`, the plan a row of `capture_plans`. Storing one costs about what
+//! a reference to its slot's last stored whole span, or a delta on it carrying the windows
+//! changed since (`capture_spans.rs` `Out::Referenced`); the whole spans are rows of
+//! `capture_spans`, the plan a row of `capture_plans`. Storing one costs about what
 //! an integer enter does (≈ 150 bytes instead of ≈ 4 KB of JSON, and no decode).
 //!
 //! When events are read (`Engine::query`), each such blob is expanded with the stored spans
@@ -136,7 +137,13 @@ impl Resolver<'_, '_> {
                         out.extend_from_slice(&blocks);
                     }
                 }
-                Piece::Delta(..) => {}
+                Piece::Delta(_, base, at, end) => {
+                    if let Some(blocks) = self.span(pid, tid, base, 0) {
+                        let from = out.len();
+                        out.extend_from_slice(&blocks);
+                        apply_delta(&mut out[from..], &payload[at..end]);
+                    }
+                }
             }
         }
         out

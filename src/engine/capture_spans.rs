@@ -34,12 +34,12 @@ const SPAN_HEADER: usize = HEADER + 8;
 /// A delta's entry: word index and word.
 const ENTRY: usize = 12;
 
-/// A delta chain stored this long is followed by the whole span (`capture_spans` rows), so
-/// a read resolves any reference in at most this many steps.
-const CHECKPOINT_EVERY: u32 = 16;
+/// Windows a stored record carries at most on top of its slot's last stored whole span;
+/// beyond, the whole span is stored again (a `capture_spans` row) and the windows start over.
+const MAX_WINDOWS: usize = 16;
 
-/// The spans kept per session: by (process, thread, slot), the key and bytes last sent, and
-/// how many deltas the stored chain of that key has.
+/// The spans kept per session: by (process, thread, slot), the key and bytes last sent, the
+/// key of the last whole span stored for the slot, and the 8-byte windows changed since.
 #[derive(Default)]
 pub(crate) struct Spans {
     kept: FxHashMap<(u32, u32, u16), Kept>,
@@ -51,7 +51,38 @@ pub(crate) struct Spans {
 struct Kept {
     key: u64,
     blocks: Vec<u8>,
-    chain: u32,
+    whole: u64,
+    /// (offset, bytes) by offset: what the deltas since `whole` changed.
+    windows: Vec<(u32, [u8; 8])>,
+}
+
+impl Kept {
+    /// What a stored record carries for this slot now: a reference to the whole span, or a
+    /// delta on it with the windows changed since.
+    fn push_stored(&self, o: &mut Vec<u8>) {
+        if self.windows.is_empty() {
+            return push_reference(o, self.whole);
+        }
+        o.extend_from_slice(&self.key.to_le_bytes());
+        o.extend_from_slice(&(META_DELTA | self.windows.len() as u32).to_le_bytes());
+        o.extend_from_slice(&self.whole.to_le_bytes());
+        for (at, bytes) in &self.windows {
+            o.extend_from_slice(&at.to_le_bytes());
+            o.extend_from_slice(bytes);
+        }
+    }
+
+    /// Note a delta's entries in `windows` (a later entry at an offset replaces the earlier).
+    fn compose(&mut self, entries: &[u8]) {
+        for entry in entries.chunks_exact(ENTRY) {
+            let at = u32::from_le_bytes(entry[..4].try_into().unwrap());
+            let bytes: [u8; 8] = entry[4..].try_into().unwrap();
+            match self.windows.binary_search_by_key(&at, |w| w.0) {
+                Ok(i) => self.windows[i].1 = bytes,
+                Err(i) => self.windows.insert(i, (at, bytes)),
+            }
+        }
+    }
 }
 
 /// One step of a payload: a plain block (`at..end`), a span (its key, its blocks `at..end`),
@@ -156,7 +187,8 @@ impl Spans {
                     let blocks = &payload[at..end];
                     let slot = self.kept.entry((pid, tid, (key >> 48) as u16)).or_default();
                     slot.key = key;
-                    slot.chain = 0;
+                    slot.whole = key;
+                    slot.windows.clear();
                     slot.blocks.clear();
                     slot.blocks.extend_from_slice(blocks);
                     rows.push(CaptureSpan { pid, tid, key, base: 0, data: blocks.to_vec(), event_id: 0 });
@@ -171,17 +203,16 @@ impl Spans {
                         let entries = &payload[at..end];
                         apply_delta(&mut slot.blocks, entries);
                         slot.key = key;
-                        slot.chain += 1;
-                        if slot.chain >= CHECKPOINT_EVERY {
-                            slot.chain = 0;
+                        slot.compose(entries);
+                        if slot.windows.len() > MAX_WINDOWS {
+                            slot.whole = key;
+                            slot.windows.clear();
                             rows.push(CaptureSpan { pid, tid, key, base: 0, data: slot.blocks.clone(), event_id: 0 });
-                        } else {
-                            rows.push(CaptureSpan { pid, tid, key, base, data: entries.to_vec(), event_id: 0 });
                         }
                         if expanded {
                             o.extend_from_slice(&slot.blocks);
                         } else {
-                            push_reference(&mut o, key);
+                            slot.push_stored(&mut o);
                         }
                     }
                     _ => self.miss(pid, tid),
@@ -191,7 +222,7 @@ impl Spans {
                         if expanded {
                             o.extend_from_slice(&slot.blocks);
                         } else {
-                            push_reference(&mut o, key);
+                            slot.push_stored(&mut o);
                         }
                     }
                     _ => self.miss(pid, tid),
@@ -208,12 +239,12 @@ impl Spans {
         for piece in pieces(payload) {
             match piece {
                 Piece::Block(at, end) | Piece::Span(_, at, end) => o.extend_from_slice(&payload[at..end]),
-                Piece::Ref(key) => {
-                    if let Some(slot) = self.kept.get(&(pid, tid, (key >> 48) as u16)).filter(|s| s.key == key) {
+                // Right after `take`, each reference or delta stands for its slot's bytes now.
+                Piece::Ref(key) | Piece::Delta(key, ..) => {
+                    if let Some(slot) = self.kept.get(&(pid, tid, (key >> 48) as u16)) {
                         o.extend_from_slice(&slot.blocks);
                     }
                 }
-                Piece::Delta(..) => {}
             }
         }
         o
@@ -330,33 +361,45 @@ mod tests {
     }
 
     #[test]
-    fn stored_as_captured_a_payload_keeps_references_and_yields_its_spans() {
+    fn stored_as_captured_a_payload_refers_to_whole_spans_and_carries_the_windows_changed_since() {
         let mut spans = Spans::default();
         let key = |v: u64| (9u64 << 48) | v;
         let root = block(0x1000, &[1; 8]);
-        let mut inner = block(0x5000, &[0; 16]);
+        let mut inner = block(0x5000, &[0; 200]);
         let mut rows = Vec::new();
         let first = [root.clone(), span(key(1), &inner)].concat();
         let out = spans.take(1, 2, &first, Out::Referenced, &mut rows);
         assert_eq!(&*out, &[root.clone(), reference(key(1))].concat()[..]);
         assert_eq!(rows, vec![CaptureSpan { pid: 1, tid: 2, key: key(1), base: 0, data: inner.clone(), event_id: 0 }]);
-        // Deltas are stored as their entries on their base, and every CHECKPOINT_EVERY-th
-        // as the whole span, so a read follows a bounded chain.
-        for v in 2..=CHECKPOINT_EVERY as u64 + 2 {
+        // Each delta changes another window: a stored record carries every window changed
+        // since the whole span, until there are more than MAX_WINDOWS; then the whole span is
+        // stored again and the record refers to it.
+        let mut changed = Vec::new();
+        for v in 2..=MAX_WINDOWS as u64 + 2 {
             rows.clear();
-            let d = delta(key(v), key(v - 1), &[(12, v)]);
+            let at = 12 + 8 * (v as u32 - 2);
+            let d = delta(key(v), key(v - 1), &[(at, v)]);
             let out = spans.take(1, 2, &d, Out::Referenced, &mut rows);
-            assert_eq!(&*out, &reference(key(v))[..]);
-            inner[12..20].copy_from_slice(&v.to_le_bytes());
-            let whole = v - 1 == CHECKPOINT_EVERY as u64;
-            let want = if whole { CaptureSpan { pid: 1, tid: 2, key: key(v), base: 0, data: inner.clone(), event_id: 0 } } else { CaptureSpan { pid: 1, tid: 2, key: key(v), base: key(v - 1), data: d[SPAN_HEADER..].to_vec(), event_id: 0 } };
-            assert_eq!(rows, vec![want], "delta {v}");
+            inner[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes());
+            changed.push((at, v));
+            if changed.len() <= MAX_WINDOWS {
+                assert!(rows.is_empty(), "delta {v}");
+                assert_eq!(&*out, &delta(key(v), key(1), &changed)[..], "delta {v}");
+            } else {
+                assert_eq!(rows, vec![CaptureSpan { pid: 1, tid: 2, key: key(v), base: 0, data: inner.clone(), event_id: 0 }]);
+                assert_eq!(&*out, &reference(key(v))[..]);
+            }
             assert_eq!(spans.expand_kept(1, 2, &out), inner, "delta {v}");
         }
-        // A reference stays one; a miss leaves nothing.
+        // The same window again replaces its bytes, it is not carried twice.
+        let last = MAX_WINDOWS as u64 + 2;
+        spans.take(1, 2, &delta(key(last + 1), key(last), &[(12, 7)]), Out::Referenced, &mut rows);
+        let d = delta(key(last + 2), key(last + 1), &[(12, 8)]);
+        let out = spans.take(1, 2, &d, Out::Referenced, &mut rows);
+        assert_eq!(&*out, &delta(key(last + 2), key(last), &[(12, 8)])[..]);
+        // An unchanged slot's reference carries the same; a miss leaves nothing.
         rows.clear();
-        let last = key(CHECKPOINT_EVERY as u64 + 2);
-        assert_eq!(&*spans.take(1, 2, &reference(last), Out::Referenced, &mut rows), &reference(last)[..]);
+        assert_eq!(&*spans.take(1, 2, &reference(key(last + 2)), Out::Referenced, &mut rows), &out[..]);
         assert_eq!(&*spans.take(1, 2, &reference(key(1)), Out::Referenced, &mut rows), &[][..] as &[u8]);
         assert!(rows.is_empty());
         assert_eq!(spans.unresolved, 1);

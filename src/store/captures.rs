@@ -11,7 +11,8 @@ use super::schema::sql_err;
 use crate::error::Result;
 
 /// One span a stored capture may refer to: `base == 0`: `data` is the span's blocks; else
-/// `data` is the delta entries to apply to the span stored under `base`.
+/// `data` is the delta entries to apply to the span stored under `base` (the daemon stores
+/// whole spans only, its records carrying the windows changed since; the reader follows both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureSpan {
     pub pid: u32,

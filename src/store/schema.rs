@@ -166,7 +166,7 @@ CREATE TABLE IF NOT EXISTS null_return_counts (
     PRIMARY KEY (session_key, site_id)
 ) WITHOUT ROWID;
 
--- Typed enters stored as captured (captures.rs): the spans their blobs refer to, by the
+-- Typed enters stored as captured (captures.rs): the whole spans their blobs refer to, by the
 -- agent's key (base 0: data is the span's blocks; else delta entries on the span `base`), and
 -- the capture plan of each function, as JSON.
 -- slot (key >> 48) and event_id (the event that brought the span) serve FIFO eviction
