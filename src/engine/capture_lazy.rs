@@ -24,7 +24,7 @@ use crate::store::{CaptureReader, Event};
 
 const VERSION: u8 = 1;
 const HEADER: usize = 16;
-/// Delta steps a read follows at most (the store writes a whole span every 16).
+/// Delta steps a read follows at most (the daemon stores whole spans only: 0 or 1 steps).
 const MAX_CHAIN: u32 = 64;
 
 /// The blob stored for a typed enter.

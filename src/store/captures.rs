@@ -77,9 +77,9 @@ pub(crate) fn write(conn: &Connection, key: i64, rows: &CaptureRows) -> Result<(
 }
 
 /// After the events of session `key` up to id `upto` were evicted: delete the spans no live
-/// event can need. A record refers only to its slot's current span, whose delta chain goes
-/// back to the slot's last whole span (base 0); so once a whole span came with an evicted
-/// event, every older span of that slot is unreachable from the events that remain.
+/// event can need. A record refers only to its slot's last whole span (base 0), or to a delta
+/// chain back to one; so once a whole span came with an evicted event, every older span of
+/// that slot is unreachable from the events that remain.
 pub(crate) fn evict(conn: &Connection, key: i64, upto: i64) -> rusqlite::Result<usize> {
     conn.prepare_cached(
         "DELETE FROM capture_spans AS s INDEXED BY capture_spans_age WHERE s.session_key = ?1 AND s.event_id <= ?2 \
