@@ -359,7 +359,9 @@ async fn wait_for_typed_calls(h: &Harness, id: &str, after: Option<i64>) -> (Val
             return (outer.clone(), Some(w.clone()));
         }
         if clocks.len() >= 200 || Instant::now() > deadline {
-            return (outer.expect("a take_outer call with typed arguments"), watched);
+            let seen: Vec<Option<&str>> = events.iter().filter(|e| e.function_name.as_deref() == Some("take_outer")).take(4).map(|e| e.arguments.as_deref()).collect();
+            let outer = outer.unwrap_or_else(|| panic!("a take_outer call with typed arguments: {} clock events, take_outer events' arguments {seen:?}", clocks.len()));
+            return (outer, watched);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
