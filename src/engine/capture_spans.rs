@@ -148,7 +148,8 @@ pub(super) fn push_reference(out: &mut Vec<u8>, key: u64) {
 pub(crate) enum Out {
     /// Plain blocks, references replaced by what they name (decoded now).
     Expanded,
-    /// Plain blocks and references only (stored as captured; the spans go to `rows`).
+    /// Plain blocks, and per slot a reference to its last whole span or a delta on it
+    /// (stored as captured; whole spans go to `rows`).
     Referenced,
 }
 
@@ -170,8 +171,11 @@ impl Spans {
     }
 
     /// `payload` of a record of (pid, tid), its spans and deltas kept, written out as `out`
-    /// says; every span and delta it brings is also pushed to `rows`, for the store (a later
-    /// record stored as captured may refer to it). Borrowed when it has no spans.
+    /// says. Every whole span it brings is also pushed to `rows`, for the store (a later record
+    /// stored as captured may refer to it; the caller sets their `event_id`); a delta is not a
+    /// row: a stored record carries the windows changed since its slot's last whole span
+    /// (`Kept::push_stored`), and past `MAX_WINDOWS` the whole span is stored again.
+    /// Borrowed when it has no spans.
     pub fn take<'a>(&mut self, pid: u32, tid: u32, payload: &'a [u8], out: Out, rows: &mut Vec<CaptureSpan>) -> Cow<'a, [u8]> {
         let mut end = 0;
         if pieces(payload).all(|p| matches!(p, Piece::Block(_, e) if { end = e; true })) && end == payload.len() {

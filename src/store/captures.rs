@@ -38,13 +38,6 @@ impl CaptureRows {
     }
 }
 
-const SPANS_PER_STATEMENT: usize = 32;
-
-fn insert_spans_sql(rows: usize) -> String {
-    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
-    format!("INSERT OR REPLACE INTO capture_spans (session_key, pid, tid, key, base, data, slot, event_id) VALUES {values}")
-}
-
 /// Write `rows` of session `key` (inside the writer's transaction).
 pub(crate) fn write(conn: &Connection, key: i64, rows: &CaptureRows) -> Result<()> {
     let err = |e| sql_err("storing typed captures", e);
@@ -54,23 +47,16 @@ pub(crate) fn write(conn: &Connection, key: i64, rows: &CaptureRows) -> Result<(
             st.execute(rusqlite::params![key, id, plan]).map_err(err)?;
         }
     }
-    // Spans come one per delta (a third of the SQLite bench's records): 32 to a statement.
-    for chunk in rows.spans.chunks(SPANS_PER_STATEMENT) {
-        let n = if chunk.len() == SPANS_PER_STATEMENT { SPANS_PER_STATEMENT } else { 1 };
-        for part in chunk.chunks(n) {
-            let mut st = conn.prepare_cached(&insert_spans_sql(n)).map_err(err)?;
-            for (i, s) in part.iter().enumerate() {
-                let at = i * 8;
-                st.raw_bind_parameter(at + 1, key).map_err(err)?;
-                st.raw_bind_parameter(at + 2, s.pid).map_err(err)?;
-                st.raw_bind_parameter(at + 3, s.tid).map_err(err)?;
-                st.raw_bind_parameter(at + 4, s.key as i64).map_err(err)?;
-                st.raw_bind_parameter(at + 5, s.base as i64).map_err(err)?;
-                st.raw_bind_parameter(at + 6, s.data.as_slice()).map_err(err)?;
-                st.raw_bind_parameter(at + 7, (s.key >> 48) as i64).map_err(err)?;
-                st.raw_bind_parameter(at + 8, s.event_id).map_err(err)?;
-            }
-            st.raw_execute().map_err(err)?;
+    // Whole spans only (a few per remembered walk and thread): one statement each.
+    if !rows.spans.is_empty() {
+        let mut st = conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO capture_spans (session_key, pid, tid, key, base, data, slot, event_id) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .map_err(err)?;
+        for s in &rows.spans {
+            st.execute(rusqlite::params![key, s.pid, s.tid, s.key as i64, s.base as i64, s.data, (s.key >> 48) as i64, s.event_id]).map_err(err)?;
         }
     }
     Ok(())
