@@ -150,6 +150,97 @@ __asm__ (
 
 extern u64 strobe_safe_diff (const void * src, const void * kept, u64 n);
 
+/* u64 strobe_safe_diff_list (cmp, n, kept) (rdi, rsi, rdx): the index of the first of the n
+   comparisons at cmp (CapCmp: len bytes at src with those at kept + koff) that finds a
+   difference; n when none does; ~0 when a src faults (the exception hook resumes any load
+   of src, strobe_sl_fault_*, at strobe_sd_fault). A replayed sub-walk's whole span is
+   compared in this one loop, no call per block: 32 bytes a step, then the last 16 and 8
+   overlapping what was equal, then 1 at a time below 8 (cap_delta). */
+__asm__ (
+  ".text\n"
+  ".globl strobe_safe_diff_list, strobe_sl_fault_w0, strobe_sl_fault_w1, strobe_sl_fault_x, strobe_sl_fault_y, strobe_sl_fault_q, strobe_sl_fault_r, strobe_sl_fault_b\n"
+  "strobe_safe_diff_list:\n"
+  "  xor %eax, %eax\n"
+  "  test %rsi, %rsi\n"
+  "  jz 9f\n"
+  "1:\n"
+  "  mov (%rdi), %r8\n"            /* src */
+  "  mov 8(%rdi), %ecx\n"          /* koff */
+  "  lea (%rdx,%rcx), %r9\n"       /* kept + koff */
+  "  movzwl 12(%rdi), %ecx\n"      /* len */
+  "  cmp $16, %ecx\n"
+  "  jb 5f\n"
+  "  xor %r10d, %r10d\n"
+  "  cmp $32, %ecx\n"
+  "  jb 3f\n"
+  "2:\n"
+  "strobe_sl_fault_w0:\n"
+  "  movdqu (%r8,%r10), %xmm0\n"
+  "strobe_sl_fault_w1:\n"
+  "  movdqu 16(%r8,%r10), %xmm1\n"
+  "  movdqu (%r9,%r10), %xmm2\n"
+  "  movdqu 16(%r9,%r10), %xmm3\n"
+  "  pcmpeqb %xmm2, %xmm0\n"
+  "  pcmpeqb %xmm3, %xmm1\n"
+  "  pand %xmm1, %xmm0\n"
+  "  pmovmskb %xmm0, %r11d\n"
+  "  cmp $0xffff, %r11d\n"
+  "  jne 9f\n"
+  "  add $32, %r10\n"
+  "  lea 32(%r10), %r11\n"
+  "  cmp %rcx, %r11\n"
+  "  jbe 2b\n"
+  "  cmp %rcx, %r10\n"
+  "  je 8f\n"
+  "3:\n"                            /* 1 to 31 bytes left of at least 16: 16 from there (or from len - 16), and the last 16 */
+  "  lea -16(%rcx), %r11\n"
+  "  cmp %r11, %r10\n"
+  "  cmova %r11, %r10\n"
+  "strobe_sl_fault_x:\n"
+  "  movdqu (%r8,%r10), %xmm0\n"
+  "strobe_sl_fault_y:\n"
+  "  movdqu -16(%r8,%rcx), %xmm1\n"
+  "  movdqu (%r9,%r10), %xmm2\n"
+  "  movdqu -16(%r9,%rcx), %xmm3\n"
+  "  pcmpeqb %xmm2, %xmm0\n"
+  "  pcmpeqb %xmm3, %xmm1\n"
+  "  pand %xmm1, %xmm0\n"
+  "  pmovmskb %xmm0, %r11d\n"
+  "  cmp $0xffff, %r11d\n"
+  "  jne 9f\n"
+  "  jmp 8f\n"
+  "5:\n"                            /* below 16: the first 8 and the last 8, or bytes */
+  "  cmp $8, %ecx\n"
+  "  jb 6f\n"
+  "strobe_sl_fault_q:\n"
+  "  mov (%r8), %r10\n"
+  "strobe_sl_fault_r:\n"
+  "  mov -8(%r8,%rcx), %r11\n"
+  "  cmp (%r9), %r10\n"
+  "  jne 9f\n"
+  "  cmp -8(%r9,%rcx), %r11\n"
+  "  jne 9f\n"
+  "  jmp 8f\n"
+  "6:\n"
+  "  test %ecx, %ecx\n"
+  "  jz 8f\n"
+  "7:\n"
+  "strobe_sl_fault_b:\n"
+  "  movzbl -1(%r8,%rcx), %r10d\n"
+  "  cmp -1(%r9,%rcx), %r10b\n"
+  "  jne 9f\n"
+  "  dec %ecx\n"
+  "  jnz 7b\n"
+  "8:\n"
+  "  add $16, %rdi\n"
+  "  inc %rax\n"
+  "  cmp %rsi, %rax\n"
+  "  jb 1b\n"
+  "9:\n"
+  "  ret\n");
+
+extern u64 strobe_safe_diff_list (const CapCmp * cmp, u64 n, const u8 * kept);
+
 static inline long sys6 (long n, long a, long b, long c, long d, long e, long f) {
   long ret;
   register long r10 __asm__ ("r10") = d;

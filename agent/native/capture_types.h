@@ -74,6 +74,10 @@ typedef struct { u64 addr; u8 * data; u32 size; u32 pad; } CapBig;
 enum { CAP_OP_STRUCT, CAP_OP_STRING, CAP_OP_UNREADABLE };
 typedef struct { u64 addr; u32 size; u32 kind; } CapOp;
 typedef struct { u64 value; u32 op; u32 off; } CapCheck;
+/* One comparison of a kept span with memory (strobe_safe_diff_list): len bytes at src with
+   those at offset koff of the span, for op (t->ops). A C string's NUL is one too (nul: 1),
+   with a zero byte after the span. */
+typedef struct { u64 src; u32 koff; u16 len; u8 nul; u8 op; } CapCmp;
 /* Which sub-walk a remembered one is, apart from it: a lookup reads one set's tags (two
    cache lines), not four traces' first lines. plan NULL: none. */
 typedef struct {
@@ -96,7 +100,14 @@ typedef struct {
   u32 pause;                      /* replays left before keeping is tried again */
   u32 pad;
   u64 key;
+  /* While kept_len > 0: the kept span's comparisons with memory (cap_keep_cmp), and whether
+     a block of it was unreadable (each is tried again by itself). */
+  u32 n_cmp;
+  u32 n_unreadable;
+  CapCmp cmp[2 * CAP_TRACE_OPS];
   CapOp ops[CAP_TRACE_OPS];
+  /* The checks, by op once recorded: op i's are check_at[i] .. check_at[i + 1] - 1. */
+  u8 check_at[CAP_TRACE_OPS + 1];
   CapCheck checks[CAP_TRACE_CHECKS];
 } CapTrace;
 
@@ -145,7 +156,8 @@ typedef struct {
   u16 sent[CAP_SENT];
   CapTraceTag trace_tags[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
   CapTrace traces[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
-  u8 kept[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS][CAP_KEPT];
+  /* (and a zero byte after each: a C string's NUL compares with it) */
+  u8 kept[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS][CAP_KEPT + 8];
 } CapScratch;
 
 #endif

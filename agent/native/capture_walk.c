@@ -285,39 +285,42 @@ static int cap_delta_block (const u8 * src, u8 * kept, u32 kept_len, u32 off, u3
    ent (0: unchanged, a reference will do), or ~0u when the span cannot stand for the walk any
    more — a string's length, an unreadable block that reads now, a changed pointer word (the
    walk would go elsewhere), more than most entries, a fault — and the kept span is then
-   dropped. tmp: a byte of room to try an unreadable block. */
+   dropped. The comparisons run in one loop (strobe_safe_diff_list) up to the next block that
+   differs; only that block's changed words are looked for (cap_delta_block). tmp: a byte of
+   room to try an unreadable block. */
 static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kept, u8 * ent, u32 most, u8 * tmp) {
-  u32 data[CAP_TRACE_OPS];
-  u32 at = 0, n = 0, i;
-  for (i = 0; i < t->n_ops; i++) {
-    const CapOp * op = &t->ops[i];
-    if (op->kind == CAP_OP_UNREADABLE) {
-      if (!cap_known_bad (s, op->addr) && cap_copy (s, cs, tmp, op->addr, 1) != 0)
-        goto changed;
-      continue;
-    }
-    u32 len = op->size;
-    if (at + 12 > t->kept_len)
-      goto changed;
-    if (op->kind == CAP_OP_STRING) {
-      len = cap_meta_len (cap_meta (kept + at));
-      u8 nul = 0;
-      if (strobe_safe_diff ((const void *) (op->addr + len), &nul, 1) != 1)
+  u32 n = 0, i;
+  if (t->n_unreadable > 0)
+    for (i = 0; i < t->n_ops; i++) {
+      const CapOp * op = &t->ops[i];
+      if (op->kind == CAP_OP_UNREADABLE && !cap_known_bad (s, op->addr) && cap_copy (s, cs, tmp, op->addr, 1) != 0)
         goto changed;
     }
-    data[i] = at + 12;
-    if (at + 12 + len > t->kept_len || !cap_delta_block ((const u8 *) op->addr, kept, t->kept_len, at + 12, len, ent, &n, most))
+  u32 changed = 0; /* ops with a changed byte */
+  for (i = 0; i < t->n_cmp; i++) {
+    u64 r = strobe_safe_diff_list (t->cmp + i, t->n_cmp - i, kept);
+    if (r == ~0UL)
       goto changed;
-    at += 12 + len;
+    i += (u32) r;
+    if (i == t->n_cmp)
+      break;
+    const CapCmp * c = &t->cmp[i];
+    if (c->nul || !cap_delta_block ((const u8 *) c->src, kept, t->kept_len, c->koff, c->len, ent, &n, most))
+      goto changed;
+    changed |= 1u << c->op;
   }
-  if (at != t->kept_len)
-    goto changed;
-  for (i = 0; i < t->n_checks && n > 0; i++) {
-    const CapCheck * c = &t->checks[i];
-    u64 v;
-    __builtin_memcpy (&v, kept + data[c->op] + c->off, 8);
-    if (v != c->value)
-      goto changed;
+  /* A changed pointer word: the walk would go elsewhere. Only a changed op's are looked at. */
+  for (i = 0; changed != 0 && i < t->n_cmp; i++) {
+    const CapCmp * c = &t->cmp[i];
+    if (c->nul || !(changed & (1u << c->op)))
+      continue;
+    changed &= ~(1u << c->op);
+    for (u32 k = t->check_at[c->op]; k < t->check_at[c->op + 1]; k++) {
+      u64 v;
+      __builtin_memcpy (&v, kept + c->koff + t->checks[k].off, 8);
+      if (v != t->checks[k].value)
+        goto changed;
+    }
   }
   return n;
 changed:
@@ -325,9 +328,64 @@ changed:
   return ~0u;
 }
 
+/* The comparisons of trace t's span (len bytes at span, about to be kept) with memory, in
+   t->cmp; 0 when the span is not laid out as t's ops say (it is not kept then). */
+static int cap_keep_cmp (CapTrace * t, const u8 * span, u32 len) {
+  u32 at = 0, n = 0, bad = 0, i;
+  for (i = 0; i < t->n_ops; i++) {
+    const CapOp * op = &t->ops[i];
+    if (op->kind == CAP_OP_UNREADABLE) {
+      bad++;
+      continue;
+    }
+    if (at + 12 > len)
+      return 0;
+    u32 blen = op->kind == CAP_OP_STRING ? cap_meta_len (cap_meta (span + at)) : op->size;
+    if (at + 12 + blen > len || blen > 0xffff)
+      return 0;
+    t->cmp[n].src = op->addr;
+    t->cmp[n].koff = at + 12;
+    t->cmp[n].len = (u16) blen;
+    t->cmp[n].nul = 0;
+    t->cmp[n].op = (u8) i;
+    n++;
+    if (op->kind == CAP_OP_STRING) { /* its NUL, with the zero byte after the kept span */
+      t->cmp[n].src = op->addr + blen;
+      t->cmp[n].koff = len;
+      t->cmp[n].len = 1;
+      t->cmp[n].nul = 1;
+      t->cmp[n].op = (u8) i;
+      n++;
+    }
+    at += 12 + blen;
+  }
+  if (at != len)
+    return 0;
+  t->n_cmp = n;
+  t->n_unreadable = bad;
+  return 1;
+}
+
 static inline void cap_span_header (u8 * h, u64 key, u32 meta, u64 base) {
   cap_header (h, key, meta);
   __builtin_memcpy (h + 12, &base, 8);
+}
+
+/* A recorded trace's checks ordered by op (stable), with where each op's start (check_at):
+   a delta verifies the pointer words of the ops that changed only. */
+static void cap_checks_by_op (CapTrace * t) {
+  CapCheck sorted[CAP_TRACE_CHECKS];
+  u32 count[CAP_TRACE_OPS + 1] = { 0 }, i;
+  for (i = 0; i < t->n_checks; i++)
+    count[t->checks[i].op + 1]++;
+  for (i = 0; i < t->n_ops; i++)
+    count[i + 1] += count[i];
+  for (i = 0; i <= t->n_ops; i++)
+    t->check_at[i] = (u8) count[i];
+  for (i = 0; i < t->n_checks; i++)
+    sorted[count[t->checks[i].op]++] = t->checks[i];
+  for (i = 0; i < t->n_checks; i++)
+    t->checks[i] = sorted[i];
 }
 
 /* A new key for what trace at sends to be kept: its slot above, a version unique per thread. */
@@ -363,7 +421,7 @@ static u32 cap_replay_span (CapScratch * s, CaptureShared * cs, CapTrace * t, u3
   u8 * span = out + pos + CAP_SPAN_HEADER;
   if (pos + CAP_SPAN_HEADER + t->bound > CAP_BUDGET || !cap_replay (s, cs, t, span, &len, 1, &keepable))
     return 0;
-  if (!keepable || len > CAP_KEPT) {
+  if (!keepable || len > CAP_KEPT || !cap_keep_cmp (t, span, len)) {
     t->kept_len = 0;
     cap_span_header (out + pos, 0, META_SPAN | len, 0);
     return pos + CAP_SPAN_HEADER + len;
@@ -374,6 +432,7 @@ static u32 cap_replay_span (CapScratch * s, CaptureShared * cs, CapTrace * t, u3
     t->pause = CAP_KEEP_PAUSE;
   }
   __builtin_memcpy (s->kept[at], span, len);
+  s->kept[at][len] = 0;
   t->kept_len = len;
   t->kept_epoch = s->epoch;
   t->key = key;
@@ -447,6 +506,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
     for (w = 0; w < t->n_ops; w++)
       bound += 12 + (t->ops[w].kind == CAP_OP_STRING ? CAP_STRING : t->ops[w].size);
     if (bound <= CAP_BUDGET) {
+      cap_checks_by_op (t);
       t->bound = (u32) bound;
       t->visits = s->visits;
       tags[at].plan = pl->plan;
