@@ -33,6 +33,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define SYS_GETPID 39
 #define CAP_TRACE_BITS 6          /* sub-walks remembered for replay, per thread: 64 sets of 4 */
 #define CAP_TRACE_WAYS 4
+#define CAP_TRACES ((1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS)
 #define CAP_TRACE_OPS 32          /* copies a replayable sub-walk makes at most */
 #define CAP_TRACE_CHECKS 128      /* pointer words it reads at most */
 #define CAP_BIG 128               /* bytes from which a struct copy is shared within a walk */
@@ -41,6 +42,10 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_KEPT 4096              /* bytes of a sub-walk's payload kept to send it as a reference */
 #define CAP_KEEP_MISSES 4          /* sent whole this many times in a row: stop keeping it ... */
 #define CAP_KEEP_PAUSE 64          /* ... for this many replays */
+#define CAP_ROOT_BITS 6           /* argument structs remembered, per thread: 64 sets of 2 */
+#define CAP_ROOT_WAYS 2
+#define CAP_ROOTS ((1 << CAP_ROOT_BITS) * CAP_ROOT_WAYS)
+#define CAP_ROOT_KEPT 1024        /* bytes of an argument struct kept (larger ones travel whole) */
 #define CAP_SENT 32                /* traces one walk sends spans of, remembered for strobe_cap_forget */
 #define META_CSTRING (1u << 30)
 #define META_TERMINATED (1u << 31)
@@ -111,6 +116,20 @@ typedef struct {
   CapCheck checks[CAP_TRACE_CHECKS];
 } CapTrace;
 
+/* An argument struct (a walk's root) as this thread last sent it, kept to send it next time
+   as a reference or the words changed since (a cursor or a row changes a few a call): a span
+   of one block, its bytes in CapScratch.root_kept at the same index. plan NULL: none. */
+typedef struct {
+  const CapPlan * plan;
+  u64 addr;
+  u32 prog;
+  u32 used;                       /* scratch clock when last sent */
+  u32 kept_len;                   /* 0: nothing kept */
+  u32 kept_epoch;
+  u64 key;
+  CapCmp cmp;                     /* the block against memory */
+} CapRootSpan;
+
 /* Per thread (allocated zeroed by the TinyCC side, scratch_size bytes). The payload buffer
    comes first: the caller finds it at the scratch's address (u32 length, then the walk's
    bytes). */
@@ -158,6 +177,8 @@ typedef struct {
   CapTrace traces[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
   /* (and a zero byte after each: a C string's NUL compares with it) */
   u8 kept[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS][CAP_KEPT + 8];
+  CapRootSpan roots[CAP_ROOTS];
+  u8 root_kept[CAP_ROOTS][CAP_ROOT_KEPT + 8];
 } CapScratch;
 
 #endif

@@ -533,6 +533,89 @@ static int cap_root_seen (CapRootSeen * seen, u32 * n, u64 addr, u32 key, u32 de
   return 0;
 }
 
+/* The argument struct at p (program prog, size bytes) into out at *pos: as a span kept for
+   next time, or — when this thread sent the same one before and kept it — as a reference to
+   that span, or the 8-byte windows changed since (a cursor or a row changes a few words a
+   call). Returns its bytes as they are now (in out or in the kept span), *got how many; NULL
+   when nothing could be copied. */
+static const u8 * cap_root (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 * pos, u64 p, u32 prog, u32 size, u32 * got) {
+  if (size == 0)
+    return 0;
+  u64 h = ((u64) pl->plan ^ (p * 0x9e3779b97f4a7c15UL) ^ ((u64) prog << 48)) * 0x9e3779b97f4a7c15UL;
+  u32 set = (u32) (h >> (64 - CAP_ROOT_BITS)) * CAP_ROOT_WAYS, at = set, w;
+  int found = 0;
+  s->clock++;
+  cs->visits++;
+  for (w = set; w < set + CAP_ROOT_WAYS; w++)
+    if (s->roots[w].addr == p && s->roots[w].prog == prog && s->roots[w].plan == pl->plan) {
+      at = w;
+      found = 1;
+    }
+  CapRootSpan * r = &s->roots[at];
+  u8 * kept = s->root_kept[at];
+  u8 * hd = out + *pos;
+  if (found && r->kept_len == 12 + size && r->kept_epoch == s->epoch && *pos + CAP_SPAN_HEADER + 12 * 12 <= CAP_BUDGET) {
+    u64 d = strobe_safe_diff_list (&r->cmp, 1, kept);
+    u32 n = 0;
+    if (d == 1 || (d == 0 && cap_delta_block ((const u8 *) p, kept, r->kept_len, 12, size, hd + CAP_SPAN_HEADER, &n, 12))) {
+      r->used = s->clock;
+      *got = size;
+      cap_big_note (s, p, kept + 12, size);
+      if (n == 0) {
+        cs->unchanged++;
+        cap_header (hd, r->key, META_REF);
+        *pos += 12;
+        return kept + 12;
+      }
+      u64 key = cap_new_key (s, CAP_TRACES + at);
+      cap_span_header (hd, key, META_DELTA | n, r->key);
+      r->key = key;
+      cs->deltas++;
+      cap_sent (s, CAP_TRACES + at);
+      *pos += CAP_SPAN_HEADER + 12 * n;
+      return kept + 12;
+    }
+  }
+  if (!found) {
+    for (w = set + 1; w < set + CAP_ROOT_WAYS; w++) /* the way used least recently */
+      if (s->roots[w].used < s->roots[at].used)
+        at = w;
+    r = &s->roots[at];
+    kept = s->root_kept[at];
+    r->plan = pl->plan;
+    r->addr = p;
+    r->prog = prog;
+  }
+  r->used = s->clock;
+  r->kept_len = 0;
+  if (*pos + CAP_SPAN_HEADER + 12 + size > CAP_BUDGET)
+    return 0;
+  u8 * span = hd + CAP_SPAN_HEADER;
+  u32 c = cap_copy (s, cs, span + 12, p, size);
+  if (c == 0)
+    return 0;
+  cap_header (span, p, c);
+  u64 key = 0;
+  if (c == size && size <= CAP_ROOT_KEPT - 12) {
+    __builtin_memcpy (kept, span, 12 + size);
+    r->kept_len = 12 + size;
+    r->kept_epoch = s->epoch;
+    r->cmp.src = p;
+    r->cmp.koff = 12;
+    r->cmp.len = (u16) size;
+    r->cmp.nul = 0;
+    r->cmp.op = 0;
+    key = r->key = cap_new_key (s, CAP_TRACES + at);
+    cap_sent (s, CAP_TRACES + at);
+  }
+  cap_span_header (hd, key, META_SPAN | (12 + c), 0);
+  if (c == size)
+    cap_big_note (s, p, span + 12, c);
+  *pos += CAP_SPAN_HEADER + 12 + c;
+  *got = c;
+  return span + 12;
+}
+
 /* A struct's size bytes at p as one block at out + *pos (header, then bytes), if the budget
    allows; returns the bytes copied (0: none, nothing written). A whole big copy is noted
    for the walk's later sub-walks (cap_big_find). */
@@ -558,8 +641,9 @@ static void cap_root_string (CapScratch * s, CaptureShared * cs, CapRootSeen * s
 }
 
 /* Walk the plan's enter (or exit) roots; the payload goes to s->buf + 4. Returns its length.
-   The root structs are copied, and the walk from each pointee they point to (a sub-walk)
-   replayed when it can be (cap_subtree): an argument is often a different struct each call
+   The root structs are copied (sent as a reference or the words changed since when this
+   thread sent the same one before: cap_root), and the walk from each pointee they point to
+   (a sub-walk) replayed when it can be (cap_subtree): an argument is often a different struct each call
    (a row's value, a cursor's position) that points to the same, unchanged ones (the
    connection, its schema). A small pointee two sub-walks reach is copied by both (the
    daemon reads either copy: capture_view.rs), a big one once (cap_big_find). */
@@ -592,11 +676,10 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     const CapProg * g = &pl.progs[r[i].prog];
     if (cap_root_seen (seen, &n_seen, p, g->key, g->depth))
       continue;
-    u32 at = pos;
-    u32 got = cap_block (s, cs, out, &pos, p, g->size);
-    if (got == 0)
+    u32 got = 0;
+    const u8 * data = cap_root (s, cs, &pl, out, &pos, p, r[i].prog, g->size, &got);
+    if (data == 0)
       continue;
-    const u8 * data = out + at + 12;
     /* Its pointees in field order, as the walk pops them. */
     for (u32 k = 0; k < g->n; k++) {
       const CapEdge * ed = &pl.edges[g->first + k];
@@ -635,5 +718,8 @@ void strobe_cap_forget (CapScratch * s) {
     return;
   }
   for (u32 i = 0; i < s->n_sent; i++)
-    s->traces[s->sent[i]].kept_len = 0;
+    if (s->sent[i] < CAP_TRACES)
+      s->traces[s->sent[i]].kept_len = 0;
+    else
+      s->roots[s->sent[i] - CAP_TRACES].kept_len = 0;
 }

@@ -13,7 +13,9 @@
 //
 // The walk (strobe_cap_walk in agent/native/capture_walk.c, compiled ahead of time at -O2
 // by build.rs and copied into the target by capture.ts: TinyCC's code made it twice as
-// slow; this file keeps the glue, the ring and the drain) copies the argument structs, then
+// slow; this file keeps the glue, the ring and the drain) copies the argument structs (an
+// argument struct this thread sent before goes as a reference to that span or the windows
+// changed since, like a sub-walk's: a cursor or a row changes a few words a call), then
 // walks from each of their pointees, depth-first with an explicit stack; a hash table keyed
 // by (address, type) skips a pointee already visited with as much depth left (cycles and
 // shared pointees cost one copy), and a revisit with more depth reuses the bytes when they
