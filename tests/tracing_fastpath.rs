@@ -196,6 +196,52 @@ async fn a_tiny_ring_counts_every_lost_event() {
     assert_eq!(stored + lost, 2 * n, "stored + lost = every enter and exit of {n} calls");
 }
 
+/// The hooks' timestamps are the program's CLOCK_MONOTONIC: `hotloop clock` passes its own
+/// reading to each of 100 calls, 11 to 23 ms apart; the distance from that reading to the
+/// enter's timestamp must stay the same over the ~2 s (a clock 0.1 % off would drift by
+/// 2 ms), and time never goes back from one event to the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_timestamps_follow_the_monotonic_clock() {
+    let h = harness();
+    let id = start(&h, "clock", 100, json!({ "hotCallsPerSec": 0 }), &["hot_leaf"]).await;
+    wait_for_exit(&h, &id).await;
+    let events = trace_events(&h, &id);
+    let mut offsets = Vec::new();
+    for e in events.iter().filter(|e| e.event_type == EventType::FunctionEnter) {
+        let args: Value = serde_json::from_str(e.arguments.as_deref().unwrap()).unwrap();
+        let passed = match &args {
+            Value::Object(m) => m["a"].as_i64().unwrap(),
+            Value::Array(w) => i64::from_str_radix(w[0].as_str().unwrap().trim_start_matches("0x"), 16).unwrap(),
+            other => panic!("hot_leaf arguments: {other}"),
+        };
+        offsets.push(passed - e.timestamp_ns);
+    }
+    assert_eq!(offsets.len(), 100, "100 enters");
+    let mut sorted = offsets.clone();
+    sorted.sort();
+    let median = sorted[50];
+    // The reading precedes the hook by a few µs; a preempted call may be late: 90 of 100 within
+    // 30 µs (here: 90 % within 1–3 µs).
+    let close = offsets.iter().filter(|o| (*o - median).abs() <= 30_000).count();
+    let mut spread: Vec<i64> = offsets.iter().map(|o| (o - median).abs()).collect();
+    spread.sort();
+    let first_half = offsets[..50].iter().sum::<i64>() / 50;
+    let second_half = offsets[50..].iter().sum::<i64>() / 50;
+    eprintln!("{close} of 100 within 30 µs of the median (50th/90th/99th: {} / {} / {} ns); halves {first_half} / {second_half}", spread[50], spread[90], spread[99]);
+    assert!(close >= 90, "the enter timestamps drift from the program's clock: offsets {offsets:?}");
+    // One thread, one call at a time: every timestamp at or after the one before; every
+    // duration under the 11 ms between calls.
+    let mut by_id: Vec<&Event> = events.iter().collect();
+    by_id.sort_by_key(|e| e.id);
+    for w in by_id.windows(2) {
+        assert!(w[1].timestamp_ns >= w[0].timestamp_ns, "time went back: {:?} then {:?}", w[0], w[1]);
+    }
+    for x in events.iter().filter(|e| e.event_type == EventType::FunctionExit) {
+        let d = x.duration_ns.expect("an exit's duration");
+        assert!((0..11_000_000).contains(&d), "duration {d} ns: {x:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hot_loop_is_sampled_until_sampling_is_disabled() {
     let h = harness();
