@@ -38,7 +38,8 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_TRACE_CHECKS 128      /* pointer words it reads at most */
 #define CAP_BIG 128               /* bytes from which a struct copy is shared within a walk */
 #define CAP_BIG_COPIES 16
-#define CAP_ROOT_SEEN 32          /* pointees a walk's roots lead to directly, kept to skip repeats */
+#define CAP_ROOT_SEEN 32          /* pointees a walk's roots lead to directly, kept to skip repeats ... */
+#define CAP_ROOT_SEEN_SLOTS 64    /* ... in a table this big (a power of two) */
 #define CAP_KEPT 4096              /* bytes of a sub-walk's payload kept to send it as a reference */
 #define CAP_KEEP_MISSES 4          /* sent whole this many times in a row: stop keeping it ... */
 #define CAP_KEEP_PAUSE 64          /* ... for this many replays */
@@ -67,7 +68,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 typedef struct { u64 addr; u32 key; u32 gen; } CapSeen;
 typedef struct { u8 * data; u32 depth; u32 want; u32 len; u32 op; } CapSeenData;
 typedef struct { u64 p; u32 kind; u32 prog; } CapTodo;
-typedef struct { u64 addr; u32 key; u32 depth; } CapRootSeen;
+typedef struct { u64 addr; u32 key; u32 depth; u32 gen; u32 pad; } CapRootSeen;
 typedef struct { u64 addr; u8 * data; u32 size; u32 pad; } CapBig;
 
 /* A sub-walk remembered for replay (cap_subtree): what the walk from one pointee copied, in
@@ -177,6 +178,10 @@ typedef struct {
   CapTrace traces[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
   /* (and a zero byte after each: a C string's NUL compares with it) */
   u8 kept[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS][CAP_KEPT + 8];
+  /* What this walk's roots led to directly (cap_root_seen): entries of generation root_gen. */
+  u32 root_gen;
+  u32 n_root_seen;
+  CapRootSeen root_seen[CAP_ROOT_SEEN_SLOTS];
   CapRootSpan roots[CAP_ROOTS];
   u8 root_kept[CAP_ROOTS][CAP_ROOT_KEPT + 8];
 } CapScratch;

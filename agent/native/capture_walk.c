@@ -296,7 +296,8 @@ static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kep
       if (op->kind == CAP_OP_UNREADABLE && !cap_known_bad (s, op->addr) && cap_copy (s, cs, tmp, op->addr, 1) != 0)
         goto changed;
     }
-  u32 changed = 0; /* ops with a changed byte */
+  u32 changed = 0, n_changed = 0; /* ops with a changed byte, and the first comparison of each */
+  u8 at_changed[CAP_TRACE_OPS];
   for (i = 0; i < t->n_cmp; i++) {
     u64 r = strobe_safe_diff_list (t->cmp + i, t->n_cmp - i, kept);
     if (r == ~0UL)
@@ -307,14 +308,13 @@ static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kep
     const CapCmp * c = &t->cmp[i];
     if (c->nul || !cap_delta_block ((const u8 *) c->src, kept, t->kept_len, c->koff, c->len, ent, &n, most))
       goto changed;
+    if (!(changed & (1u << c->op)))
+      at_changed[n_changed++] = (u8) i;
     changed |= 1u << c->op;
   }
   /* A changed pointer word: the walk would go elsewhere. Only a changed op's are looked at. */
-  for (i = 0; changed != 0 && i < t->n_cmp; i++) {
-    const CapCmp * c = &t->cmp[i];
-    if (c->nul || !(changed & (1u << c->op)))
-      continue;
-    changed &= ~(1u << c->op);
+  for (i = 0; i < n_changed; i++) {
+    const CapCmp * c = &t->cmp[at_changed[i]];
     for (u32 k = t->check_at[c->op]; k < t->check_at[c->op + 1]; k++) {
       u64 v;
       __builtin_memcpy (&v, kept + c->koff + t->checks[k].off, 8);
@@ -519,18 +519,30 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
 }
 
 /* Seen (address, type) among what the roots led to directly, with at least depth left; else
-   noted. A repeat is left out, as the whole walk's visit table would leave it out. */
-static int cap_root_seen (CapRootSeen * seen, u32 * n, u64 addr, u32 key, u32 depth) {
-  for (u32 i = 0; i < *n; i++)
-    if (seen[i].addr == addr && seen[i].key == key && seen[i].depth >= depth)
-      return 1;
-  if (*n < CAP_ROOT_SEEN) {
-    seen[*n].addr = addr;
-    seen[*n].key = key;
-    seen[*n].depth = depth;
-    (*n)++;
+   noted (up to CAP_ROOT_SEEN, in a small hash table). A repeat is left out, as the whole
+   walk's visit table would leave it out. */
+static int cap_root_seen (CapScratch * s, u64 addr, u32 key, u32 depth) {
+  u32 h = cap_hash (addr, key) & (CAP_ROOT_SEEN_SLOTS - 1);
+  for (;;) {
+    CapRootSeen * e = &s->root_seen[h];
+    if (e->gen != s->root_gen) {
+      if (s->n_root_seen >= CAP_ROOT_SEEN)
+        return 0;
+      s->n_root_seen++;
+      e->gen = s->root_gen;
+      e->addr = addr;
+      e->key = key;
+      e->depth = depth;
+      return 0;
+    }
+    if (e->addr == addr && e->key == key) {
+      if (e->depth >= depth)
+        return 1;
+      e->depth = depth;
+      return 0;
+    }
+    h = (h + 1) & (CAP_ROOT_SEEN_SLOTS - 1);
   }
-  return 0;
 }
 
 /* The argument struct at p (program prog, size bytes) into out at *pos: as a span kept for
@@ -635,8 +647,8 @@ static u32 cap_block (CapScratch * s, CaptureShared * cs, u8 * out, u32 * pos, u
 }
 
 /* A C string the roots lead to directly (or are), unless already copied or over budget. */
-static void cap_root_string (CapScratch * s, CaptureShared * cs, CapRootSeen * seen, u32 * n_seen, u8 * out, u32 * pos, u64 p) {
-  if (!cap_root_seen (seen, n_seen, p, CAP_KEY_CSTRING, 0) && *pos + 12 + CAP_STRING <= CAP_BUDGET)
+static void cap_root_string (CapScratch * s, CaptureShared * cs, u8 * out, u32 * pos, u64 p) {
+  if (!cap_root_seen (s, p, CAP_KEY_CSTRING, 0) && *pos + 12 + CAP_STRING <= CAP_BUDGET)
     *pos += cap_string (s, cs, out + *pos, p, 64);
 }
 
@@ -656,11 +668,16 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
   const CapRoot * r = at_exit ? pl.roots + plan->n_enter : pl.roots;
   u32 nr = at_exit ? plan->n_exit : plan->n_enter;
   u8 * out = s->buf + 4;
-  u32 pos = 0, i, n_seen = 0;
-  CapRootSeen seen[CAP_ROOT_SEEN];
+  u32 pos = 0, i;
   s->now = 0;
   s->n_big = 0;
   s->n_sent = 0;
+  s->n_root_seen = 0;
+  if (++s->root_gen == 0) { /* wrapped: forget every entry once */
+    for (i = 0; i < CAP_ROOT_SEEN_SLOTS; i++)
+      s->root_seen[i].gen = 0;
+    s->root_gen = 1;
+  }
   if (s->next_key == 0)
     s->next_key = (cap_ticks () << 8) & 0xffffffffffffUL;
   for (i = 0; i < nr; i++) {
@@ -668,13 +685,13 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     if (!cap_plausible (p))
       continue;
     if (r[i].kind != 0) {
-      cap_root_string (s, cs, seen, &n_seen, out, &pos, p);
+      cap_root_string (s, cs, out, &pos, p);
       continue;
     }
     if (r[i].prog >= plan->n_progs)
       continue;
     const CapProg * g = &pl.progs[r[i].prog];
-    if (cap_root_seen (seen, &n_seen, p, g->key, g->depth))
+    if (cap_root_seen (s, p, g->key, g->depth))
       continue;
     u32 got = 0;
     const u8 * data = cap_root (s, cs, &pl, out, &pos, p, r[i].prog, g->size, &got);
@@ -692,13 +709,13 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
         if (!cap_plausible (q))
           continue;
         if (ed->kind != 0) {
-          cap_root_string (s, cs, seen, &n_seen, out, &pos, q);
+          cap_root_string (s, cs, out, &pos, q);
           continue;
         }
         if (ed->child >= plan->n_progs)
           continue;
         const CapProg * cg = &pl.progs[ed->child];
-        if (cap_root_seen (seen, &n_seen, q, cg->key, cg->depth) || cap_known_bad (s, q))
+        if (cap_root_seen (s, q, cg->key, cg->depth) || cap_known_bad (s, q))
           continue; /* (an integer in a union read as a pointer, often: not worth a lookup) */
         if (cg->n > 0)
           pos = cap_subtree (s, cs, &pl, out, pos, q, ed->child);
