@@ -51,7 +51,7 @@
 //
 // Ring: a typed record takes k consecutive slots with one reservation: the header slot
 // (kind 3 enter / 4 exit, laid out like the others) then u32 payload length and the payload
-// across the next slots. strobe_drain sends header, words, u32 length, payload ("rec-v2").
+// across the next slots. A typed exit with nothing to walk (kind 5) is one slot, no payload. strobe_drain sends header, words, u32 length, payload ("rec-v2").
 
 /** Where a hook's Fn block (fastpath.ts) holds its plan pointer: after the Fn struct. */
 export const FN_PLAN_OFFSET = 56;
@@ -82,6 +82,10 @@ extern void strobe_cap_forget (void * scratch);
 #define CAP_MAX_SLOTS ${CAPTURE_MAX_SLOTS}
 #define KIND_TYPED_ENTER 3
 #define KIND_TYPED_EXIT 4
+/* A typed exit whose plan reads nothing at exit (no pointee of the return value: a scalar or
+   void): one slot laid out like a plain exit, no payload; the daemon prints its return value
+   with the plan's type. */
+#define KIND_TYPED_EXIT_BARE 5
 /* Cost sampling weighs the walks of 1 recorded call in CAP_COST_EVERY (16; the top 4 bits of
    a hash of the call id are 0), each counted 16 times: two clock reads per call fewer. A
    hash, so neither rate sampling's 1 in N nor functions alternating on a thread line up
@@ -193,14 +197,25 @@ static void capture_exit (Fn * f, Thread * t, Invocation * inv, guint64 ret, gui
 
 static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
   CapPlan * plan = FN_PLAN (f);
+  guint32 pos;
+  if (CAP_EXIT_ROOTS (plan) == 0) { /* nothing to walk: a bare typed exit */
+    Rec * r = reserve (&pos);     /* (counts a loss itself) */
+    if (r == NULL)
+      return;
+    r->kind = KIND_TYPED_EXIT_BARE; r->flags = inv->flags; r->nargs = 0; r->pad = 0;
+    r->fn = f->id; r->tid = t->tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
+    r->v[0] = ret;
+    r->v[1] = ts - inv->ts;
+    commit (r, pos);
+    capture.records++;
+    return;
+  }
   guint8 * s = cap_scratch ();
-  /* (A plan without exit roots walks nothing here: its record is as small as records get.) */
-  if (s == NULL || (CAP_EXIT_ROOTS (plan) != 0 && !cap_room (s))) {
+  if (s == NULL || !cap_room (s)) {
     xadd64 (&shared.lost, 1);
     return;
   }
   guint32 len = strobe_cap_walk (plan, 1, &ret, s, &capture);
-  guint32 pos;
   Rec * r = reserve_n (cap_slots_for (len), &pos);
   if (r == NULL) {
     strobe_cap_forget (s);

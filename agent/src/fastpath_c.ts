@@ -21,6 +21,8 @@
 //   kind 1 exit:     v[0] = return value, v[1] = duration in ns (exit ts - enter ts)
 //   kind 2 sampling: v[0] = 1 sampling switched on / 0 off, v[1] = 1-in-N rate; flags 0
 //                    for the call rate, 1 for the hooks' cost (check_rate)
+//   kind 3, 4:       typed enter and exit, followed by their captures (capture_c.ts)
+//   kind 5:          typed exit with nothing captured, laid out as kind 1
 //   flags bit 0 (enter, exit): the call was recorded while its function was being sampled.
 // Call ids are (thread serial << 32) | per-thread counter: unique without an atomic.
 //

@@ -29,6 +29,9 @@ const KIND_SAMPLING: u8 = 2;
 /// plan's copied blocks.
 const KIND_TYPED_ENTER: u8 = 3;
 const KIND_TYPED_EXIT: u8 = 4;
+/// A typed exit whose plan reads nothing at exit (a scalar or void return): laid out like
+/// a plain exit, no payload; its return value printed with the plan's type.
+const KIND_TYPED_EXIT_BARE: u8 = 5;
 const FLAG_SAMPLED: u8 = 1;
 
 /// One record, as laid out by the agent.
@@ -189,7 +192,8 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         };
         // A typed enter is stored as captured (capture_lazy.rs), its spans as rows; an exit is
         // decoded now (its return value is filtered on).
-        let plan = if r.kind == KIND_TYPED_ENTER || r.kind == KIND_TYPED_EXIT { st.capture.plans.get(&r.func).cloned() } else { None };
+        let typed_kind = matches!(r.kind, KIND_TYPED_ENTER | KIND_TYPED_EXIT | KIND_TYPED_EXIT_BARE);
+        let plan = if typed_kind { st.capture.plans.get(&r.func).cloned() } else { None };
         let out = if r.kind == KIND_TYPED_ENTER && plan.is_some() { Out::Referenced } else { Out::Expanded };
         // Before anything may skip the record: its spans are kept for later references.
         let spans_before = batch.capture_rows.spans.len();
@@ -202,7 +206,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         let ts = r.ts as i64 - s.start_mono_ns;
         let exit = match r.kind {
             KIND_ENTER | KIND_TYPED_ENTER => false,
-            KIND_EXIT | KIND_TYPED_EXIT => true,
+            KIND_EXIT | KIND_TYPED_EXIT | KIND_TYPED_EXIT_BARE => true,
             KIND_SAMPLING => {
                 let enabled = r.v[0] != 0;
                 if enabled && st.tracing.never_sample.contains(&r.func) {
@@ -260,7 +264,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         if exit {
             words[1] = 0; // v[1] of an exit is its duration, not a word to store
         }
-        if r.kind == KIND_TYPED_ENTER || r.kind == KIND_TYPED_EXIT {
+        if typed_kind {
             let regs = if exit { &r.v[..1] } else { &r.v[..(r.nargs as usize).min(MAX_ARGS)] };
             let state = &mut *st;
             match (&plan, out) {
@@ -392,6 +396,7 @@ mod tests {
         data.extend(record(KIND_EXIT, 5, 1, 10, [0x77, 300, 9, 9, 9, 9]));
         data.extend(record(KIND_ENTER, 0, 2, 11, [9; 6]));
         data.extend(record(KIND_ENTER, 200, 2, 12, [8; 6])); // nargs beyond what a record holds
+        data.extend(record(KIND_TYPED_EXIT_BARE, 0, 2, 12, [5, 40, 9, 9, 9, 9])); // no payload length
         let mut rest = &data[..];
         let mut seen = Vec::new();
         while let Some((r, len)) = Record::parse(rest) {
@@ -401,7 +406,7 @@ mod tests {
         assert!(rest.is_empty());
         assert_eq!(
             seen,
-            vec![(0, [1, 2, 3, 4, 5, 0]), (1, [0x77, 300, 0, 0, 0, 0]), (0, [0; 6]), (0, [8; 6])]
+            vec![(0, [1, 2, 3, 4, 5, 0]), (1, [0x77, 300, 0, 0, 0, 0]), (0, [0; 6]), (0, [8; 6]), (5, [5, 40, 0, 0, 0, 0])]
         );
         // A batch cut inside a record: that record is not decoded.
         assert!(Record::parse(&data[..HEADER_SIZE + 8]).is_none());
