@@ -174,10 +174,10 @@ typedef struct {
   u32 n_sent;                     /* traces this walk sent a kept span or delta of (~0: too many) */
   u64 next_key;
   u16 sent[CAP_SENT];
-  CapTraceTag trace_tags[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
-  CapTrace traces[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS];
+  CapTraceTag trace_tags[CAP_TRACES];
+  CapTrace traces[CAP_TRACES];
   /* (and a zero byte after each: a C string's NUL compares with it) */
-  u8 kept[(1 << CAP_TRACE_BITS) * CAP_TRACE_WAYS][CAP_KEPT + 8];
+  u8 kept[CAP_TRACES][CAP_KEPT + 8];
   /* What this walk's roots led to directly (cap_root_seen): entries of generation root_gen. */
   u32 root_gen;
   u32 n_root_seen;

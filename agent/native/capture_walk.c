@@ -408,6 +408,29 @@ static inline void cap_sent (CapScratch * s, u32 at) {
     s->n_sent = ~0u;
 }
 
+/* What a kept span sends when memory still holds it (n 0: a reference to *key) or n of its
+   8-byte windows changed (a delta on *key, whose entries are already at h + CAP_SPAN_HEADER;
+   *key becomes the delta's, of slot): the header at h. Returns the bytes written. */
+static u32 cap_send_kept (CapScratch * s, CaptureShared * cs, u8 * h, u64 * key, u32 slot, u32 n) {
+  if (n == 0) {
+    cs->unchanged++;
+    cap_header (h, *key, META_REF);
+    return 12;
+  }
+  u64 next = cap_new_key (s, slot);
+  cap_span_header (h, next, META_DELTA | n, *key);
+  *key = next;
+  cs->deltas++;
+  cap_sent (s, slot);
+  return CAP_SPAN_HEADER + 12 * n;
+}
+
+/* Where the walk from p with program prog of plan is remembered: a hash whose top bits pick
+   the set (cap_subtree's traces, cap_root's argument structs). */
+static inline u64 cap_start_hash (const CapPlan * plan, u64 p, u32 prog) {
+  return ((u64) plan ^ (p * 0x9e3779b97f4a7c15UL) ^ ((u64) prog << 48)) * 0x9e3779b97f4a7c15UL;
+}
+
 /* A replay of trace t (index at) at out + pos, in a span the decoder keeps when it may be
    compared later, or as the changed words of the span it kept (kept: t's kept span is
    valid); returns the new pos, or 0 when the walk must run. */
@@ -445,7 +468,7 @@ static u32 cap_replay_span (CapScratch * s, CaptureShared * cs, CapTrace * t, u3
    one starting there still holds — as a reference when memory still holds what its kept span
    does — else walked and remembered. Returns the new pos. */
 static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, u64 p, u32 prog) {
-  u64 h = ((u64) pl->plan ^ (p * 0x9e3779b97f4a7c15UL) ^ ((u64) prog << 48)) * 0x9e3779b97f4a7c15UL;
+  u64 h = cap_start_hash (pl->plan, p, prog);
   u32 set = (u32) (h >> (64 - CAP_TRACE_BITS)) * CAP_TRACE_WAYS, at = set, w, end;
   CapTraceTag * tags = s->trace_tags;
   int found = 0;
@@ -466,18 +489,8 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
       if (n != ~0u) {
         cap_replayed (s, cs, t, at);
         t->misses = 0;
-        if (n == 0) {
-          cs->unchanged++;
-          cap_header (out + pos, t->key, META_REF);
-          return pos + 12;
-        }
-        /* A few words changed (a counter, a cursor's position): those are sent. */
-        u64 key = cap_new_key (s, at);
-        cap_span_header (out + pos, key, META_DELTA | n, t->key);
-        t->key = key;
-        cs->deltas++;
-        cap_sent (s, at);
-        return pos + CAP_SPAN_HEADER + 12 * n;
+        /* Unchanged, or a few words changed (a counter, a cursor's position): those are sent. */
+        return pos + cap_send_kept (s, cs, out + pos, &t->key, at, n);
       }
     }
     end = cap_replay_span (s, cs, t, at, out, pos, kept);
@@ -553,7 +566,7 @@ static int cap_root_seen (CapScratch * s, u64 addr, u32 key, u32 depth) {
 static const u8 * cap_root (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 * pos, u64 p, u32 prog, u32 size, u32 * got) {
   if (size == 0)
     return 0;
-  u64 h = ((u64) pl->plan ^ (p * 0x9e3779b97f4a7c15UL) ^ ((u64) prog << 48)) * 0x9e3779b97f4a7c15UL;
+  u64 h = cap_start_hash (pl->plan, p, prog);
   u32 set = (u32) (h >> (64 - CAP_ROOT_BITS)) * CAP_ROOT_WAYS, at = set, w;
   int found = 0;
   s->clock++;
@@ -573,18 +586,7 @@ static const u8 * cap_root (CapScratch * s, CaptureShared * cs, const CapParts *
       r->used = s->clock;
       *got = size;
       cap_big_note (s, p, kept + 12, size);
-      if (n == 0) {
-        cs->unchanged++;
-        cap_header (hd, r->key, META_REF);
-        *pos += 12;
-        return kept + 12;
-      }
-      u64 key = cap_new_key (s, CAP_TRACES + at);
-      cap_span_header (hd, key, META_DELTA | n, r->key);
-      r->key = key;
-      cs->deltas++;
-      cap_sent (s, CAP_TRACES + at);
-      *pos += CAP_SPAN_HEADER + 12 * n;
+      *pos += cap_send_kept (s, cs, hd, &r->key, CAP_TRACES + at, n);
       return kept + 12;
     }
   }

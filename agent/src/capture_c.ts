@@ -51,7 +51,8 @@
 //
 // Ring: a typed record takes k consecutive slots with one reservation: the header slot
 // (kind 3 enter / 4 exit, laid out like the others) then u32 payload length and the payload
-// across the next slots. A typed exit with nothing to walk (kind 5) is one slot, no payload. strobe_drain sends header, words, u32 length, payload ("rec-v2").
+// across the next slots. strobe_drain sends header, words, u32 length, payload ("rec-v2").
+// A typed exit with nothing to walk (kind 5) is one slot like a plain exit, no payload.
 
 /** Where a hook's Fn block (fastpath.ts) holds its plan pointer: after the Fn struct. */
 export const FN_PLAN_OFFSET = 56;
@@ -197,17 +198,9 @@ static void capture_exit (Fn * f, Thread * t, Invocation * inv, guint64 ret, gui
 
 static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
   CapPlan * plan = FN_PLAN (f);
-  guint32 pos;
   if (CAP_EXIT_ROOTS (plan) == 0) { /* nothing to walk: a bare typed exit */
-    Rec * r = reserve (&pos);     /* (counts a loss itself) */
-    if (r == NULL)
-      return;
-    r->kind = KIND_TYPED_EXIT_BARE; r->flags = inv->flags; r->nargs = 0; r->pad = 0;
-    r->fn = f->id; r->tid = t->tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
-    r->v[0] = ret;
-    r->v[1] = ts - inv->ts;
-    commit (r, pos);
-    capture.records++;
+    if (exit_record (f, t, inv, ret, ts, KIND_TYPED_EXIT_BARE))
+      capture.records++;
     return;
   }
   guint8 * s = cap_scratch ();
@@ -216,6 +209,7 @@ static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 r
     return;
   }
   guint32 len = strobe_cap_walk (plan, 1, &ret, s, &capture);
+  guint32 pos;
   Rec * r = reserve_n (cap_slots_for (len), &pos);
   if (r == NULL) {
     strobe_cap_forget (s);

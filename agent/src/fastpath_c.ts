@@ -255,6 +255,21 @@ static void check_rate (Fn * f, guint64 n) {
     emit_sampling (f, 1, rate_hot ? SAMPLING_BY_RATE : SAMPLING_BY_COST);
 }
 
+/* An exit record of kind (1, or capture_c.ts's bare typed exit): the return value and the
+   call's duration. 0 when the ring was full (counted as lost). */
+static int exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts, guint8 kind) {
+  guint32 pos;
+  Rec * r = reserve (&pos);
+  if (r == NULL)
+    return 0;
+  r->kind = kind; r->flags = inv->flags; r->nargs = 0; r->pad = 0;
+  r->fn = f->id; r->tid = t->tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
+  r->v[0] = ret;
+  r->v[1] = ts - inv->ts;
+  commit (r, pos);
+  return 1;
+}
+
 /* ---- typed capture (capture_c.ts) ---- */
 ${CAPTURE_C}
 /* ---- end of typed capture ---- */
@@ -316,15 +331,7 @@ static void record_exit (Fn * f, Invocation * inv, guint64 ret) {
     capture_exit (f, t, inv, ret, ts); /* typed capture (capture_c.ts) */
     return;
   }
-  guint32 pos;
-  Rec * r = reserve (&pos);
-  if (r == NULL)
-    return;
-  r->kind = 1; r->flags = inv->flags; r->nargs = 0; r->pad = 0;
-  r->fn = f->id; r->tid = t->tid; r->call = call; r->parent = inv->parent; r->ts = ts;
-  r->v[0] = ret;
-  r->v[1] = ts - inv->ts;
-  commit (r, pos);
+  exit_record (f, t, inv, ret, ts, 1);
 }
 
 void on_enter (GumInvocationContext * ic) {
