@@ -13,7 +13,9 @@
 //! `cargo bench --bench sqlite_real` (env: `SQLITE_BENCH_ROWS`, default 1000;
 //! `SQLITE_BENCH_QUERIES`, default 10; `SQLITE_BENCH_REPEAT`, runs of each row, default 3,
 //! medians reported; `SQLITE_BENCH_TYPED_ONLY=1`, optionally with `SQLITE_BENCH_PERF=<file>`:
-//! the typed row alone, see `typed_only`). uftrace (Debian package) is installed with apt-get
+//! the typed row alone, see `typed_only`; `SQLITE_BENCH_TYPED_ONLY=store`: the typed row
+//! alone until every row is stored, printing rows/s end to end; with `SQLITE_BENCH_WORDS=1`
+//! the integer-only row instead). uftrace (Debian package) is installed with apt-get
 //! when missing and this runs as root; otherwise its row is skipped with a note.
 
 use std::path::{Path, PathBuf};
@@ -156,6 +158,9 @@ fn every_call() -> Value {
 fn main() {
     let exe = build_driver();
     let args = vec![env_u64("SQLITE_BENCH_ROWS", 1000).to_string(), env_u64("SQLITE_BENCH_QUERIES", 10).to_string()];
+    if std::env::var("SQLITE_BENCH_TYPED_ONLY").as_deref() == Ok("store") {
+        return typed_stored(&exe, &args);
+    }
     if std::env::var("SQLITE_BENCH_TYPED_ONLY").is_ok() {
         return typed_only(&exe, &args, std::env::var("SQLITE_BENCH_PERF").ok().map(PathBuf::from));
     }
@@ -287,6 +292,21 @@ fn typed_only(exe: &Path, args: &[String], perf_out: Option<PathBuf>) {
         println!("{line}\ncapture: {}", after["capture"]);
         engine.send_stdin(&id, b"exit\n").await.expect("stdin");
         engine.stop(&id, false).await.ok();
+    });
+}
+
+/// `SQLITE_BENCH_TYPED_ONLY=store`: the typed row once, waiting until every row is stored
+/// (a profile of the daemon then shows the store's work on typed rows, not a session's
+/// deletion racing it).
+fn typed_stored(exe: &Path, args: &[String]) {
+    runtime().block_on(async {
+        let (_home, engine) = bench_engine().await;
+        let mut options = every_call();
+        if std::env::var_os("SQLITE_BENCH_WORDS").is_some() {
+            options["typedValues"] = json!(false); // the integer-only row, for comparison
+        }
+        let r = strobe_run(&engine, exe, args, options).await;
+        println!("{}: {} stored, {} lost, {:.0} rows/s end to end, CPU {:.0} ms in the workload", if std::env::var_os("SQLITE_BENCH_WORDS").is_some() { "integer-only" } else { "typed" }, r.stored, r.lost, r.rows_per_sec, r.cpu / 1e6);
     });
 }
 

@@ -2,6 +2,9 @@
 //! `Store::insert` stores for the same rows as `Event`s: two stores, one fed each way with
 //! identical ids, must answer every query identically.
 
+use std::sync::Arc;
+
+use strobe::store::word_shape::{WordKind, WordShape};
 use strobe::store::{EventQuery, EventType, RawTraceBatch, RawTraceRecord, Store, TextFilter, TraceSite, TraceThread};
 use tempfile::TempDir;
 
@@ -27,8 +30,22 @@ impl Rng {
 fn sites() -> Vec<TraceSite> {
     vec![
         TraceSite { function_name: "hot_leaf".into(), function_name_raw: "hot_leaf".into(), source_file: Some("/src/hot.c".into()), line_number: Some(12), shape: None },
-        TraceSite { function_name: "ns::Widget::draw".into(), function_name_raw: "_ZN2ns6Widget4drawEv".into(), source_file: None, line_number: None, shape: None },
-        TraceSite { function_name: "quote\"and\\back".into(), function_name_raw: "q".into(), source_file: Some("/src/ü.rs".into()), line_number: Some(1), shape: None },
+        // Typed words: an `int` result prints `0`, which is no null return.
+        TraceSite {
+            function_name: "ns::Widget::draw".into(),
+            function_name_raw: "_ZN2ns6Widget4drawEv".into(),
+            source_file: None,
+            line_number: None,
+            shape: Some(Arc::new(WordShape { hidden: 0, params: vec![("n".into(), WordKind::Int { size: 4, signed: true })], ret: Some(WordKind::Int { size: 4, signed: true }) })),
+        },
+        // A `void` result prints `null` whatever the register holds.
+        TraceSite {
+            function_name: "quote\"and\\back".into(),
+            function_name_raw: "q".into(),
+            source_file: Some("/src/ü.rs".into()),
+            line_number: Some(1),
+            shape: Some(Arc::new(WordShape { hidden: 0, params: vec![], ret: None })),
+        },
     ]
 }
 
@@ -58,7 +75,11 @@ fn batches(n_batches: usize, per_batch: usize) -> Vec<RawTraceBatch> {
             now += 1 + (rng.next() % 500) as i64;
             let t = (rng.next() % 2) as usize;
             let enter = stacks[t].is_empty() || (stacks[t].len() < 5 && rng.next().is_multiple_of(2));
-            let first = if rng.next().is_multiple_of(5) { u64::MAX } else { rng.next() };
+            let first = match rng.next() % 5 {
+                0 => u64::MAX,
+                1 => 0,
+                _ => rng.next(),
+            };
             let words = [first, u64::MAX, 0, rng.next() >> 40, 1, rng.next()];
             let id = next_id;
             next_id += 1;
@@ -97,6 +118,11 @@ fn batches(n_batches: usize, per_batch: usize) -> Vec<RawTraceBatch> {
             if b % 2 == 1 {
                 rec.site = 2 - rec.site; // the reversed site list
             }
+            // Text a decoder wrote (a typed capture's JSON), in place of the words.
+            if rng.next().is_multiple_of(6) {
+                let text = ["{\"rc\":0}", "null", "\"0x0\"", "[1,2]"][(rng.next() % 4) as usize];
+                batch.texts.push((batch.records.len() as u32, text.to_string()));
+            }
             batch.records.push(rec);
         }
         out.push(batch);
@@ -117,6 +143,9 @@ fn all_queries() -> Vec<EventQuery> {
         EventQuery { min_duration_ns: Some(2_000), ..base.clone() },
         EventQuery { return_value_equals: Some(serde_json::json!("0xffffffffffffffff")), ..base.clone() },
         EventQuery { after_event_id: Some(1_500), ..base.clone() },
+        EventQuery { return_value_is_null: Some(true), ..base.clone() },
+        EventQuery { return_value_is_null: Some(false), offset: 300, ..base.clone() },
+        EventQuery { return_value_equals: Some(serde_json::json!({"rc": 0})), ..base.clone() },
         EventQuery { pid: Some(4242), time_from_ns: Some(10_000), time_to_ns: Some(200_000), ..base },
     ]
 }

@@ -124,11 +124,7 @@ pub(super) fn ingest(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, header: &
         return;
     }
     let Ok(symbols) = engine.session_symbols(s) else { return };
-    let (batch, typed) = decode(engine, s, &symbols, pid, data);
-    engine.store.insert_trace_batch(batch);
-    if !typed.is_empty() {
-        engine.store.insert(typed);
-    }
+    engine.store.insert_trace_batch(decode(engine, s, &symbols, pid, data));
     if let Some(seq) = header.get("seq").and_then(Value::as_u64) {
         acknowledge(engine, s, pid, seq);
     }
@@ -168,7 +164,7 @@ fn acknowledge(engine: &Arc<Engine>, s: &Arc<Session>, pid: u32, seq: u64) {
 /// session state). Strings — names, files, thread names — are looked up once per distinct
 /// function and thread of the batch, not per record. Typed captures come back as events of
 /// their own (their JSON built here by capture_decode.rs), numbered in stream order.
-pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, pid: u32, data: &[u8]) -> (RawTraceBatch, Vec<crate::store::Event>) {
+pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, pid: u32, data: &[u8]) -> RawTraceBatch {
     let mut batch = RawTraceBatch {
         session_id: s.id.clone(),
         pid: pid as i64,
@@ -300,9 +296,9 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         });
     }
     drop(st);
-    let texts = typed.iter().map(|t| (t.record, t.json(batch.records[t.record].exit))).collect();
-    let events = split_typed(&mut batch, texts);
-    (batch, events)
+    // Rows of the same batch as the integer records around them: the writer binds the text.
+    batch.texts = typed.iter().map(|t| (t.record as u32, t.json(batch.records[t.record].exit))).collect();
+    batch
 }
 
 /// A typed capture of a batch: its record, plan, registers and copied blocks.
@@ -322,40 +318,6 @@ impl Typed<'_> {
             None => "\"<no capture plan>\"".into(),
         }
     }
-}
-
-/// Typed captures leave the integer batch as events carrying their JSON.
-fn split_typed(batch: &mut RawTraceBatch, typed: Vec<(usize, String)>) -> Vec<crate::store::Event> {
-    if typed.is_empty() {
-        return Vec::new();
-    }
-    let mut texts = typed.into_iter().peekable();
-    let mut kept = Vec::with_capacity(batch.records.len());
-    let mut moved = RawTraceBatch { session_id: batch.session_id.clone(), pid: batch.pid, sites: batch.sites.clone(), threads: batch.threads.clone(), ..Default::default() };
-    let mut moved_texts = Vec::new();
-    // Records stored as captured stay, at their new index.
-    let mut captures = batch.captures.iter_mut().peekable();
-    for (i, r) in batch.records.drain(..).enumerate() {
-        if texts.peek().is_some_and(|(j, _)| *j == i) {
-            moved_texts.push(texts.next().unwrap().1);
-            moved.records.push(r);
-        } else {
-            if let Some(c) = captures.next_if(|c| c.0 as usize == i) {
-                c.0 = kept.len() as u32;
-            }
-            kept.push(r);
-        }
-    }
-    batch.records = kept;
-    let mut events = moved.to_events();
-    for (e, text) in events.iter_mut().zip(moved_texts) {
-        if e.event_type == crate::store::EventType::FunctionExit {
-            e.return_value = Some(text);
-        } else {
-            e.arguments = Some(text);
-        }
-    }
-    events
 }
 
 #[cfg(test)]

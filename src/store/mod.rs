@@ -234,12 +234,13 @@ impl Store {
             // Its spans stay: later records' captures refer to them.
             batch.records.clear();
             batch.captures.clear();
+            batch.texts.clear();
             if batch.capture_rows.is_empty() {
                 return;
             }
         }
         // Formatted here, on the producer's thread: the writer is the pipeline's one serial stage.
-        let texts = raw_batch::TraceTexts::format(&batch.records, &batch.sites);
+        let texts = raw_batch::TraceTexts::format(&batch.records, &batch.sites, &batch.texts);
         self.shared.pending.fetch_add(batch.records.len() as i64, Ordering::Relaxed);
         if self.tx.send(Msg::TraceBatch(batch, texts)).is_err() {
             tracing::error!("event store: the writer thread has stopped; trace events dropped");

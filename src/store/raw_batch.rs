@@ -69,6 +69,9 @@ pub struct RawTraceBatch {
     pub captures: Vec<(u32, Vec<u8>)>,
     /// The spans and plans those captures refer to (`captures.rs`).
     pub capture_rows: super::captures::CaptureRows,
+    /// Records whose text the decoder wrote instead of their words (a typed exit's return
+    /// value, a typed record without a plan): (index in `records`, the text), in record order.
+    pub texts: Vec<(u32, String)>,
 }
 
 /// `extra` of a sampled row, as `encode_extra` writes it for `sampled: Some(true)`.
@@ -130,13 +133,20 @@ pub(crate) struct TraceTexts {
 }
 
 impl TraceTexts {
-    pub(crate) fn format(records: &[RawTraceRecord], sites: &[TraceSite]) -> TraceTexts {
+    /// Each record's words as `format_words` prints them, or its text in `given` (a batch's
+    /// `texts`: index, text, in record order).
+    pub(crate) fn format(records: &[RawTraceRecord], sites: &[TraceSite], given: &[(u32, String)]) -> TraceTexts {
         // About 16 bytes per enter argument, 20 per return value.
-        let mut bytes = Vec::with_capacity(records.len() * 24);
+        let mut bytes = Vec::with_capacity(records.len() * 24 + given.iter().map(|g| g.1.len()).sum::<usize>());
         let mut ends = Vec::with_capacity(records.len());
-        for r in records {
-            let shape = sites.get(r.site as usize).and_then(|s| s.shape.as_deref());
-            push_words(r, shape, &mut bytes);
+        let mut given = given.iter().peekable();
+        for (i, r) in records.iter().enumerate() {
+            if let Some((_, text)) = given.next_if(|g| g.0 as usize == i) {
+                bytes.extend_from_slice(text.as_bytes());
+            } else {
+                let shape = sites.get(r.site as usize).and_then(|s| s.shape.as_deref());
+                push_words(r, shape, &mut bytes);
+            }
             ends.push(bytes.len() as u32);
         }
         // One validation of the whole buffer; only valid UTF-8 was written.
@@ -163,8 +173,10 @@ impl RawTraceBatch {
     pub fn to_events(&self) -> Vec<Event> {
         let mut out = Vec::with_capacity(self.records.len());
         let mut captures = self.captures.iter().peekable();
+        let mut given = self.texts.iter().peekable();
         for (i, r) in self.records.iter().enumerate() {
             let capture = captures.next_if(|(at, _)| *at as usize == i).map(|(_, raw)| raw.clone());
+            let given = given.next_if(|(at, _)| *at as usize == i).map(|(_, text)| text.clone());
             let (Some(site), Some(thread)) = (self.sites.get(r.site as usize), self.threads.get(r.thread as usize)) else {
                 continue;
             };
@@ -180,7 +192,7 @@ impl RawTraceBatch {
             e.line_number = site.line_number;
             e.sampled = r.sampled.then_some(true);
             e.parent_event_id = (r.parent_event_id != 0).then_some(r.parent_event_id);
-            let text = format_words(r, site.shape.as_deref());
+            let text = given.unwrap_or_else(|| format_words(r, site.shape.as_deref()));
             if r.exit {
                 e.return_value = Some(text);
                 e.duration_ns = Some(r.duration_ns);
@@ -238,11 +250,15 @@ mod tests {
     #[test]
     fn batch_texts_are_each_records_format_words() {
         let records = [rec(false, 2, [0, 0xab, 0, 0, 0, 0]), rec(true, 0, [0x1f; 6]), rec(false, 0, [1; 6]), rec(true, 0, [0; 6])];
-        let texts = TraceTexts::format(&records, &[]);
+        let texts = TraceTexts::format(&records, &[], &[]);
         for (i, r) in records.iter().enumerate() {
             assert_eq!(texts.get(i), format_words(r, None), "record {i}");
         }
         assert_eq!(texts.get(4), "");
+        // A decoder's text takes the place of its record's words, the others' stay.
+        let given = [(1, "{\"rc\":0}".to_string()), (3, "null".to_string())];
+        let texts = TraceTexts::format(&records, &[], &given);
+        assert_eq!((texts.get(0), texts.get(1), texts.get(2), texts.get(3)), (r#"["0x0","0xab"]"#, r#"{"rc":0}"#, "[]", "null"));
     }
 
     #[test]

@@ -12,13 +12,14 @@ use rusqlite::Connection;
 
 use super::event::EventType;
 use super::raw_batch::{RawTraceBatch, RawTraceRecord, TraceTexts, SAMPLED_EXTRA};
+use super::counters::is_null_return;
 use super::rawstmt::RawInsert;
 use super::schema::{self, EVENT_COLUMN_COUNT};
 use super::writer::{State, Writer, ROWS_PER_STATEMENT};
 use crate::error::{Result, StrobeError};
 
 /// A batch's rows per (site index, enter/exit), (thread index, enter/exit), and its exits
-/// returning 0 (stored as `"0x0"`, a null return) per site index.
+/// returning null (`counters::is_null_return`: `"0x0"`, `null`) per site index.
 struct Counts {
     sites: Vec<i64>,
     threads: Vec<i64>,
@@ -160,12 +161,13 @@ fn insert_chunk(
         }
     })?;
     let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-    for r in chunk {
+    for (i, r) in chunk.iter().enumerate() {
         lo = lo.min(r.id);
         hi = hi.max(r.id);
         counts.sites[r.site as usize * 2 + r.exit as usize] += 1;
         counts.threads[r.thread as usize * 2 + r.exit as usize] += 1;
-        if r.exit && r.words[0] == 0 {
+        // The stored text decides, as for `returnValue.isNull` (a typed `0` is not null).
+        if r.exit && is_null_return(Some(texts.get(first + i))) {
             counts.nulls[r.site as usize] += 1;
         }
         st.txn_more.row(res.key, r.id, if r.exit { exit } else { enter });
