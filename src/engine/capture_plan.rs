@@ -304,7 +304,7 @@ impl Compiler<'_> {
 /// refer to (`capture_spans.rs`).
 #[derive(Default)]
 pub(crate) struct CaptureState {
-    pub plans: HashMap<u32, Arc<CapturePlan>>,
+    pub plans: rustc_hash::FxHashMap<u32, Arc<CapturePlan>>,
     pub spans: super::capture_spans::Spans,
     /// Plans records were stored with (capture_lazy.rs), by stored id: a re-trace replaces
     /// a function's plan, and records stored before still decode with theirs.

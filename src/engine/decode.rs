@@ -6,9 +6,9 @@
 //! ts, both CLOCK_MONOTONIC), so a lost enter record does not lose its exit's duration.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use super::capture_spans::Out;
@@ -173,8 +173,8 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
     };
     // func id -> index in batch.sites, tid -> index in batch.threads; the last hit first,
     // since consecutive records mostly share both.
-    let mut site_of: HashMap<u32, u32> = HashMap::new();
-    let mut thread_of: HashMap<u32, u32> = HashMap::new();
+    let mut site_of: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut thread_of: FxHashMap<u32, u32> = FxHashMap::default();
     let mut last_site = (u32::MAX, 0u32);
     let mut last_thread = (u32::MAX, 0u32);
     let mut st = s.state.lock().unwrap();

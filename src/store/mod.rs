@@ -240,7 +240,7 @@ impl Store {
             }
         }
         // Formatted here, on the producer's thread: the writer is the pipeline's one serial stage.
-        let texts = raw_batch::TraceTexts::format(&batch.records, &batch.sites, &batch.texts);
+        let texts = raw_batch::TraceTexts::format(&batch);
         self.shared.pending.fetch_add(batch.records.len() as i64, Ordering::Relaxed);
         if self.tx.send(Msg::TraceBatch(batch, texts)).is_err() {
             tracing::error!("event store: the writer thread has stopped; trace events dropped");

@@ -133,16 +133,20 @@ pub(crate) struct TraceTexts {
 }
 
 impl TraceTexts {
-    /// Each record's words as `format_words` prints them, or its text in `given` (a batch's
-    /// `texts`: index, text, in record order).
-    pub(crate) fn format(records: &[RawTraceRecord], sites: &[TraceSite], given: &[(u32, String)]) -> TraceTexts {
+    /// Each record's words as `format_words` prints them, or the text the decoder wrote
+    /// (`texts`), or nothing for a record stored as captured (its text is never bound).
+    pub(crate) fn format(batch: &RawTraceBatch) -> TraceTexts {
+        let (records, sites) = (&batch.records, &batch.sites);
         // About 16 bytes per enter argument, 20 per return value.
-        let mut bytes = Vec::with_capacity(records.len() * 24 + given.iter().map(|g| g.1.len()).sum::<usize>());
+        let mut bytes = Vec::with_capacity(records.len() * 24 + batch.texts.iter().map(|g| g.1.len()).sum::<usize>());
         let mut ends = Vec::with_capacity(records.len());
-        let mut given = given.iter().peekable();
+        let mut given = batch.texts.iter().peekable();
+        let mut captured = batch.captures.iter().peekable();
         for (i, r) in records.iter().enumerate() {
             if let Some((_, text)) = given.next_if(|g| g.0 as usize == i) {
                 bytes.extend_from_slice(text.as_bytes());
+            } else if captured.next_if(|c| c.0 as usize == i).is_some() {
+                // Bound as its blob (trace_writer.rs).
             } else {
                 let shape = sites.get(r.site as usize).and_then(|s| s.shape.as_deref());
                 push_words(r, shape, &mut bytes);
@@ -250,15 +254,17 @@ mod tests {
     #[test]
     fn batch_texts_are_each_records_format_words() {
         let records = [rec(false, 2, [0, 0xab, 0, 0, 0, 0]), rec(true, 0, [0x1f; 6]), rec(false, 0, [1; 6]), rec(true, 0, [0; 6])];
-        let texts = TraceTexts::format(&records, &[], &[]);
+        let mut batch = RawTraceBatch { records: records.to_vec(), ..Default::default() };
+        let texts = TraceTexts::format(&batch);
         for (i, r) in records.iter().enumerate() {
             assert_eq!(texts.get(i), format_words(r, None), "record {i}");
         }
         assert_eq!(texts.get(4), "");
-        // A decoder's text takes the place of its record's words, the others' stay.
-        let given = [(1, "{\"rc\":0}".to_string()), (3, "null".to_string())];
-        let texts = TraceTexts::format(&records, &[], &given);
-        assert_eq!((texts.get(0), texts.get(1), texts.get(2), texts.get(3)), (r#"["0x0","0xab"]"#, r#"{"rc":0}"#, "[]", "null"));
+        // A decoder's text takes the place of its record's words; a captured record has none.
+        batch.texts = vec![(1, "{\"rc\":0}".to_string()), (3, "null".to_string())];
+        batch.captures = vec![(2, vec![1, 0, 0, 0])];
+        let texts = TraceTexts::format(&batch);
+        assert_eq!((texts.get(0), texts.get(1), texts.get(2), texts.get(3)), (r#"["0x0","0xab"]"#, r#"{"rc":0}"#, "", "null"));
     }
 
     #[test]
