@@ -68,7 +68,7 @@ function loadWalk(): NativePointer {
         [at("strobe_sd_fault_q"), at("strobe_sd_fault")],
         [at("strobe_sd_fault_t"), at("strobe_sd_fault")],
         [at("strobe_sd_fault_b"), at("strobe_sd_fault")],
-        ...["w0", "w1", "x", "y", "q", "r", "b"].map((l): [number, number] => [at(`strobe_sl_fault_${l}`), at("strobe_sd_fault")]),
+        ...["w0", "w1", "x", "y", "q", "r", "b", "c", "d", "e", "f"].map((l): [number, number] => [at(`strobe_sl_fault_${l}`), at("strobe_sd_fault")]),
     ]);
     addExceptionHook((details) => {
         const off = details.context.pc.sub(code);

@@ -128,10 +128,7 @@ static Rec * reserve_n (guint32 k, guint32 * pos) {
 
 /* Of len payload bytes from ring slot first on, how many fit before the ring wraps: the
    slots are contiguous bytes, so a payload is one copy, or two where the ring wraps. */
-static inline guint32 cap_before_wrap (guint32 first, guint32 len) {
-  guint32 room = (shared.mask + 1 - first) * sizeof (Rec);
-  return len < room ? len : room;
-}
+#define cap_before_wrap(first, len) ({ guint32 room_ = (shared.mask + 1 - (first)) * sizeof (Rec); (len) < room_ ? (len) : room_; })
 
 /* The payload (length prefix included) into the slots after the header slot at pos. */
 static void cap_put (guint32 pos, const guint8 * src, guint32 len) {
@@ -142,18 +139,16 @@ static void cap_put (guint32 pos, const guint8 * src, guint32 len) {
     memcpy (&shared.ring[0], src + c, len - c);
 }
 
-static inline guint32 cap_slots_for (guint32 len) {
-  return 1 + (4 + len + sizeof (Rec) - 1) / sizeof (Rec);
-}
+/* Slots of a record whose payload is len bytes: 1 + ceil((4 + len) / 88), the division as a
+   multiplication by 2^38 / 88 rounded up (exact for any 32-bit dividend; TinyCC emits a
+   64-bit div, ~40 cycles, which every typed call paid twice). */
+typedef char rec_is_88_bytes[sizeof (Rec) == 88 ? 1 : -1];
+#define cap_slots_for(len) (1 + (guint32) (((4 + (guint64) (len) + 87) * 0xBA2E8BA3ULL) >> 38))
 
 /* Is there room in the ring for a record as long as this thread's last one (its u32 length
    is at the scratch's start)? If not, the record is lost without walking: a ring that stays
    full (a target outrunning the daemon) then costs the hooks little. */
-static inline int cap_room (const guint8 * s) {
-  guint32 last;
-  memcpy (&last, s, 4);
-  return shared.head - shared.tail + cap_slots_for (last) <= shared.mask + 1;
-}
+#define cap_room(s) (shared.head - shared.tail + cap_slots_for (*(const guint32 *) (s)) <= shared.mask + 1)
 
 /* Typed enter: record_enter's record, with the plan's copies. */
 static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 * a) {

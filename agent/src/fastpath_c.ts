@@ -124,11 +124,12 @@ extern Shared shared;
 
 struct timespec_ { long sec; long nsec; };
 
-static inline int cas32 (volatile guint32 * p, guint32 old, guint32 nw) {
-  guint32 prev;
-  asm volatile ("lock; cmpxchgl %2, %1" : "=a" (prev), "+m" (*p) : "r" (nw), "0" (old) : "memory");
-  return prev == old;
-}
+/* TinyCC never inlines: a static inline function is a call that spills its arguments. The
+   helpers on every record's path (the reservation's compare-and-swap, the commit, the typed
+   record's slot arithmetic in capture_c.ts) are macros. (TinyCC miscompiles "+m" on an
+   expression operand: cas32 copies its arguments to locals first.) */
+#define cas32(p, old, nw) ({ guint32 prev_, old_ = (old), nw_ = (nw); volatile guint32 * p_ = (p); \
+  asm volatile ("lock; cmpxchgl %2, %1" : "=a" (prev_), "+m" (*p_) : "r" (nw_), "0" (old_) : "memory"); prev_ == old_; })
 
 static inline guint64 xadd64 (volatile guint64 * p, guint64 v) {
   asm volatile ("lock; xaddq %0, %1" : "+r" (v), "+m" (*p) : : "memory");
@@ -205,10 +206,7 @@ static Rec * reserve (guint32 * pos) {
   }
 }
 
-static inline void commit (Rec * r, guint32 pos) {
-  asm volatile ("" : : : "memory");
-  r->seq = pos + 1;
-}
+#define commit(r, pos) do { asm volatile ("" : : : "memory"); (r)->seq = (pos) + 1; } while (0)
 
 #define SAMPLING_BY_RATE 0
 #define SAMPLING_BY_COST 1

@@ -297,7 +297,28 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
     }
     drop(st);
     // Rows of the same batch as the integer records around them: the writer binds the text.
-    batch.texts = typed.iter().map(|t| (t.record as u32, t.json(batch.records[t.record].exit))).collect();
+    // A typed exit without payload (a scalar or void return) prints as a function of its
+    // plan and rax alone: a batch's repeats (SQLite's `rc` 0, a `void`) are decoded once.
+    let mut bare: FxHashMap<(usize, u64), usize> = FxHashMap::default();
+    let mut texts: Vec<(u32, String)> = Vec::with_capacity(typed.len());
+    for t in &typed {
+        let exit = batch.records[t.record].exit;
+        let memo = match &t.plan {
+            Some(plan) if exit && t.payload.is_empty() => Some((Arc::as_ptr(plan) as usize, t.words[0])),
+            _ => None,
+        };
+        let text = match memo.and_then(|k| bare.get(&k)) {
+            Some(&at) => texts[at].1.clone(),
+            None => {
+                if let Some(k) = memo {
+                    bare.insert(k, texts.len());
+                }
+                t.json(exit)
+            }
+        };
+        texts.push((t.record as u32, text));
+    }
+    batch.texts = texts;
     batch
 }
 
