@@ -150,10 +150,12 @@ __asm__ (
 
 extern u64 strobe_safe_diff (const void * src, const void * kept, u64 n);
 
-/* u64 strobe_safe_diff_list (cmp, n, kept) (rdi, rsi, rdx): the index of the first of the n
-   comparisons at cmp (CapCmp: len bytes at src with those at kept + koff) that finds a
-   difference; n when none does; ~0 when a src faults (the exception hook resumes any load
-   of src, strobe_sl_fault_*, at strobe_sd_fault). A replayed sub-walk's whole span is
+/* CapDiff strobe_safe_diff_list (cmp, n, kept) (rdi, rsi, rdx): in rax the index of the first
+   of the n comparisons at cmp (CapCmp: len bytes at src with those at kept + koff) that finds
+   a difference, and in rdx the offset of the 16- or 32-byte step of that block where it did
+   (0 below 16 bytes), where cap_delta_block starts looking for the changed words; n when
+   none does; ~0 when a src faults (the exception hook resumes any load of src,
+   strobe_sl_fault_*, at strobe_sd_fault). A replayed sub-walk's whole span is
    compared in this one loop, no call per block: 32 bytes a step, then the last 16 and 8
    overlapping what was equal; below 8 two overlapping loads of 4 or 2, or one byte: no loop
    (lengths 1–7 are C strings' ends and NULs, and were a byte loop's mispredicted exits). */
@@ -186,7 +188,7 @@ __asm__ (
   "  pand %xmm1, %xmm0\n"
   "  pmovmskb %xmm0, %r11d\n"
   "  cmp $0xffff, %r11d\n"
-  "  jne 9f\n"
+  "  jne 10f\n"
   "  add $32, %r10\n"
   "  lea 32(%r10), %r11\n"
   "  cmp %rcx, %r11\n"
@@ -208,7 +210,7 @@ __asm__ (
   "  pand %xmm1, %xmm0\n"
   "  pmovmskb %xmm0, %r11d\n"
   "  cmp $0xffff, %r11d\n"
-  "  jne 9f\n"
+  "  jne 10f\n"
   "  jmp 8f\n"
   "5:\n"                            /* below 16: the first 8 and the last 8, or bytes */
   "  cmp $8, %ecx\n"
@@ -218,9 +220,9 @@ __asm__ (
   "strobe_sl_fault_r:\n"
   "  mov -8(%r8,%rcx), %r11\n"
   "  cmp (%r9), %r10\n"
-  "  jne 9f\n"
+  "  jne 11f\n"
   "  cmp -8(%r9,%rcx), %r11\n"
-  "  jne 9f\n"
+  "  jne 11f\n"
   "  jmp 8f\n"
   "6:\n"                            /* below 8: the first 4 and the last 4, or 2 and 2, or 1 */
   "  cmp $4, %ecx\n"
@@ -230,38 +232,47 @@ __asm__ (
   "strobe_sl_fault_c:\n"
   "  mov -4(%r8,%rcx), %r11d\n"
   "  cmp (%r9), %r10d\n"
-  "  jne 9f\n"
+  "  jne 11f\n"
   "  cmp -4(%r9,%rcx), %r11d\n"
-  "  jne 9f\n"
+  "  jne 11f\n"
   "  jmp 8f\n"
   "7:\n"
   "  cmp $2, %ecx\n"
-  "  jb 6f\n"
+  "  jb 12f\n"
   "strobe_sl_fault_d:\n"
   "  movzwl (%r8), %r10d\n"
   "strobe_sl_fault_e:\n"
   "  movzwl -2(%r8,%rcx), %r11d\n"
   "  cmp (%r9), %r10w\n"
-  "  jne 9f\n"
+  "  jne 11f\n"
   "  cmp -2(%r9,%rcx), %r11w\n"
-  "  jne 9f\n"
+  "  jne 11f\n"
   "  jmp 8f\n"
-  "6:\n"
+  "12:\n"
   "  test %ecx, %ecx\n"
   "  jz 8f\n"
   "strobe_sl_fault_f:\n"
   "  movzbl (%r8), %r10d\n"
   "  cmp (%r9), %r10b\n"
-  "  jne 9f\n"
+  "  jne 11f\n"
   "8:\n"
   "  add $16, %rdi\n"
   "  inc %rax\n"
   "  cmp %rsi, %rax\n"
   "  jb 1b\n"
   "9:\n"
+  "  ret\n"
+  "10:\n"                           /* a difference at or after byte r10 of the block */
+  "  mov %r10, %rdx\n"
+  "  ret\n"
+  "11:\n"
+  "  xor %edx, %edx\n"
   "  ret\n");
 
-extern u64 strobe_safe_diff_list (const CapCmp * cmp, u64 n, const u8 * kept);
+/* What strobe_safe_diff_list found (returned in rax:rdx): at, and when at < n, from: a byte
+   of that block from which on the difference lies (the bytes before it compared equal). */
+typedef struct { u64 at; u64 from; } CapDiff;
+extern CapDiff strobe_safe_diff_list (const CapCmp * cmp, u64 n, const u8 * kept);
 
 static inline long sys6 (long n, long a, long b, long c, long d, long e, long f) {
   long ret;

@@ -252,10 +252,10 @@ static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u
 
 /* The changed bytes of one block, from memory at src of n bytes, into its copy in the
    kept span (at off of kept, kept_len bytes), each 8-byte window from the first changed byte
-   as an entry (u32 offset in the span, u64 bytes of the updated span there) at ent + 12 * *n.
+   (looked for from byte from on: strobe_safe_diff_list found the bytes before equal) as an entry (u32 offset in the span, u64 bytes of the updated span there) at ent + 12 * *n.
    0 once more than most entries, or when src faults. */
-static int cap_delta_block (const u8 * src, u8 * kept, u32 kept_len, u32 off, u32 len, u8 * ent, u32 * n, u32 most) {
-  u32 i = 0;
+static int cap_delta_block (const u8 * src, u8 * kept, u32 kept_len, u32 off, u32 len, u32 from, u8 * ent, u32 * n, u32 most) {
+  u32 i = from < len ? from : 0;
   while (i < len) {
     u64 r = strobe_safe_diff (src + i, kept + off + i, len - i);
     if (r == ~0UL)
@@ -299,14 +299,14 @@ static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kep
   u32 changed = 0, n_changed = 0; /* ops with a changed byte, and the first comparison of each */
   u8 at_changed[CAP_TRACE_OPS];
   for (i = 0; i < t->n_cmp; i++) {
-    u64 r = strobe_safe_diff_list (t->cmp + i, t->n_cmp - i, kept);
-    if (r == ~0UL)
+    CapDiff r = strobe_safe_diff_list (t->cmp + i, t->n_cmp - i, kept);
+    if (r.at == ~0UL)
       goto changed;
-    i += (u32) r;
+    i += (u32) r.at;
     if (i == t->n_cmp)
       break;
     const CapCmp * c = &t->cmp[i];
-    if (c->nul || !cap_delta_block ((const u8 *) c->src, kept, t->kept_len, c->koff, c->len, ent, &n, most))
+    if (c->nul || !cap_delta_block ((const u8 *) c->src, kept, t->kept_len, c->koff, c->len, (u32) r.from, ent, &n, most))
       goto changed;
     if (!(changed & (1u << c->op)))
       at_changed[n_changed++] = (u8) i;
@@ -580,9 +580,9 @@ static const u8 * cap_root (CapScratch * s, CaptureShared * cs, const CapParts *
   u8 * kept = s->root_kept[at];
   u8 * hd = out + *pos;
   if (found && r->kept_len == 12 + size && r->kept_epoch == s->epoch && *pos + CAP_SPAN_HEADER + 12 * 12 <= CAP_BUDGET) {
-    u64 d = strobe_safe_diff_list (&r->cmp, 1, kept);
+    CapDiff d = strobe_safe_diff_list (&r->cmp, 1, kept);
     u32 n = 0;
-    if (d == 1 || (d == 0 && cap_delta_block ((const u8 *) p, kept, r->kept_len, 12, size, hd + CAP_SPAN_HEADER, &n, 12))) {
+    if (d.at == 1 || (d.at == 0 && cap_delta_block ((const u8 *) p, kept, r->kept_len, 12, size, (u32) d.from, hd + CAP_SPAN_HEADER, &n, 12))) {
       r->used = s->clock;
       *got = size;
       cap_big_note (s, p, kept + 12, size);

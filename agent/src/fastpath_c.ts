@@ -111,8 +111,9 @@ typedef struct {
   guint64 stack[MAX_DEPTH];
 } Thread;
 
-/* measure: this call's typed capture is timed for cost sampling (capture_c.ts). */
-typedef struct { guint64 call; guint64 parent; guint64 ts; guint32 flags; guint32 measure; } Invocation;
+/* measure: this call's typed capture is timed for cost sampling (capture_c.ts); thread: the
+   caller's thread state, looked up once at enter for the exit too (the same thread). */
+typedef struct { guint64 call; guint64 parent; guint64 ts; guint32 flags; guint32 measure; Thread * thread; } Invocation;
 
 typedef guint64 (* Orig) (guint64, guint64, guint64, guint64, guint64, guint64);
 
@@ -294,6 +295,7 @@ static void record_enter (Fn * f, Invocation * inv, const guint64 * a) {
   }
   guint64 parent;
   guint64 call = push_call (t, &parent);
+  inv->thread = t;
   inv->call = call;
   inv->parent = parent;
   inv->flags = sampled ? 1 : 0;
@@ -321,9 +323,7 @@ static void record_exit (Fn * f, Invocation * inv, guint64 ret) {
   if (call == 0)
     return;
   guint64 ts = now_ns ();
-  Thread * t = thread_state ();
-  if (t == NULL)
-    return;
+  Thread * t = inv->thread;
   pop_call (t, call);
   if (FN_PLAN (f) != NULL) {
     capture_exit (f, t, inv, ret, ts); /* typed capture (capture_c.ts) */

@@ -73,10 +73,22 @@ impl Kept {
     }
 
     /// Note a delta's entries in `windows` (a later entry at an offset replaces the earlier).
+    /// A window starts at the first changed byte, so two deltas' windows may overlap without
+    /// sharing an offset; a read applies them by offset, not by age, so the newer bytes are
+    /// also written into every older window they overlap: each byte reads the same, newest,
+    /// whichever window is applied last (else a stale pointer word could come back).
     fn compose(&mut self, entries: &[u8]) {
         for entry in entries.chunks_exact(ENTRY) {
             let at = u32::from_le_bytes(entry[..4].try_into().unwrap());
             let bytes: [u8; 8] = entry[4..].try_into().unwrap();
+            let from = self.windows.partition_point(|w| w.0 + 8 <= at);
+            for (o, old) in self.windows[from..].iter_mut().take_while(|w| w.0 < at + 8) {
+                for (i, b) in old.iter_mut().enumerate() {
+                    if let Some(k) = (*o + i as u32).checked_sub(at).filter(|k| *k < 8) {
+                        *b = bytes[k as usize];
+                    }
+                }
+            }
             match self.windows.binary_search_by_key(&at, |w| w.0) {
                 Ok(i) => self.windows[i].1 = bytes,
                 Err(i) => self.windows.insert(i, (at, bytes)),
@@ -407,6 +419,36 @@ mod tests {
         assert_eq!(&*spans.take(1, 2, &reference(key(1)), Out::Referenced, &mut rows), &[][..] as &[u8]);
         assert!(rows.is_empty());
         assert_eq!(spans.unresolved, 1);
+    }
+
+    /// Windows of two deltas that overlap at different offsets (a window starts at the first
+    /// changed byte): the record stored after them, read the way a query reads it (the whole
+    /// span, then its windows in the order stored), holds the newest bytes. With windows kept
+    /// as they came, the older window at the higher offset was applied last and brought a
+    /// stale pointer word back (tests/capture_native.rs saw `down` non-null in a round where
+    /// the fixture had set it to NULL).
+    #[test]
+    fn overlapping_windows_of_two_deltas_read_back_the_newest_bytes() {
+        let mut spans = Spans::default();
+        let key = |v: u64| (3u64 << 48) | v;
+        let mut blocks = block(0x7000, &[0xaa; 32]);
+        let mut rows = Vec::new();
+        spans.take(1, 2, &span(key(1), &blocks), Out::Referenced, &mut rows);
+        // Older: bytes 13..21 (a pointer's high bytes and the next field's first byte).
+        let older = 0x1111_1111_1111_1111u64;
+        spans.take(1, 2, &delta(key(2), key(1), &[(13, older)]), Out::Referenced, &mut rows);
+        blocks[13..21].copy_from_slice(&older.to_le_bytes());
+        // Newer, at a lower offset: bytes 12..20 (the whole pointer word).
+        let newer = 0u64;
+        let d = delta(key(3), key(2), &[(12, newer)]);
+        let stored = spans.take(1, 2, &d, Out::Referenced, &mut rows).into_owned();
+        blocks[12..20].copy_from_slice(&newer.to_le_bytes());
+        assert_eq!(spans.expand_kept(1, 2, &stored), blocks, "the daemon's own copy");
+        let Some(Piece::Delta(_, base, at, end)) = pieces(&stored).next() else { panic!("a delta on the whole span") };
+        assert_eq!(base, key(1));
+        let mut read = rows[0].data.clone();
+        apply_delta(&mut read, &stored[at..end]);
+        assert_eq!(read, blocks, "a query's read of the stored record");
     }
 
 }
