@@ -182,9 +182,14 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     // are replayed, the ones whose pointer words changed below the roots (the fixture's
     // d3.down, gx.leaf) are noticed and walked again (else round 2 would print round 1's
     // gx.leaf, and its g3 would be missing) — and the events above equal the
-    // serializer's either way.
-    assert!(after["walksReplayed"].as_u64().unwrap() > 0, "{after}");
-    assert!(after["walksStale"].as_u64().unwrap() > 0, "{after}");
+    // serializer's either way. Each remembered walk is replayed or walked (and recorded), so
+    // round 1 recorded a third of them; a walk of rounds 2 and 3 walked again makes it more.
+    // Whether that walk counts as stale depends on whether it was still remembered: 100+
+    // walks (cap_fan's leaves) share 256 slots hashed by address, and in some layouts gx's
+    // set overflows and its walk is walked afresh each round (walksStale 0 in 2 of 12 runs).
+    let (replayed, recorded) = (after["walksReplayed"].as_u64().unwrap(), after["walksRecorded"].as_u64().unwrap());
+    assert!(replayed > 0, "{after}");
+    assert!(recorded > (replayed + recorded) / 3, "a changed walk of rounds 2 and 3 was walked again: {after}");
     if after["vmReadv"] == json!(true) {
         assert_eq!(after["faultsRecovered"], json!(0), "{after}");
         assert!(after["checkedReads"].as_u64().unwrap() > 0, "{after}");
