@@ -51,3 +51,27 @@ fn a_closure_called_through_a_reference_has_a_hidden_environment_pointer() {
     // Closures whose environment DWARF lists by value have none.
     assert!(closures.iter().any(|s| !s.closure_env && s.params.first().is_some_and(|p| p.name.is_empty())), "{closures:?}");
 }
+
+/// Threads asking for the debug info of a binary not yet cached (a launch's symbol load and
+/// the first trace request) all get one instance. Type ids are assigned per instance as
+/// types are first resolved, so a serialize recipe made with one instance and a type table
+/// made with another named ids the table lacked (the agent printed `<? @…>`).
+#[test]
+fn concurrent_loads_of_one_binary_share_one_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("cpp_values_copy");
+    std::fs::copy(fixture("cpp_values"), &copy).unwrap();
+    let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let loads: Vec<_> = (0..8)
+        .map(|_| {
+            let (start, copy) = (start.clone(), copy.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                DebugInfo::of_path(&copy).expect("load debug info")
+            })
+        })
+        .collect();
+    let infos: Vec<std::sync::Arc<DebugInfo>> = loads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(infos.iter().all(|i| std::sync::Arc::ptr_eq(i, &infos[0])), "{} loads, not one instance", infos.len());
+    assert!(std::sync::Arc::ptr_eq(&infos[0], &DebugInfo::of_path(&copy).unwrap()), "the cached one");
+}

@@ -77,7 +77,17 @@ impl DebugInfo {
             }
         }
         let info = Arc::new(DebugInfo::load(path)?);
-        cache().lock().unwrap_or_else(|e| e.into_inner()).insert(path.clone(), (stamp, info.clone()));
+        // Loaded without the lock: another caller may have cached this binary meanwhile. Its
+        // instance wins, so every caller shares one (type ids are assigned as types are first
+        // resolved, per instance: a serialize recipe made with one instance and a type table
+        // made with another printed `<? @…>`, tests/capture_native.rs's JavaScript pass).
+        let mut cache = cache().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((s, d)) = cache.get(path) {
+            if *s == stamp {
+                return Ok(d.clone());
+            }
+        }
+        cache.insert(path.clone(), (stamp, info.clone()));
         Ok(info)
     }
 
