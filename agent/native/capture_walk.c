@@ -252,7 +252,8 @@ static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u
 
 /* The changed bytes of one block, from memory at src of n bytes, into its copy in the
    kept span (at off of kept, kept_len bytes), each 8-byte window from the first changed byte
-   (looked for from byte from on: strobe_safe_diff_list found the bytes before equal) as an entry (u32 offset in the span, u64 bytes of the updated span there) at ent + 12 * *n.
+   (looked for from byte from on: strobe_safe_diff_list found the bytes before equal) as an
+   entry (u32 offset in the span, u64 bytes of the updated span there) at ent + 12 * *n.
    0 once more than most entries, or when src faults. */
 static int cap_delta_block (const u8 * src, u8 * kept, u32 kept_len, u32 off, u32 len, u32 from, u8 * ent, u32 * n, u32 most) {
   u32 i = from < len ? from : 0;

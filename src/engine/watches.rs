@@ -332,6 +332,12 @@ impl Engine {
             Some((i, a)) => (&**i, *a),
             None => (info, symbols.functions[fn_index as usize].address),
         };
+        self.extras_in(session, info, address)
+    }
+
+    /// `hook_extras` for a function at `address` of the module whose DWARF is `info`: the
+    /// recipe's type ids are `info`'s, so its type table must come from `info` too.
+    fn extras_in(&self, session: &Session, info: &DebugInfo, address: u64) -> (Option<Value>, Vec<TypeId>) {
         // `argumentsAtExit`: pointer parameters' pointees are read again at exit (JS path).
         let at_exit = session.state.lock().unwrap().tracing.args_at_exit;
         match info.signature(address) {
@@ -358,8 +364,9 @@ impl Engine {
         let mut not_for_watch = Vec::new();
         for spec in specs.iter_mut() {
             let Some(i) = spec.get("id").and_then(Value::as_u64).map(|i| i as u32) else { continue };
-            let (recipe, r) = self.hook_extras(session, symbols, &info, i);
+            // One lookup of the function's DWARF: its recipe and its type table come from it.
             let (own, address) = self.function_dwarf(session, symbols, i).unwrap_or_else(|| (info.clone(), symbols.functions[i as usize].address));
+            let (recipe, r) = self.extras_in(session, &own, address);
             // Whether a native replaceFast wrapper may stand in for the function (symbols/abi.rs);
             // the agent uses it only for hooks that also take the fast path.
             if let Some(abi) = own.signature(address).and_then(|sig| crate::symbols::wrapper_abi(&own, &sig)) {

@@ -71,10 +71,9 @@ impl DebugInfo {
             StrobeError::validation(format!("Cannot read binary '{}': {e}.", path.display()))
         })?;
         let stamp = (meta.len(), meta.modified().ok());
-        if let Some((s, d)) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(path) {
-            if *s == stamp {
-                return Ok(d.clone());
-            }
+        let cached = |c: &HashMap<PathBuf, (Stamp, Arc<DebugInfo>)>| c.get(path).filter(|(s, _)| *s == stamp).map(|(_, d)| d.clone());
+        if let Some(d) = cached(&cache().lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(d);
         }
         let info = Arc::new(DebugInfo::load(path)?);
         // Loaded without the lock: another caller may have cached this binary meanwhile. Its
@@ -82,10 +81,8 @@ impl DebugInfo {
         // resolved, per instance: a serialize recipe made with one instance and a type table
         // made with another printed `<? @…>`, tests/capture_native.rs's JavaScript pass).
         let mut cache = cache().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((s, d)) = cache.get(path) {
-            if *s == stamp {
-                return Ok(d.clone());
-            }
+        if let Some(d) = cached(&cache) {
+            return Ok(d);
         }
         cache.insert(path.clone(), (stamp, info.clone()));
         Ok(info)
