@@ -1,8 +1,9 @@
-//! Compiles the agent's typed-capture walk (agent/native/capture_walk.c) ahead of time with
-//! the system C compiler at -O2 into one flat, position-independent image, and writes it as
-//! a TypeScript module (code bytes and symbol offsets) that the agent copies into the
-//! target (agent/src/capture.ts). TinyCC, Frida's in-target compiler, makes the walk about
-//! twice as slow (docs/performance.md).
+//! Compiles the agent's native hook code (agent/native/capture_walk.c, the typed capture's
+//! walk, and fast_hook.c, both halves of every fast-path hook) ahead of time with the system C compiler at -O2
+//! into one flat, position-independent image, and writes it as a TypeScript module (code
+//! bytes and symbol offsets) that the agent copies into the target (agent/src/capture.ts).
+//! TinyCC, Frida's in-target compiler, makes the walk about twice as slow
+//! (docs/performance.md).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,6 +12,9 @@ use object::{Object, ObjectSection, ObjectSymbol};
 
 fn main() {
     let src = Path::new("agent/native/capture_walk.c");
+    // Both halves of every fast-path hook (sampling, call stack, ring record), linked into
+    // the same image.
+    let hook = Path::new("agent/native/fast_hook.c");
     let script = Path::new("agent/native/flat.ld");
     // The walk, the headers it includes (capture_types.h, capture_read.h) and the link script.
     println!("cargo:rerun-if-changed=agent/native");
@@ -32,6 +36,7 @@ fn main() {
         .arg("-o")
         .arg(&elf)
         .arg(src)
+        .arg(hook)
         .status()
         .unwrap_or_else(|e| panic!("running the C compiler `{cc}` for {}: {e}", src.display()));
     assert!(status.success(), "compiling {} failed", src.display());

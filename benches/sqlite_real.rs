@@ -263,8 +263,9 @@ fn main() {
     }
 }
 
-/// `SQLITE_BENCH_TYPED_ONLY=1`: only the typed row (every call recorded), once, printing the
-/// driver's line (workload and CPU ns) — a quick check while working on the hook. With
+/// `SQLITE_BENCH_TYPED_ONLY=1`: only the typed row (every call recorded; with
+/// `SQLITE_BENCH_WORDS=1` the integer-only row), once, printing the driver's line (workload
+/// and CPU ns) — a quick check while working on the hook. With
 /// `SQLITE_BENCH_PERF=<file>` also, `perf record` samples the driver during the workload,
 /// and the anonymous executable mappings (CModules, the capture walk, trampolines: no
 /// symbols for perf) are saved next to it as `<file>.<address>.bin`, for `objdump -b binary
@@ -279,7 +280,11 @@ fn typed_only(exe: &Path, args: &[String], perf_out: Option<PathBuf>) {
             std::thread::sleep(std::time::Duration::from_millis(500));
             perf
         });
-        engine.configure_tracing(&id, every_call()).await.expect("options");
+        let mut options = every_call();
+        if std::env::var_os("SQLITE_BENCH_WORDS").is_some() {
+            options["typedValues"] = json!(false); // the integer-only row instead
+        }
+        engine.configure_tracing(&id, options).await.expect("options");
         let patterns: Vec<String> = FUNCTIONS.iter().map(|f| f.to_string()).collect();
         engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
         engine.send_stdin(&id, b"go\n").await.expect("stdin");

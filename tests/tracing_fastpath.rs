@@ -199,11 +199,18 @@ async fn a_tiny_ring_counts_every_lost_event() {
 /// The hooks' timestamps are the program's CLOCK_MONOTONIC: `hotloop clock` passes its own
 /// reading to each of 100 calls, 11 to 23 ms apart; the distance from that reading to the
 /// enter's timestamp must stay the same over the ~2 s (a clock 0.1 % off would drift by
-/// 2 ms), and time never goes back from one event to the next.
+/// 2 ms), and time never goes back from one event to the next. Where the kernel keeps time
+/// with the TSC the hooks read it instead of clock_gettime and the drain converts (fastpath.ts
+/// setUpTsc): the check holds either way, and says which clock it checked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hook_timestamps_follow_the_monotonic_clock() {
     let h = harness();
     let id = start(&h, "clock", 100, json!({ "hotCallsPerSec": 0 }), &["hot_leaf"]).await;
+    let settings = h.engine.configure_tracing(&id, json!({})).await.expect("settings");
+    let source = std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource").unwrap_or_default();
+    let want = if source.trim() == "tsc" { "tsc" } else { "clock_gettime" };
+    assert_eq!(settings["clock"], want, "the hooks' clock on a machine whose clocksource is {source:?}");
+    eprintln!("hook clock: {want}");
     wait_for_exit(&h, &id).await;
     let events = trace_events(&h, &id);
     let mut offsets = Vec::new();

@@ -269,10 +269,183 @@ __asm__ (
   "  xor %edx, %edx\n"
   "  ret\n");
 
+/* strobe_safe_diff_list_avx2: the same contract, 32-byte AVX2 loads (where the CPU and the
+   kernel allow them: strobe_cpu_avx2, CaptureShared.avx2). Blocks of 32 bytes and more: 64
+   bytes a step, then the last 32 bytes and the 32 before them overlapping what was equal;
+   below 32 as strobe_safe_diff_list, whose instructions for small blocks are repeated here:
+   sharing them would need a register for the caller's loop, and none is free (a fault
+   resumes at strobe_sd_fault with no frame to restore one). The SQLite bench's spans are
+   mostly kept structs of hundreds of bytes: the step loop held most of the comparison's
+   samples. Every load of src is labelled (strobe_sa_fault_*); vzeroupper before each
+   return. */
+__asm__ (
+  ".text\n"
+  ".globl strobe_safe_diff_list_avx2, strobe_sa_fault_w0, strobe_sa_fault_w1, strobe_sa_fault_x, strobe_sa_fault_y, strobe_sa_fault_o, strobe_sa_fault_p, strobe_sa_fault_q, strobe_sa_fault_r, strobe_sa_fault_b, strobe_sa_fault_c, strobe_sa_fault_d, strobe_sa_fault_e, strobe_sa_fault_f\n"
+  "strobe_safe_diff_list_avx2:\n"
+  "  xor %eax, %eax\n"
+  "  test %rsi, %rsi\n"
+  "  jz 9f\n"
+  "1:\n"
+  "  mov (%rdi), %r8\n"            /* src */
+  "  mov 8(%rdi), %ecx\n"          /* koff */
+  "  lea (%rdx,%rcx), %r9\n"       /* kept + koff */
+  "  movzwl 12(%rdi), %ecx\n"      /* len */
+  "  xor %r10d, %r10d\n"
+  "  cmp $32, %ecx\n"
+  "  jb 4f\n"
+  "  cmp $64, %ecx\n"
+  "  jb 3f\n"
+  "2:\n"
+  "strobe_sa_fault_w0:\n"
+  "  vmovdqu (%r8,%r10), %ymm0\n"
+  "strobe_sa_fault_w1:\n"
+  "  vmovdqu 32(%r8,%r10), %ymm1\n"
+  "  vpcmpeqb (%r9,%r10), %ymm0, %ymm0\n"
+  "  vpcmpeqb 32(%r9,%r10), %ymm1, %ymm1\n"
+  "  vpand %ymm1, %ymm0, %ymm0\n"
+  "  vpmovmskb %ymm0, %r11d\n"
+  "  cmp $-1, %r11d\n"
+  "  jne 10f\n"
+  "  add $64, %r10\n"
+  "  lea 64(%r10), %r11\n"
+  "  cmp %rcx, %r11\n"
+  "  jbe 2b\n"
+  "  cmp %rcx, %r10\n"
+  "  je 8f\n"
+  "3:\n"                            /* 1 to 63 bytes left of at least 32: 32 from there (or from len - 32), and the last 32 */
+  "  lea -32(%rcx), %r11\n"
+  "  cmp %r11, %r10\n"
+  "  cmova %r11, %r10\n"
+  "strobe_sa_fault_x:\n"
+  "  vmovdqu (%r8,%r10), %ymm0\n"
+  "strobe_sa_fault_y:\n"
+  "  vmovdqu -32(%r8,%rcx), %ymm1\n"
+  "  vpcmpeqb (%r9,%r10), %ymm0, %ymm0\n"
+  "  vpcmpeqb -32(%r9,%rcx), %ymm1, %ymm1\n"
+  "  vpand %ymm1, %ymm0, %ymm0\n"
+  "  vpmovmskb %ymm0, %r11d\n"
+  "  cmp $-1, %r11d\n"
+  "  jne 10f\n"
+  "  jmp 8f\n"
+  "4:\n"                            /* 16 to 31: the first 16 and the last 16 */
+  "  cmp $16, %ecx\n"
+  "  jb 5f\n"
+  "strobe_sa_fault_o:\n"
+  "  vmovdqu (%r8), %xmm0\n"
+  "strobe_sa_fault_p:\n"
+  "  vmovdqu -16(%r8,%rcx), %xmm1\n"
+  "  vpcmpeqb (%r9), %xmm0, %xmm0\n"
+  "  vpcmpeqb -16(%r9,%rcx), %xmm1, %xmm1\n"
+  "  vpand %xmm1, %xmm0, %xmm0\n"
+  "  vpmovmskb %xmm0, %r11d\n"
+  "  cmp $0xffff, %r11d\n"
+  "  jne 10f\n"
+  "  jmp 8f\n"
+  "5:\n"                            /* below 16: the first 8 and the last 8, or smaller */
+  "  cmp $8, %ecx\n"
+  "  jb 6f\n"
+  "strobe_sa_fault_q:\n"
+  "  mov (%r8), %r10\n"
+  "strobe_sa_fault_r:\n"
+  "  mov -8(%r8,%rcx), %r11\n"
+  "  cmp (%r9), %r10\n"
+  "  jne 11f\n"
+  "  cmp -8(%r9,%rcx), %r11\n"
+  "  jne 11f\n"
+  "  jmp 8f\n"
+  "6:\n"
+  "  cmp $4, %ecx\n"
+  "  jb 7f\n"
+  "strobe_sa_fault_b:\n"
+  "  mov (%r8), %r10d\n"
+  "strobe_sa_fault_c:\n"
+  "  mov -4(%r8,%rcx), %r11d\n"
+  "  cmp (%r9), %r10d\n"
+  "  jne 11f\n"
+  "  cmp -4(%r9,%rcx), %r11d\n"
+  "  jne 11f\n"
+  "  jmp 8f\n"
+  "7:\n"
+  "  cmp $2, %ecx\n"
+  "  jb 12f\n"
+  "strobe_sa_fault_d:\n"
+  "  movzwl (%r8), %r10d\n"
+  "strobe_sa_fault_e:\n"
+  "  movzwl -2(%r8,%rcx), %r11d\n"
+  "  cmp (%r9), %r10w\n"
+  "  jne 11f\n"
+  "  cmp -2(%r9,%rcx), %r11w\n"
+  "  jne 11f\n"
+  "  jmp 8f\n"
+  "12:\n"
+  "  test %ecx, %ecx\n"
+  "  jz 8f\n"
+  "strobe_sa_fault_f:\n"
+  "  movzbl (%r8), %r10d\n"
+  "  cmp (%r9), %r10b\n"
+  "  jne 11f\n"
+  "8:\n"
+  "  add $16, %rdi\n"
+  "  inc %rax\n"
+  "  cmp %rsi, %rax\n"
+  "  jb 1b\n"
+  "9:\n"
+  "  vzeroupper\n"
+  "  ret\n"
+  "10:\n"                           /* a difference at or after byte r10 of the block */
+  "  mov %r10, %rdx\n"
+  "  vzeroupper\n"
+  "  ret\n"
+  "11:\n"
+  "  xor %edx, %edx\n"
+  "  vzeroupper\n"
+  "  ret\n");
+
+/* 1 when AVX2 can be used: the CPU has it (CPUID 7.0 EBX bit 5) and the kernel saves the
+   YMM registers (OSXSAVE, and XCR0's SSE and AVX state bits). */
+__asm__ (
+  ".text\n"
+  ".globl strobe_cpu_avx2\n"
+  "strobe_cpu_avx2:\n"
+  "  push %rbx\n"
+  "  xor %r8d, %r8d\n"
+  "  mov $1, %eax\n"
+  "  xor %ecx, %ecx\n"
+  "  cpuid\n"
+  "  and $0x18000000, %ecx\n"      /* OSXSAVE (27) and AVX (28) */
+  "  cmp $0x18000000, %ecx\n"
+  "  jne 1f\n"
+  "  xor %ecx, %ecx\n"
+  "  xgetbv\n"
+  "  and $6, %eax\n"
+  "  cmp $6, %eax\n"
+  "  jne 1f\n"
+  "  xor %eax, %eax\n"
+  "  cpuid\n"
+  "  cmp $7, %eax\n"
+  "  jb 1f\n"
+  "  mov $7, %eax\n"
+  "  xor %ecx, %ecx\n"
+  "  cpuid\n"
+  "  shr $5, %ebx\n"
+  "  and $1, %ebx\n"
+  "  mov %ebx, %r8d\n"
+  "1:\n"
+  "  mov %r8d, %eax\n"
+  "  pop %rbx\n"
+  "  ret\n");
+
 /* What strobe_safe_diff_list found (returned in rax:rdx): at, and when at < n, from: a byte
    of that block from which on the difference lies (the bytes before it compared equal). */
 typedef struct { u64 at; u64 from; } CapDiff;
 extern CapDiff strobe_safe_diff_list (const CapCmp * cmp, u64 n, const u8 * kept);
+extern CapDiff strobe_safe_diff_list_avx2 (const CapCmp * cmp, u64 n, const u8 * kept);
+extern u32 strobe_cpu_avx2 (void);
+
+/* The comparison loop this CPU runs best (CaptureShared.avx2, set by capture.ts). */
+static inline CapDiff cap_diff_list (const CaptureShared * cs, const CapCmp * cmp, u64 n, const u8 * kept) {
+  return cs->avx2 ? strobe_safe_diff_list_avx2 (cmp, n, kept) : strobe_safe_diff_list (cmp, n, kept);
+}
 
 static inline long sys6 (long n, long a, long b, long c, long d, long e, long f) {
   long ret;

@@ -26,8 +26,8 @@ const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 24;
 /** The walk's machine code in the target (build.rs compiles agent/native/capture_walk.c). */
 let walk: NativePointer | null = null;
 let faults = 0;
-/** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked, visits, pushes, scratch_size, replayed, recorded, stale, unchanged, deltas. */
-const CAPTURE_SHARED_SIZE = 96, CS_UNCHANGED = 80, CS_DELTAS = 88, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24, CS_VISITS = 32, CS_PUSHES = 40, CS_SCRATCH_SIZE = 48, CS_REPLAYED = 56, CS_RECORDED = 64, CS_STALE = 72;
+/** capture_c.ts CaptureShared: tls_key, vm_readv, records, bytes, checked, visits, pushes, scratch_size, replayed, recorded, stale, unchanged, deltas, avx2. */
+const CAPTURE_SHARED_SIZE = 104, CS_UNCHANGED = 80, CS_DELTAS = 88, CS_AVX2 = 96, CS_VM_READV = 4, CS_RECORDS = 8, CS_BYTES = 16, CS_CHECKED = 24, CS_VISITS = 32, CS_PUSHES = 40, CS_SCRATCH_SIZE = 48, CS_REPLAYED = 56, CS_RECORDED = 64, CS_STALE = 72;
 let captureShared: NativePointer | null = null;
 let enabled = true;
 let typedValues = true;
@@ -69,6 +69,7 @@ function loadWalk(): NativePointer {
         [at("strobe_sd_fault_t"), at("strobe_sd_fault")],
         [at("strobe_sd_fault_b"), at("strobe_sd_fault")],
         ...["w0", "w1", "x", "y", "q", "r", "b", "c", "d", "e", "f"].map((l): [number, number] => [at(`strobe_sl_fault_${l}`), at("strobe_sd_fault")]),
+        ...["w0", "w1", "x", "y", "o", "p", "q", "r", "b", "c", "d", "e", "f"].map((l): [number, number] => [at(`strobe_sa_fault_${l}`), at("strobe_sd_fault")]),
     ]);
     addExceptionHook((details) => {
         const off = details.context.pc.sub(code);
@@ -93,10 +94,15 @@ export function captureSymbols(libc: (name: string) => NativePointer): Record<st
     vmReadv = vmReadvWorks(libc);
     setCheckedReads(checkedReads);
     // No walk built for this architecture (build.rs): usableCapture() keeps typed hooks in JS.
-    if (CAPTURE_WALK_CODE.length === 0) return { capture: shared, strobe_cap_walk: NULL, strobe_cap_forget: NULL };
+    if (CAPTURE_WALK_CODE.length === 0) throw new Error("no native hook code was built for this architecture");
     if (walk === null) walk = loadWalk();
     shared.add(CS_SCRATCH_SIZE).writeU64(walk.add(CAPTURE_WALK_SYMBOLS.strobe_cap_scratch_size).readU64());
-    return { capture: shared, strobe_cap_walk: walk.add(CAPTURE_WALK_SYMBOLS.strobe_cap_walk), strobe_cap_forget: walk.add(CAPTURE_WALK_SYMBOLS.strobe_cap_forget) };
+    // Span comparisons with 32-byte loads where the CPU and the kernel allow them.
+    const avx2 = new NativeFunction(walk.add(CAPTURE_WALK_SYMBOLS.strobe_cpu_avx2), "uint32", []);
+    shared.add(CS_AVX2).writeU32(avx2() as number);
+    // The hook's two halves and the shared call stack (agent/native/fast_hook.c), for the CModule.
+    const sym = (name: string) => walk!.add(CAPTURE_WALK_SYMBOLS[name]);
+    return { capture: shared, ...Object.fromEntries(["strobe_hook_enter", "strobe_hook_exit", "strobe_call_push", "strobe_call_pop"].map((n) => [n, sym(n)])) };
 }
 
 /**
@@ -178,8 +184,9 @@ export function capturePlan(capture: CaptureSpec): NativePointer {
 export function captureStats(): object {
     const u64 = (at: number): number => (captureShared === null ? 0 : captureShared.add(at).readU64().toNumber());
     const vmReadv = captureShared !== null && captureShared.add(CS_VM_READV).readU32() === 1;
+    const avx2 = captureShared !== null && captureShared.add(CS_AVX2).readU32() === 1;
     return {
         enabled, typedValues, plans: plans.size, faultsRecovered: faults, records: u64(CS_RECORDS), payloadBytes: u64(CS_BYTES),
-        checkedReads: u64(CS_CHECKED), vmReadv, visits: u64(CS_VISITS), pushes: u64(CS_PUSHES), walksReplayed: u64(CS_REPLAYED), walksRecorded: u64(CS_RECORDED), walksStale: u64(CS_STALE), walksUnchanged: u64(CS_UNCHANGED), walksDelta: u64(CS_DELTAS),
+        checkedReads: u64(CS_CHECKED), vmReadv, avx2, visits: u64(CS_VISITS), pushes: u64(CS_PUSHES), walksReplayed: u64(CS_REPLAYED), walksRecorded: u64(CS_RECORDED), walksStale: u64(CS_STALE), walksUnchanged: u64(CS_UNCHANGED), walksDelta: u64(CS_DELTAS),
     };
 }

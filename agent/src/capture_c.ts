@@ -61,7 +61,7 @@ export const FN_PLAN_OFFSET = 56;
 export const CAPTURE_MAX_SLOTS = 2400;
 
 export const CAPTURE_C = `
-/* capture_walk.c reads a plan (its layout: above); here only its count of exit roots. */
+/* capture_walk.c reads a plan (its layout: above); this side only passes it on. */
 typedef struct CapPlan CapPlan;
 /* records / bytes: typed records written and their payload bytes; checked: reads that went
    through process_vm_readv (racy increments: estimates). vm_readv: 1 when process_vm_readv
@@ -70,156 +70,29 @@ typedef struct CapPlan CapPlan;
    replayed / recorded / stale: walks replayed from a remembered one, walks remembered, and
    remembered walks that could not be replayed (what they read had changed); unchanged: the
    replays sent as a reference to their last span (memory held the same bytes); deltas: those
-   sent as the words that changed since. */
-typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 bytes; guint64 checked; guint64 visits; guint64 pushes; guint64 scratch_size; guint64 replayed; guint64 recorded; guint64 stale; guint64 unchanged; guint64 deltas; } CaptureShared;
+   sent as the words that changed since; avx2: 1 when span comparisons may use AVX2 loads. */
+typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 bytes; guint64 checked; guint64 visits; guint64 pushes; guint64 scratch_size; guint64 replayed; guint64 recorded; guint64 stale; guint64 unchanged; guint64 deltas; guint32 avx2; guint32 pad; } CaptureShared;
 
 extern CaptureShared capture;
-/* The walk (agent/native/capture_walk.c, compiled ahead of time): the payload of the plan's
-   enter (or exit) roots into the scratch after its u32 length; returns the length. */
-extern guint32 strobe_cap_walk (const CapPlan * plan, int at_exit, const guint64 * regs, void * scratch, CaptureShared * cs);
-/* The walk's record was lost: its spans must be sent again before any reference to them. */
-extern void strobe_cap_forget (void * scratch);
 
-#define CAP_MAX_SLOTS ${CAPTURE_MAX_SLOTS}
 #define KIND_TYPED_ENTER 3
 #define KIND_TYPED_EXIT 4
 /* A typed exit whose plan reads nothing at exit (no pointee of the return value: a scalar or
    void): one slot laid out like a plain exit, no payload; the daemon prints its return value
-   with the plan's type. */
+   with the plan's type. (agent/native/fast_hook.c writes all three.) */
 #define KIND_TYPED_EXIT_BARE 5
-/* Cost sampling weighs the walks of 1 recorded call in CAP_COST_EVERY (16; the top 4 bits of
-   a hash of the call id are 0), each counted 16 times: two clock reads per call fewer. A
-   hash, so neither rate sampling's 1 in N nor functions alternating on a thread line up
-   with it. */
-#define CAP_COST_EVERY 16
-#define CAP_MEASURED(call) ((((call) * 0x9e3779b97f4a7c15ULL) >> 60) == 0)
 #define FN_PLAN(f) (*(CapPlan * volatile *) ((guint8 *) (f) + ${FN_PLAN_OFFSET}))
-/* The plan's exit roots (its header: u32 n_enter, n_exit, ...). */
-#define CAP_EXIT_ROOTS(plan) (((const guint32 *) (plan))[1])
 typedef char fn_struct_ends_before_the_plan[sizeof (Fn) <= ${FN_PLAN_OFFSET} ? 1 : -1];
-
-/* This thread's scratch (its payload buffer first), made on its first typed call. */
-static guint8 * cap_scratch (void) {
-  guint8 * s = pthread_getspecific (capture.tls_key);
-  if (s == NULL) {
-    s = calloc (1, capture.scratch_size);
-    if (s == NULL)
-      return NULL;
-    pthread_setspecific (capture.tls_key, s);
-  }
-  return s;
-}
-
-/* k consecutive slots with one CAS, or NULL (counted as lost) when they do not fit. */
-static Rec * reserve_n (guint32 k, guint32 * pos) {
-  for (;;) {
-    guint32 h = shared.head;
-    guint32 tl = shared.tail;
-    if (k > CAP_MAX_SLOTS || h - tl + k > shared.mask + 1) {
-      xadd64 (&shared.lost, 1);
-      return NULL;
-    }
-    if (cas32 (&shared.head, h, h + k)) {
-      *pos = h;
-      return &shared.ring[h & shared.mask];
-    }
-  }
-}
 
 /* Of len payload bytes from ring slot first on, how many fit before the ring wraps: the
    slots are contiguous bytes, so a payload is one copy, or two where the ring wraps. */
 #define cap_before_wrap(first, len) ({ guint32 room_ = (shared.mask + 1 - (first)) * sizeof (Rec); (len) < room_ ? (len) : room_; })
 
-/* The payload (length prefix included) into the slots after the header slot at pos. */
-static void cap_put (guint32 pos, const guint8 * src, guint32 len) {
-  guint32 first = (pos + 1) & shared.mask;
-  guint32 c = cap_before_wrap (first, len);
-  memcpy (&shared.ring[first], src, c);
-  if (c < len)
-    memcpy (&shared.ring[0], src + c, len - c);
-}
-
 /* Slots of a record whose payload is len bytes: 1 + ceil((4 + len) / 88), the division as a
    multiplication by 2^38 / 88 rounded up (exact for any 32-bit dividend; TinyCC emits a
-   64-bit div, ~40 cycles, which every typed call paid twice). */
+   64-bit div). */
 typedef char rec_is_88_bytes[sizeof (Rec) == 88 ? 1 : -1];
 #define cap_slots_for(len) (1 + (guint32) (((4 + (guint64) (len) + 87) * 0xBA2E8BA3ULL) >> 38))
-
-/* Is there room in the ring for a record as long as this thread's last one (its u32 length
-   is at the scratch's start)? If not, the record is lost without walking: a ring that stays
-   full (a target outrunning the daemon) then costs the hooks little. */
-#define cap_room(s) (shared.head - shared.tail + cap_slots_for (*(const guint32 *) (s)) <= shared.mask + 1)
-
-/* Typed enter: record_enter's record, with the plan's copies. */
-static void capture_enter (Fn * f, Thread * t, Invocation * inv, const guint64 * a) {
-  inv->measure = CAP_MEASURED (inv->call);
-  guint64 t0 = inv->measure ? now_ns () : 0;
-  CapPlan * plan = FN_PLAN (f);
-  guint8 * s = cap_scratch ();
-  int walk = s != NULL && cap_room (s);
-  guint32 len = walk ? strobe_cap_walk (plan, 0, a, s, &capture) : 0;
-  guint32 pos;
-  Rec * r = walk ? reserve_n (cap_slots_for (len), &pos) : NULL;
-  guint64 ts = now_ns ();
-  inv->ts = ts;
-  if (inv->measure) /* cost sampling (fastpath_c.ts check_rate); racy: an estimate */
-    f->hook_ns += (ts - t0) * CAP_COST_EVERY;
-  if (r == NULL) {
-    if (!walk)
-      xadd64 (&shared.lost, 1);
-    else /* reserve_n counted it */
-      strobe_cap_forget (s);
-    return;
-  }
-  memcpy (s, &len, 4);
-  cap_put (pos, s, 4 + len);
-  capture.records++;
-  capture.bytes += len;
-  r->kind = KIND_TYPED_ENTER; r->flags = inv->flags; r->nargs = f->nargs; r->pad = 0;
-  r->fn = f->id; r->tid = t->tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
-  r->v[0] = a[0]; r->v[1] = a[1]; r->v[2] = a[2];
-  r->v[3] = a[3]; r->v[4] = a[4]; r->v[5] = a[5];
-  commit (r, pos);
-}
-
-/* Typed exit: the return value read with the plan's exit ops (pointees of rax). */
-static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts);
-
-static void capture_exit (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
-  capture_exit_record (f, t, inv, ret, ts);
-  if (inv->measure) /* cost sampling, as at enter */
-    f->hook_ns += (now_ns () - ts) * CAP_COST_EVERY;
-}
-
-static void capture_exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts) {
-  CapPlan * plan = FN_PLAN (f);
-  if (CAP_EXIT_ROOTS (plan) == 0) { /* nothing to walk: a bare typed exit */
-    if (exit_record (f, t, inv, ret, ts, KIND_TYPED_EXIT_BARE))
-      capture.records++;
-    return;
-  }
-  guint8 * s = cap_scratch ();
-  if (s == NULL || !cap_room (s)) {
-    xadd64 (&shared.lost, 1);
-    return;
-  }
-  guint32 len = strobe_cap_walk (plan, 1, &ret, s, &capture);
-  guint32 pos;
-  Rec * r = reserve_n (cap_slots_for (len), &pos);
-  if (r == NULL) {
-    strobe_cap_forget (s);
-    return;
-  }
-  memcpy (s, &len, 4);
-  cap_put (pos, s, 4 + len);
-  capture.records++;
-  capture.bytes += len;
-  r->kind = KIND_TYPED_EXIT; r->flags = inv->flags; r->nargs = 0; r->pad = 0;
-  r->fn = f->id; r->tid = t->tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
-  r->v[0] = ret;
-  r->v[1] = ts - inv->ts;
-  commit (r, pos);
-}
 
 /* Drain side: slots of the typed record at tail position tl. */
 static guint32 cap_slots_at (guint32 tl) {

@@ -85,7 +85,8 @@ export function needsJs(spec: HookNeeds, argCount: number): boolean {
 
 // Shared struct offsets (see `Shared` in fastpath_c.ts).
 const SH_TLS_KEY = 0, SH_MASK = 4, SH_TAIL = 12, SH_WINDOW_CALLS = 20, SH_HOT_WINDOW_NS = 24;
-const SH_LOST = 32, SH_SAMPLED_OUT = 40, SH_RING = 48, SH_NEW_TIDS = 56, SH_COST_SHARE = 64, SHARED_SIZE = 72;
+const SH_LOST = 32, SH_SAMPLED_OUT = 40, SH_RING = 48, SH_NEW_TIDS = 56, SH_COST_SHARE = 64;
+const SH_TSC_ANCHOR = 72, SH_NS_ANCHOR = 80, SH_TSC_MULT = 88, SH_USE_TSC = 96, SHARED_SIZE = 104;
 // 32-bit word indexes into the same struct, for the typed-array view.
 const W_HEAD = 2, W_TAIL = 3, W_THREAD_SERIAL = 4;
 // Fn struct offsets (see `Fn`; Fn.off at 40 is wrappers.ts's).
@@ -168,7 +169,7 @@ export function configure(opts: TracingOptions & CaptureOptions): object {
     if (opts.typedValues !== undefined) setTypedValues(opts.typedValues === true);
     if (opts.checkedReads !== undefined) setCheckedReads(opts.checkedReads === true);
     if (native !== null) writeSamplingThresholds(native.shared);
-    return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, hookPaths: wrapperStats(), forkGate: forkGateStats(), capture: captureStats() };
+    return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, clock: hookClock(), hookPaths: wrapperStats(), forkGate: forkGateStats(), capture: captureStats() };
 }
 
 /** The cost share changed (hooks.ts sends tracing.costShare with every add): the native hooks weigh by it too. */
@@ -216,6 +217,75 @@ function ringMemory(size: number): NativePointer {
     return fillZero(start, size);
 }
 
+/**
+ * The hooks' clock (fast_hook.c hook_now): the time stamp counter where the kernel keeps time
+ * with it (its clocksource is "tsc": constant, synchronized across CPUs) and it runs above
+ * 1 GHz, read in ~17 ns where clock_gettime takes ~40 (two reads a traced call). The drain
+ * (fastpath_c.ts ticks_ns) converts to CLOCK_MONOTONIC ns from the latest (ticks, ns) pair
+ * with the rate measured since the first: records a drain sends are a few ms old, so the
+ * rate's error is far below a nanosecond on them.
+ */
+interface TscCalibration {
+    pair: NativePointer;
+    read: NativeFunction<void, [NativePointerValue]>;
+    /** The first pair: rates are measured from it. */
+    base: [UInt64, UInt64];
+}
+let tsc: TscCalibration | null = null;
+
+function tscClocksource(): boolean {
+    try {
+        return File.readAllText("/sys/devices/system/clocksource/clocksource0/current_clocksource").trim() === "tsc";
+    } catch (_) {
+        return false;
+    }
+}
+
+/** The native hooks' clock: "tsc", "clock_gettime", or null before the first native hook. */
+function hookClock(): string | null {
+    return native === null ? null : tsc !== null ? "tsc" : "clock_gettime";
+}
+
+/** (ticks, ns) now, read back to back (fastpath_c.ts strobe_clock_pair). */
+function clockPair(c: TscCalibration): [UInt64, UInt64] {
+    c.read(c.pair);
+    return [c.pair.readU64(), c.pair.add(8).readU64()];
+}
+
+/** ns per tick from the first pair to `now` (0 when no time passed). */
+function rateSince(c: TscCalibration, now: [UInt64, UInt64]): number {
+    const ticks = now[0].sub(c.base[0]).toNumber();
+    return ticks > 0 ? now[1].sub(c.base[1]).toNumber() / ticks : 0;
+}
+
+/** Where the TSC is the kernel's clock: a first rate over ~2 ms, written before any hook. */
+function setUpTsc(cm: CModule, shared: NativePointer): void {
+    if (!tscClocksource()) return;
+    const c: TscCalibration = { pair: zeroed(16), read: new NativeFunction(cm.strobe_clock_pair, "void", ["pointer"]), base: [uint64(0), uint64(0)] };
+    c.base = clockPair(c);
+    let now = c.base;
+    while (now[1].sub(c.base[1]).toNumber() < 2e6) now = clockPair(c);
+    const perTick = rateSince(c, now);
+    if (!(perTick > 0 && perTick < 1)) return; // below 1 GHz (or no sense): clock_gettime
+    tsc = c;
+    writeTsc(shared, now, perTick);
+    shared.add(SH_USE_TSC).writeU32(1);
+}
+
+function writeTsc(shared: NativePointer, anchor: [UInt64, UInt64], perTick: number): void {
+    shared.add(SH_TSC_ANCHOR).writeU64(anchor[0]);
+    shared.add(SH_NS_ANCHOR).writeU64(anchor[1]);
+    shared.add(SH_TSC_MULT).writeU64(Math.round(perTick * 2 ** 32));
+}
+
+/** Before a drain: the anchor moved to now, the rate over everything since the first pair. */
+function recalibrate(n: Native): void {
+    if (tsc === null) return;
+    const now = clockPair(tsc);
+    const perTick = rateSince(tsc, now);
+    if (perTick > 0 && perTick < 1) writeTsc(n.shared, now, perTick);
+}
+
 /** The CModule, compiled on first need; null when this platform cannot have it. */
 function setUp(): Native | null {
     if (native !== null || unavailable !== null) return native;
@@ -249,6 +319,7 @@ function setUp(): Native | null {
             prctl: libc("prctl"),
             ...captureSymbols(libc),
         });
+        setUpTsc(cm, shared);
         const drain = new NativeFunction(cm.strobe_drain, "uint32", ["pointer", "uint32", "pointer"], {
             scheduling: "exclusive",
             exceptions: "propagate",
@@ -425,6 +496,7 @@ export function drainFast(force = false): void {
 }
 
 function drainRing(n: Native, force: boolean): void {
+    recalibrate(n);
     for (;;) {
         const batch = options.drainBatch;
         const credit = force || (sentSeq - ackedSeq) * batch < MAX_IN_FLIGHT_RECORDS;
@@ -466,6 +538,7 @@ export function fastStats(): object {
         available: true,
         fnStates: fnStates.size,
         ringRecords: n.shared.add(SH_MASK).readU32() + 1,
+        clock: hookClock(),
         lost: n.shared.add(SH_LOST).readU64().toNumber(),
         sampledOut: n.shared.add(SH_SAMPLED_OUT).readU64().toNumber(),
         tail: n.shared.add(SH_TAIL).readU32(),

@@ -2,12 +2,14 @@
 //
 // A fast hook is Interceptor.attach(address, {onEnter, onLeave}, fnState) with the native
 // callbacks below, or (wrappers.ts) Interceptor.replaceFast with a per-hook wrapper that calls
-// strobe_wrapped_call; both record through record_enter/record_exit; they write fixed-size records into one shared ring (multi-producer: a CAS on
-// `head` reserves a slot, `seq` commits it), which JS drains with strobe_drain() every few ms.
-// A full ring never blocks: the record is dropped and counted in `lost`.
+// strobe_wrapped_call; both hand the call to strobe_hook_enter/strobe_hook_exit
+// (agent/native/fast_hook.c, compiled ahead of time: TinyCC's code was a sixth of a typed
+// call's time), which write fixed-size records into one shared ring (multi-producer: a CAS
+// on `head` reserves a slot, `seq` commits it). JS drains it with strobe_drain() every few
+// ms. A full ring never blocks: the record is dropped and counted in `lost`.
 //
-// TinyCC has no __atomic/__sync builtins: the two atomic operations are inline x86-64 asm
-// (the fast path is only offered on x64; elsewhere every hook takes the JS path).
+// TinyCC has no __atomic/__sync builtins: this side's atomic operations are inline x86-64
+// asm (the fast path is only offered on x64; elsewhere every hook takes the JS path).
 // Mutable state lives in memory allocated by JS and passed in as the `shared` symbol: a
 // CModule's own globals are not writable from JS.
 //
@@ -84,7 +86,8 @@ typedef struct {
   volatile guint64 window_start;  /* ns at the start of the current rate window */
   /* Hook install/revert (wrappers.ts): 1 while the trace is removed but the hook kept. */
   volatile guint32 off;
-  /* ns spent in this window copying typed values (capture_c.ts): what cost sampling weighs. */
+  /* Time spent in this window copying typed values (fast_hook.c's clock: ticks when
+     shared.use_tsc, else ns): what cost sampling weighs. */
   volatile guint64 hook_ns;
 } Fn;
 
@@ -101,6 +104,15 @@ typedef struct {
   Rec * ring;
   guint8 * new_tids;              /* NEW_TIDS slots of NEW_TID_SLOT bytes (see above) */
   guint64 cost_share;             /* tracing.costShare × 1024; 0: no cost sampling */
+  /* Hook records' times (ts, an exit's duration) are time stamp counter ticks when use_tsc
+     (fastpath.ts sets it where the kernel's clocksource is the TSC): the drain turns them
+     into CLOCK_MONOTONIC ns as tsc_anchor's ns_anchor plus the ticks since times tsc_mult
+     (ns per tick × 2^32); fastpath.ts recalibrates before every drain. */
+  guint64 tsc_anchor;
+  guint64 ns_anchor;
+  guint64 tsc_mult;
+  guint32 use_tsc;
+  guint32 pad;
 } Shared;
 
 typedef struct {
@@ -148,6 +160,36 @@ static inline guint64 now_ns (void) {
   return (guint64) t.sec * 1000000000ULL + (guint64) t.nsec;
 }
 
+static inline guint64 rdtsc_ (void) {
+  guint32 lo, hi;
+  asm volatile ("rdtsc" : "=a" (lo), "=d" (hi));
+  return ((guint64) hi << 32) | lo;
+}
+
+/* A span of ticks in ns (tsc_mult < 2^32: fastpath.ts uses the TSC only above 1 GHz). */
+static guint64 ticks_span (guint64 d) {
+  guint64 m = shared.tsc_mult;
+  return (d >> 32) * m + (((d & 0xffffffffULL) * m) >> 32);
+}
+
+/* A hook record's time in CLOCK_MONOTONIC ns. */
+static guint64 ticks_ns (guint64 ticks) {
+  if (!shared.use_tsc)
+    return ticks;
+  return ticks >= shared.tsc_anchor ? shared.ns_anchor + ticks_span (ticks - shared.tsc_anchor)
+                                    : shared.ns_anchor - ticks_span (shared.tsc_anchor - ticks);
+}
+
+/* For fastpath.ts's calibration: out[0] ticks, out[1] ns, read back to back (the ticks
+   halfway between two reads around the clock's). */
+void strobe_clock_pair (guint64 * out) {
+  guint64 a = rdtsc_ ();
+  guint64 ns = now_ns ();
+  guint64 b = rdtsc_ ();
+  out[0] = a + (b - a) / 2;
+  out[1] = ns;
+}
+
 static Thread * thread_state (void) {
   Thread * t = pthread_getspecific (shared.tls_key);
   if (t == NULL) {
@@ -166,29 +208,6 @@ static Thread * thread_state (void) {
     pthread_setspecific (shared.tls_key, t);
   }
   return t;
-}
-
-/* A new call on this thread's stack; its parent is the innermost open call (0: none). */
-static guint64 push_call (Thread * t, guint64 * parent) {
-  guint64 call = t->serial | ++t->seq;
-  guint32 d = t->depth;
-  *parent = d == 0 ? 0 : t->stack[(d <= MAX_DEPTH ? d : MAX_DEPTH) - 1];
-  if (d < MAX_DEPTH)
-    t->stack[d] = call;
-  t->depth = d + 1;
-  return call;
-}
-
-/* Pop down to this call: frames left by a longjmp or an unwinding exception never leave. */
-static void pop_call (Thread * t, guint64 call) {
-  guint32 d = t->depth;
-  if (d > MAX_DEPTH) {
-    t->depth = d - 1;
-  } else {
-    while (d > 0 && t->stack[d - 1] != call)
-      d--;
-    t->depth = d > 0 ? d - 1 : t->depth;
-  }
 }
 
 /* A slot for one record, or NULL (counted as lost) when the ring is full. */
@@ -231,7 +250,7 @@ static void emit_sampling (Fn * f, guint32 on, guint32 reason) {
 static void check_rate (Fn * f, guint64 n) {
   guint64 t = now_ns ();
   guint64 start = f->window_start;
-  guint64 hook = f->hook_ns;
+  guint64 hook = shared.use_tsc ? ticks_span (f->hook_ns) : f->hook_ns; /* fast_hook.c's clock */
   f->window_start = t;
   f->hook_ns = 0;
   if (n == 0)
@@ -254,83 +273,47 @@ static void check_rate (Fn * f, guint64 n) {
     emit_sampling (f, 1, rate_hot ? SAMPLING_BY_RATE : SAMPLING_BY_COST);
 }
 
-/* An exit record of kind (1, or capture_c.ts's bare typed exit): the return value and the
-   call's duration. 0 when the ring was full (counted as lost). */
-static int exit_record (Fn * f, Thread * t, Invocation * inv, guint64 ret, guint64 ts, guint8 kind) {
-  guint32 pos;
-  Rec * r = reserve (&pos);
-  if (r == NULL)
-    return 0;
-  r->kind = kind; r->flags = inv->flags; r->nargs = 0; r->pad = 0;
-  r->fn = f->id; r->tid = t->tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
-  r->v[0] = ret;
-  r->v[1] = ts - inv->ts;
-  commit (r, pos);
-  return 1;
-}
-
 /* ---- typed capture (capture_c.ts) ---- */
 ${CAPTURE_C}
 /* ---- end of typed capture ---- */
 
-/* The enter half of a traced call, shared by both native hook paths (on_enter and
-   strobe_wrapped_call): sampling, the thread's call stack, the enter record with the six
-   argument registers a[0..5]. inv->call stays 0 when nothing is to be recorded at exit. */
-static void record_enter (Fn * f, Invocation * inv, const guint64 * a) {
-  if (f->off) { inv->call = 0; return; } /* trace removed, hook kept (wrappers.ts) */
-  guint64 n = f->calls++;
-  if ((n & (shared.window_calls - 1)) == 0)
-    check_rate (f, n);
-  guint32 sampled = f->sampling;
-  if (sampled && (n % f->sample_every) != 0) {
-    inv->call = 0;
-    xadd64 (&shared.sampled_out, 1);
-    return;
-  }
-  Thread * t = thread_state ();
-  if (t == NULL) {
-    inv->call = 0;
-    xadd64 (&shared.lost, 2);
-    return;
-  }
-  guint64 parent;
-  guint64 call = push_call (t, &parent);
-  inv->thread = t;
-  inv->call = call;
-  inv->parent = parent;
-  inv->flags = sampled ? 1 : 0;
-  if (FN_PLAN (f) != NULL) {
-    capture_enter (f, t, inv, a); /* typed capture (capture_c.ts) */
-    return;
-  }
+/* Both halves of a traced call, for both native hook paths (on_enter/on_leave and
+   strobe_wrapped_call), are strobe_hook_enter and strobe_hook_exit (agent/native/
+   fast_hook.c, compiled ahead of time with the typed capture's walk): sampling, the thread's
+   call stack, the record. What they need from this side and from libc: */
+typedef struct {
+  Shared * shared;
+  CaptureShared * capture;
+  Thread * (* thread_state) (void);
+  void (* check_rate) (Fn * f, guint64 n);
+  void * getspecific;
+  void * setspecific;
+  void * calloc;
+  void * clock_gettime;
+} HookCtx;
+/* agent/native/hook_types.h checks the same sizes and offsets on its side. */
+typedef char hook_ctx_is_64_bytes[sizeof (HookCtx) == 64 ? 1 : -1];
+typedef char fn_is_56_bytes[sizeof (Fn) == 56 ? 1 : -1];
+typedef char fn_off_at_40[__builtin_offsetof (Fn, off) == 40 ? 1 : -1];
+typedef char fn_hook_ns_at_48[__builtin_offsetof (Fn, hook_ns) == 48 ? 1 : -1];
+typedef char shared_is_104_bytes[sizeof (Shared) == 104 ? 1 : -1];
+typedef char shared_use_tsc_at_96[__builtin_offsetof (Shared, use_tsc) == 96 ? 1 : -1];
+typedef char shared_ring_at_48[__builtin_offsetof (Shared, ring) == 48 ? 1 : -1];
+typedef char thread_stack_at_24[__builtin_offsetof (Thread, stack) == 24 ? 1 : -1];
+typedef char invocation_is_40_bytes[sizeof (Invocation) == 40 ? 1 : -1];
+typedef char capture_shared_is_104_bytes[sizeof (CaptureShared) == 104 ? 1 : -1];
 
-  guint32 pos;
-  Rec * r = reserve (&pos);
-  guint64 ts = now_ns ();
-  inv->ts = ts;
-  if (r == NULL)
-    return;
-  r->kind = 0; r->flags = inv->flags; r->nargs = f->nargs; r->pad = 0;
-  r->fn = f->id; r->tid = t->tid; r->call = call; r->parent = parent; r->ts = ts;
-  r->v[0] = a[0]; r->v[1] = a[1]; r->v[2] = a[2];
-  r->v[3] = a[3]; r->v[4] = a[4]; r->v[5] = a[5];
-  commit (r, pos);
-}
+static const HookCtx hook_ctx = { &shared, &capture, thread_state, check_rate, pthread_getspecific, pthread_setspecific, calloc, clock_gettime };
 
-/* The exit half: pop the call, record the return value and the duration. */
-static void record_exit (Fn * f, Invocation * inv, guint64 ret) {
-  guint64 call = inv->call;
-  if (call == 0)
-    return;
-  guint64 ts = now_ns ();
-  Thread * t = inv->thread;
-  pop_call (t, call);
-  if (FN_PLAN (f) != NULL) {
-    capture_exit (f, t, inv, ret, ts); /* typed capture (capture_c.ts) */
-    return;
-  }
-  exit_record (f, t, inv, ret, ts, 1);
-}
+/* a: the six argument registers; plan: the function's capture plan, read once (NULL: a
+   plain record). inv->call stays 0 when nothing is to be recorded at exit. */
+extern void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * a);
+extern void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, guint64 ret);
+extern guint64 strobe_call_push (Thread * t, guint64 * parent);
+extern void strobe_call_pop (Thread * t, guint64 call);
+
+#define record_enter(f, inv, a) strobe_hook_enter (&hook_ctx, (f), FN_PLAN (f), (inv), (a))
+#define record_exit(f, inv, ret) do { if ((inv)->call != 0) strobe_hook_exit (&hook_ctx, (f), FN_PLAN (f), (inv), (ret)); } while (0)
 
 void on_enter (GumInvocationContext * ic) {
   /* The System V argument registers, read straight from the saved context: calling
@@ -338,11 +321,14 @@ void on_enter (GumInvocationContext * ic) {
   GumCpuContext * c = ic->cpu_context;
   guint64 a[MAX_ARGS];
   a[0] = c->rdi; a[1] = c->rsi; a[2] = c->rdx; a[3] = c->rcx; a[4] = c->r8; a[5] = c->r9;
-  record_enter (GUM_IC_GET_FUNC_DATA (ic, Fn *), GUM_IC_GET_INVOCATION_DATA (ic, Invocation), a);
+  Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
+  record_enter (f, GUM_IC_GET_INVOCATION_DATA (ic, Invocation), a);
 }
 
 void on_leave (GumInvocationContext * ic) {
-  record_exit (GUM_IC_GET_FUNC_DATA (ic, Fn *), GUM_IC_GET_INVOCATION_DATA (ic, Invocation), ic->cpu_context->rax);
+  Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
+  Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
+  record_exit (f, inv, ic->cpu_context->rax);
 }
 
 /* The replaceFast path (wrappers.ts): a per-hook wrapper passes its slot and the six integer
@@ -382,14 +368,14 @@ void strobe_js_enter (guint64 * out) {
     out[0] = 0; out[1] = 0; out[2] = 0;
     return;
   }
-  out[0] = push_call (t, &out[1]);
+  out[0] = strobe_call_push (t, &out[1]);
   out[2] = t->tid;
 }
 
 void strobe_js_leave (guint64 call) {
   Thread * t = thread_state ();
   if (t != NULL && call != 0)
-    pop_call (t, call);
+    strobe_call_pop (t, call);
 }
 
 /* Words a record uses: an enter's arguments, two for the others. */
@@ -417,6 +403,14 @@ guint32 strobe_drain (guint8 * out, guint32 max, guint32 * bytes) {
       break;
     guint32 len = WIRE_HEADER + 8 * words_of (r);
     memcpy (out + pos, r, len);
+    if (shared.use_tsc && r->kind != 2) { /* a hook's record: times in ticks (a sampling one's in ns) */
+      guint64 ts = ticks_ns (r->ts);
+      memcpy (out + pos + 32, &ts, 8);
+      if (r->kind != 0 && r->kind != KIND_TYPED_ENTER) { /* an exit: v[1] is its duration */
+        guint64 d = ts - ticks_ns (r->ts - r->v[1]);
+        memcpy (out + pos + 48, &d, 8);
+      }
+    }
     pos += len;
     if (typed)
       pos += cap_take (out + pos, tl, k);

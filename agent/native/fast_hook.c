@@ -1,0 +1,272 @@
+/* Both halves of every fast-path hook (fastpath_c.ts on_enter/on_leave and the replaceFast
+ * wrappers' strobe_wrapped_call hand each call over whole): rate sampling's call count, the
+ * thread's call stack, the ring's reservation and the record, plain (the six argument
+ * registers, the return value) or typed (with the capture walk's payload, capture_walk.c).
+ * Compiled ahead of time with the walk (build.rs): as TinyCC code, which spills every value
+ * to the stack and never inlines, this glue took a sixth of a typed call's time on the
+ * SQLite bench.
+ *
+ * Same freestanding rules as capture_walk.c: no libc but the calls HookCtx passes, no
+ * globals. Record layout and ring protocol: fastpath_c.ts; typed payloads: capture_c.ts. */
+
+#include "hook_types.h"
+
+u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScratch * s, CaptureShared * cs);
+void strobe_cap_forget (CapScratch * s);
+
+#define KIND_ENTER 0
+#define KIND_EXIT 1
+#define KIND_TYPED_ENTER 3
+#define KIND_TYPED_EXIT 4
+#define KIND_TYPED_EXIT_BARE 5
+#define CAP_MAX_SLOTS 2400        /* capture_c.ts CAPTURE_MAX_SLOTS */
+#define CAP_COST_EVERY 16         /* capture_c.ts: 1 call in 16 is timed for cost sampling */
+#define CAP_MEASURED(call) ((((call) * 0x9e3779b97f4a7c15UL) >> 60) == 0)
+
+struct hook_timespec { long sec; long nsec; };
+
+/* A record's time: the time stamp counter where the kernel keeps time with it (~17 ns a
+   read on the bench machine against ~40 for clock_gettime, two reads a call; the drain
+   converts, fastpath_c.ts ticks_ns), else CLOCK_MONOTONIC ns. */
+static inline u64 hook_now (const HookCtx * x) {
+  if (x->shared->use_tsc) {
+    u32 lo, hi;
+    __asm__ volatile ("rdtsc" : "=a" (lo), "=d" (hi));
+    return ((u64) hi << 32) | lo;
+  }
+  struct hook_timespec t;
+  x->clock_gettime (1, &t);
+  return (u64) t.sec * 1000000000UL + (u64) t.nsec;
+}
+
+static inline void hook_add64 (volatile u64 * p, u64 v) {
+  __asm__ volatile ("lock; addq %1, %0" : "+m" (*p) : "r" (v) : "memory");
+}
+
+static inline int hook_cas32 (volatile u32 * p, u32 old, u32 nw) {
+  return __sync_bool_compare_and_swap (p, old, nw);
+}
+
+/* No memcpy in a freestanding image: rep movsb (fast strings on every CPU the fast path
+   runs on). */
+static inline void hook_copy (void * dst, const void * src, u64 n) {
+  __asm__ volatile ("rep movsb" : "+D" (dst), "+S" (src), "+c" (n) : : "memory");
+}
+
+/* Slots of a record whose payload is len bytes (its u32 length prefix included). */
+static inline u32 hook_slots_for (u32 len) {
+  return 1 + (u32) ((4 + (u64) len + sizeof (Rec) - 1) / sizeof (Rec));
+}
+
+/* k consecutive slots with one CAS, or NULL (counted as lost) when they do not fit. */
+static Rec * hook_reserve (Shared * sh, u32 k, u32 * pos) {
+  for (;;) {
+    u32 h = sh->head;
+    u32 tl = sh->tail;
+    if (k > CAP_MAX_SLOTS || h - tl + k > sh->mask + 1) {
+      hook_add64 (&sh->lost, 1);
+      return 0;
+    }
+    if (hook_cas32 (&sh->head, h, h + k)) {
+      *pos = h;
+      return &sh->ring[h & sh->mask];
+    }
+  }
+}
+
+static inline void hook_commit (Rec * r, u32 pos) {
+  __asm__ volatile ("" : : : "memory");
+  *(volatile u32 *) &r->seq = pos + 1;
+}
+
+/* The payload (length prefix included) into the slots after the header slot at pos; two
+   copies where the ring wraps. */
+static void hook_put (Shared * sh, u32 pos, const u8 * src, u32 len) {
+  u32 first = (pos + 1) & sh->mask;
+  u32 room = (sh->mask + 1 - first) * (u32) sizeof (Rec);
+  u32 c = len < room ? len : room;
+  hook_copy (&sh->ring[first], src, c);
+  if (c < len)
+    hook_copy (&sh->ring[0], src + c, len - c);
+}
+
+/* Room in the ring for a record as long as this thread's last one (its u32 length is at the
+   scratch's start)? If not, the record is lost without walking. */
+static inline int hook_room (const Shared * sh, const u8 * s) {
+  return sh->head - sh->tail + hook_slots_for (*(const u32 *) s) <= sh->mask + 1;
+}
+
+/* This thread's scratch (its payload buffer first), made on its first typed call. */
+static u8 * hook_scratch (const HookCtx * x) {
+  CaptureShared * cs = x->capture;
+  u8 * s = x->getspecific (cs->tls_key);
+  if (s == 0) {
+    s = x->calloc (1, cs->scratch_size);
+    if (s == 0)
+      return 0;
+    x->setspecific (cs->tls_key, s);
+  }
+  return s;
+}
+
+static inline Thread * hook_thread (const HookCtx * x) {
+  Thread * t = x->getspecific (x->shared->tls_key);
+  return t != 0 ? t : x->thread_state ();
+}
+
+/* A new call on this thread's stack; its parent is the innermost open call (0: none). Also
+   the JS path's (fastpath_c.ts strobe_js_enter): one stack per thread for both. Call ids
+   are (thread serial << 32) | per-thread counter: unique without an atomic. */
+u64 strobe_call_push (Thread * t, u64 * parent) {
+  u64 call = t->serial | ++t->seq;
+  u32 d = t->depth;
+  *parent = d == 0 ? 0 : t->stack[(d <= HOOK_MAX_DEPTH ? d : HOOK_MAX_DEPTH) - 1];
+  if (d < HOOK_MAX_DEPTH)
+    t->stack[d] = call;
+  t->depth = d + 1;
+  return call;
+}
+
+/* Pop down to this call: frames left by a longjmp or an unwinding exception never leave. */
+void strobe_call_pop (Thread * t, u64 call) {
+  u32 d = t->depth;
+  if (d > HOOK_MAX_DEPTH) {
+    t->depth = d - 1;
+  } else {
+    while (d > 0 && t->stack[d - 1] != call)
+      d--;
+    t->depth = d > 0 ? d - 1 : t->depth;
+  }
+}
+
+static inline void hook_header (Rec * r, u8 kind, const Invocation * inv, u32 nargs, u32 fn, u32 tid, u64 ts) {
+  r->kind = kind; r->flags = (u8) inv->flags; r->nargs = (u8) nargs; r->pad = 0;
+  r->fn = fn; r->tid = tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
+}
+
+/* The enter half of a call of f: inv->call stays 0 when nothing is to be recorded at exit.
+   plan: f's capture plan as the caller read it once (FN_PLAN), NULL for a plain record. */
+__attribute__ ((force_align_arg_pointer))
+void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const u64 * a) {
+  Shared * sh = x->shared;
+  inv->call = 0;
+  if (f->off)
+    return; /* trace removed, hook kept (wrappers.ts) */
+  u64 n = f->calls++;
+  if ((n & (sh->window_calls - 1)) == 0)
+    x->check_rate (f, n);
+  u32 sampled = f->sampling;
+  if (sampled && (n % f->sample_every) != 0) {
+    hook_add64 (&sh->sampled_out, 1);
+    return;
+  }
+  Thread * t = hook_thread (x);
+  if (t == 0) {
+    hook_add64 (&sh->lost, 2);
+    return;
+  }
+  u64 parent;
+  u64 call = strobe_call_push (t, &parent);
+  inv->thread = t;
+  inv->call = call;
+  inv->parent = parent;
+  inv->flags = sampled ? 1 : 0;
+  inv->measure = plan != 0 && CAP_MEASURED (call);
+  u32 pos;
+  Rec * r;
+  u64 ts;
+  if (plan == 0) {
+    r = hook_reserve (sh, 1, &pos);
+    ts = hook_now (x);
+    inv->ts = ts;
+    if (r == 0)
+      return;
+    hook_header (r, KIND_ENTER, inv, f->nargs, f->id, t->tid, ts);
+  } else {
+    u64 t0 = inv->measure ? hook_now (x) : 0;
+    u8 * s = hook_scratch (x);
+    int walk = s != 0 && hook_room (sh, s);
+    u32 len = walk ? strobe_cap_walk (plan, 0, a, (CapScratch *) s, x->capture) : 0;
+    r = walk ? hook_reserve (sh, hook_slots_for (len), &pos) : 0;
+    ts = hook_now (x);
+    inv->ts = ts;
+    if (inv->measure) /* cost sampling (fastpath_c.ts check_rate); racy: an estimate */
+      f->hook_ns += (ts - t0) * CAP_COST_EVERY;
+    if (r == 0) {
+      if (!walk)
+        hook_add64 (&sh->lost, 1);
+      else /* hook_reserve counted it */
+        strobe_cap_forget ((CapScratch *) s);
+      return;
+    }
+    *(u32 *) s = len;
+    hook_put (sh, pos, s, 4 + len);
+    x->capture->records++;
+    x->capture->bytes += len;
+    hook_header (r, KIND_TYPED_ENTER, inv, f->nargs, f->id, t->tid, ts);
+  }
+  for (int i = 0; i < HOOK_MAX_ARGS; i++)
+    r->v[i] = a[i];
+  hook_commit (r, pos);
+}
+
+/* A plain exit record, or a bare typed one (kind): the return value and the duration. */
+static void hook_exit_plain (Shared * sh, Fn * f, Thread * t, Invocation * inv, u64 ret, u64 ts, u8 kind) {
+  u32 pos;
+  Rec * r = hook_reserve (sh, 1, &pos);
+  if (r == 0)
+    return;
+  hook_header (r, kind, inv, 0, f->id, t->tid, ts);
+  r->v[0] = ret;
+  r->v[1] = ts - inv->ts;
+  hook_commit (r, pos);
+}
+
+/* A typed exit's record: bare (the plan reads nothing at exit) or with the return value's
+   pointees. */
+static void hook_exit_typed (const HookCtx * x, Fn * f, const CapPlan * plan, Thread * t, Invocation * inv, u64 ret, u64 ts) {
+  Shared * sh = x->shared;
+  if (plan->n_exit == 0) {
+    hook_exit_plain (sh, f, t, inv, ret, ts, KIND_TYPED_EXIT_BARE);
+    x->capture->records++;
+    return;
+  }
+  u8 * s = hook_scratch (x);
+  if (s == 0 || !hook_room (sh, s)) {
+    hook_add64 (&sh->lost, 1);
+    return;
+  }
+  u32 len = strobe_cap_walk (plan, 1, &ret, (CapScratch *) s, x->capture);
+  u32 pos;
+  Rec * r = hook_reserve (sh, hook_slots_for (len), &pos);
+  if (r == 0) {
+    strobe_cap_forget ((CapScratch *) s);
+    return;
+  }
+  *(u32 *) s = len;
+  hook_put (sh, pos, s, 4 + len);
+  x->capture->records++;
+  x->capture->bytes += len;
+  hook_header (r, KIND_TYPED_EXIT, inv, 0, f->id, t->tid, ts);
+  r->v[0] = ret;
+  r->v[1] = ts - inv->ts;
+  hook_commit (r, pos);
+}
+
+/* The exit half: pop the call, record the return value (rax) and the duration. */
+__attribute__ ((force_align_arg_pointer))
+void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, u64 ret) {
+  u64 call = inv->call;
+  if (call == 0)
+    return;
+  u64 ts = hook_now (x);
+  Thread * t = inv->thread;
+  strobe_call_pop (t, call);
+  if (plan == 0) {
+    hook_exit_plain (x->shared, f, t, inv, ret, ts, KIND_EXIT);
+    return;
+  }
+  hook_exit_typed (x, f, plan, t, inv, ret, ts);
+  if (inv->measure) /* cost sampling, as at enter */
+    f->hook_ns += (hook_now (x) - ts) * CAP_COST_EVERY;
+}
