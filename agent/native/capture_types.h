@@ -12,7 +12,8 @@ typedef struct { u32 n_enter; u32 n_exit; u32 n_progs; u32 n_edges; } CapPlan;
 typedef struct { u32 reg; u32 kind; u32 prog; u32 pad; } CapRoot;
 typedef struct { u32 key; u32 depth; u32 size; u32 first; u32 n; u32 pad; } CapProg;
 typedef struct { u32 off; u32 count; u32 stride; u32 kind; u32 child; u32 pad; } CapEdge;
-/* capture_c.ts CaptureShared (the counters are racy increments: estimates). */
+/* The typed capture's counters and settings, shared with the CModule (fields: capture_c.ts;
+   the counters are racy increments: estimates). */
 typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked; u64 visits; u64 pushes; u64 scratch_size; u64 replayed; u64 recorded; u64 stale; u64 unchanged; u64 deltas; u32 avx2; u32 pad; } CaptureShared;
 
 #define CAP_BUDGET (200 * 1024)

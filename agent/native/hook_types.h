@@ -1,6 +1,7 @@
-/* The fast path's shared structures as the TinyCC side (agent/src/fastpath_c.ts) lays them
- * out, for the hook compiled ahead of time (fast_hook.c). Both sides check the sizes
- * and the offsets they rely on at compile time, against the same numbers. */
+/* The fast path's structures, shared by the hook image compiled ahead of time (fast_hook.c,
+ * capture_walk.c) and the CModule TinyCC compiles in the target (build.rs hands this text,
+ * after capture_types.h, to agent/src/fastpath_c.ts): one definition for both compilers,
+ * each checking below the sizes and offsets the JS side (fastpath.ts, capture.ts) uses. */
 #ifndef STROBE_HOOK_TYPES_H
 #define STROBE_HOOK_TYPES_H
 
@@ -9,6 +10,7 @@
 #define HOOK_MAX_ARGS 6
 #define HOOK_MAX_DEPTH 256
 
+/* A ring slot (88 bytes; the wire format and the kinds: fastpath_c.ts). */
 typedef struct {
   u32 seq; u8 kind; u8 flags; u8 nargs; u8 pad;
   u32 fn; u32 tid;
@@ -16,39 +18,50 @@ typedef struct {
   u64 v[HOOK_MAX_ARGS];
 } Rec;
 
+/* Per hooked function, allocated by JS (fastpath.ts FN_* offsets); its capture plan pointer
+   follows it (capture_c.ts FN_PLAN). */
 typedef struct {
   u32 id;
   u32 nargs;
-  volatile u32 sampling;
+  volatile u32 sampling;          /* 1 while 1-in-sample_every calls are recorded */
   u32 sample_every;
-  volatile u32 auto_sampling;
-  u32 slow_windows;
-  volatile u64 calls;
-  volatile u64 window_start;
+  volatile u32 auto_sampling;     /* 0 once the user turned sampling off for it */
+  u32 slow_windows;               /* consecutive rate windows below the off threshold */
+  volatile u64 calls;             /* every call seen (racy increments: an estimate) */
+  volatile u64 window_start;      /* ns at the start of the current rate window */
+  /* Hook install/revert (wrappers.ts): 1 while the trace is removed but the hook kept. */
   volatile u32 off;
+  /* Time spent in this window copying typed values (hook_now's clock: ticks when
+     Shared.use_tsc, else ns): what cost sampling weighs. */
   volatile u64 hook_ns;
 } Fn;
 
+/* The ring and what every hook shares, allocated by JS (fastpath.ts SH_* offsets). */
 typedef struct {
   u32 tls_key;
-  u32 mask;
+  u32 mask;                       /* capacity - 1, capacity a power of two */
   volatile u32 head;
   volatile u32 tail;
   volatile u32 thread_serial;
-  u32 window_calls;
-  u64 hot_window_ns;
+  u32 window_calls;               /* rate window in calls, a power of two */
+  u64 hot_window_ns;              /* window_calls at the hot threshold; 0: no auto sampling */
   volatile u64 lost;
   volatile u64 sampled_out;
   Rec * ring;
-  u8 * new_tids;
-  u64 cost_share;
-  u64 tsc_anchor;                 /* fastpath_c.ts: ticks to ns, for the drain */
+  u8 * new_tids;                  /* fastpath_c.ts NEW_TIDS slots of NEW_TID_SLOT bytes */
+  u64 cost_share;                 /* tracing.costShare x 1024; 0: no cost sampling */
+  /* Hook records' times (ts, an exit's duration) are time stamp counter ticks when use_tsc
+     (fastpath.ts sets it where the kernel's clocksource is the TSC): the drain turns them
+     into CLOCK_MONOTONIC ns as tsc_anchor's ns_anchor plus the ticks since times tsc_mult
+     (ns per tick x 2^32); fastpath.ts recalibrates before every drain. */
+  u64 tsc_anchor;
   u64 ns_anchor;
   u64 tsc_mult;
-  u32 use_tsc;                    /* 1: records' times are time stamp counter ticks */
+  u32 use_tsc;
   u32 pad;
 } Shared;
 
+/* A thread's call stack (fast_hook.c strobe_call_push), made on its first hooked call. */
 typedef struct {
   u32 tid;
   u32 depth;
@@ -57,9 +70,11 @@ typedef struct {
   u64 stack[HOOK_MAX_DEPTH];
 } Thread;
 
+/* One call between its enter and exit. measure: its typed capture is timed for cost
+   sampling; thread: the caller's thread state, looked up once at enter for the exit too. */
 typedef struct { u64 call; u64 parent; u64 ts; u32 flags; u32 measure; Thread * thread; } Invocation;
 
-/* What the typed hook needs from the TinyCC side and libc (fastpath_c.ts hook_ctx). */
+/* What the hook image needs from the CModule and libc (fastpath_c.ts hook_ctx). */
 typedef struct {
   Shared * shared;
   CaptureShared * capture;

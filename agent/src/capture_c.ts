@@ -61,18 +61,15 @@ export const FN_PLAN_OFFSET = 56;
 export const CAPTURE_MAX_SLOTS = 2400;
 
 export const CAPTURE_C = `
-/* capture_walk.c reads a plan (its layout: above); this side only passes it on. */
-typedef struct CapPlan CapPlan;
-/* records / bytes: typed records written and their payload bytes; checked: reads that went
-   through process_vm_readv (racy increments: estimates). vm_readv: 1 when process_vm_readv
-   works here (capture.ts probes it; else every read takes the safe copy). scratch_size:
-   bytes of a thread's scratch (capture_types.h CapScratch, its payload buffer first).
-   replayed / recorded / stale: walks replayed from a remembered one, walks remembered, and
-   remembered walks that could not be replayed (what they read had changed); unchanged: the
-   replays sent as a reference to their last span (memory held the same bytes); deltas: those
-   sent as the words that changed since; avx2: 1 when span comparisons may use AVX2 loads. */
-typedef struct { guint32 tls_key; guint32 vm_readv; guint64 records; guint64 bytes; guint64 checked; guint64 visits; guint64 pushes; guint64 scratch_size; guint64 replayed; guint64 recorded; guint64 stale; guint64 unchanged; guint64 deltas; guint32 avx2; guint32 pad; } CaptureShared;
-
+/* CaptureShared (capture_types.h): records / bytes: typed records written and their payload
+   bytes; checked: reads that went through process_vm_readv (racy increments: estimates).
+   vm_readv: 1 when process_vm_readv works here (capture.ts probes it; else every read takes
+   the safe copy). scratch_size: bytes of a thread's scratch (CapScratch, its payload buffer
+   first). replayed / recorded / stale: walks replayed from a remembered one, walks
+   remembered, and remembered walks that could not be replayed (what they read had changed);
+   unchanged: the replays sent as a reference to their last span (memory held the same
+   bytes); deltas: those sent as the words that changed since; avx2: 1 when span comparisons
+   may use AVX2 loads. */
 extern CaptureShared capture;
 
 #define KIND_TYPED_ENTER 3

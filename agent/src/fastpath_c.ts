@@ -40,6 +40,7 @@
 // renamed itself or exited in between.
 
 import { CAPTURE_C } from "./capture_c.js";
+import { HOOK_TYPES_H } from "./capture_walk.js";
 
 export const RECORD_SIZE = 88;
 export const MAX_FAST_ARGS = 6;
@@ -61,71 +62,15 @@ extern int prctl (int option, ...);
 
 #define MAX_ARGS 6
 #define WIRE_HEADER 40
-#define MAX_DEPTH 256
 #define SYS_GETTID 186
 #define NEW_TIDS ${NEW_TIDS}
 #define NEW_TID_SLOT 24
 #define PR_GET_NAME 16
 
-typedef struct {
-  guint32 seq; guint8 kind; guint8 flags; guint8 nargs; guint8 pad;
-  guint32 fn; guint32 tid;
-  guint64 call; guint64 parent; guint64 ts;
-  guint64 v[MAX_ARGS];
-} Rec;
-
-/* Per hooked function, allocated by JS (fastpath.ts FN_* offsets). */
-typedef struct {
-  guint32 id;
-  guint32 nargs;
-  volatile guint32 sampling;      /* 1 while 1-in-sample_every calls are recorded */
-  guint32 sample_every;
-  volatile guint32 auto_sampling; /* 0 once the user turned sampling off for it */
-  guint32 slow_windows;           /* consecutive rate windows below the off threshold */
-  volatile guint64 calls;         /* every call seen (racy increments: an estimate) */
-  volatile guint64 window_start;  /* ns at the start of the current rate window */
-  /* Hook install/revert (wrappers.ts): 1 while the trace is removed but the hook kept. */
-  volatile guint32 off;
-  /* Time spent in this window copying typed values (fast_hook.c's clock: ticks when
-     shared.use_tsc, else ns): what cost sampling weighs. */
-  volatile guint64 hook_ns;
-} Fn;
-
-typedef struct {
-  guint32 tls_key;
-  guint32 mask;                   /* capacity - 1, capacity a power of two */
-  volatile guint32 head;
-  volatile guint32 tail;
-  volatile guint32 thread_serial;
-  guint32 window_calls;           /* rate window in calls, a power of two */
-  guint64 hot_window_ns;          /* window_calls at the hot threshold; 0: no auto sampling */
-  volatile guint64 lost;
-  volatile guint64 sampled_out;
-  Rec * ring;
-  guint8 * new_tids;              /* NEW_TIDS slots of NEW_TID_SLOT bytes (see above) */
-  guint64 cost_share;             /* tracing.costShare × 1024; 0: no cost sampling */
-  /* Hook records' times (ts, an exit's duration) are time stamp counter ticks when use_tsc
-     (fastpath.ts sets it where the kernel's clocksource is the TSC): the drain turns them
-     into CLOCK_MONOTONIC ns as tsc_anchor's ns_anchor plus the ticks since times tsc_mult
-     (ns per tick × 2^32); fastpath.ts recalibrates before every drain. */
-  guint64 tsc_anchor;
-  guint64 ns_anchor;
-  guint64 tsc_mult;
-  guint32 use_tsc;
-  guint32 pad;
-} Shared;
-
-typedef struct {
-  guint32 tid;
-  guint32 depth;
-  guint64 serial;
-  guint64 seq;
-  guint64 stack[MAX_DEPTH];
-} Thread;
-
-/* measure: this call's typed capture is timed for cost sampling (capture_c.ts); thread: the
-   caller's thread state, looked up once at enter for the exit too (the same thread). */
-typedef struct { guint64 call; guint64 parent; guint64 ts; guint32 flags; guint32 measure; Thread * thread; } Invocation;
+/* Rec, Fn, Shared, Thread, Invocation, HookCtx, CaptureShared and the capture plan's types:
+   agent/native/hook_types.h and capture_types.h, one definition for this CModule and the
+   hook image (build.rs). */
+${HOOK_TYPES_H}
 
 typedef guint64 (* Orig) (guint64, guint64, guint64, guint64, guint64, guint64);
 
@@ -280,29 +225,7 @@ ${CAPTURE_C}
 /* Both halves of a traced call, for both native hook paths (on_enter/on_leave and
    strobe_wrapped_call), are strobe_hook_enter and strobe_hook_exit (agent/native/
    fast_hook.c, compiled ahead of time with the typed capture's walk): sampling, the thread's
-   call stack, the record. What they need from this side and from libc: */
-typedef struct {
-  Shared * shared;
-  CaptureShared * capture;
-  Thread * (* thread_state) (void);
-  void (* check_rate) (Fn * f, guint64 n);
-  void * getspecific;
-  void * setspecific;
-  void * calloc;
-  void * clock_gettime;
-} HookCtx;
-/* agent/native/hook_types.h checks the same sizes and offsets on its side. */
-typedef char hook_ctx_is_64_bytes[sizeof (HookCtx) == 64 ? 1 : -1];
-typedef char fn_is_56_bytes[sizeof (Fn) == 56 ? 1 : -1];
-typedef char fn_off_at_40[__builtin_offsetof (Fn, off) == 40 ? 1 : -1];
-typedef char fn_hook_ns_at_48[__builtin_offsetof (Fn, hook_ns) == 48 ? 1 : -1];
-typedef char shared_is_104_bytes[sizeof (Shared) == 104 ? 1 : -1];
-typedef char shared_use_tsc_at_96[__builtin_offsetof (Shared, use_tsc) == 96 ? 1 : -1];
-typedef char shared_ring_at_48[__builtin_offsetof (Shared, ring) == 48 ? 1 : -1];
-typedef char thread_stack_at_24[__builtin_offsetof (Thread, stack) == 24 ? 1 : -1];
-typedef char invocation_is_40_bytes[sizeof (Invocation) == 40 ? 1 : -1];
-typedef char capture_shared_is_104_bytes[sizeof (CaptureShared) == 104 ? 1 : -1];
-
+   call stack, the record. What they need from this side and from libc (HookCtx): */
 static const HookCtx hook_ctx = { &shared, &capture, thread_state, check_rate, pthread_getspecific, pthread_setspecific, calloc, clock_gettime };
 
 /* a: the six argument registers; plan: the function's capture plan, read once (NULL: a
