@@ -74,4 +74,6 @@ fn concurrent_loads_of_one_binary_share_one_instance() {
     let infos: Vec<std::sync::Arc<DebugInfo>> = loads.into_iter().map(|t| t.join().unwrap()).collect();
     assert!(infos.iter().all(|i| std::sync::Arc::ptr_eq(i, &infos[0])), "{} loads, not one instance", infos.len());
     assert!(std::sync::Arc::ptr_eq(&infos[0], &DebugInfo::of_path(&copy).unwrap()), "the cached one");
+    // Parsed once, not once per caller that missed the cache.
+    assert_eq!(DebugInfo::parses_of(&copy), 1, "parses of one binary loaded by 8 callers at once");
 }

@@ -57,6 +57,18 @@ fn cache() -> &'static Cache {
     CACHE.get_or_init(Default::default)
 }
 
+/// A gate per binary being parsed (DebugInfo::of_path).
+fn loading() -> &'static Mutex<HashMap<PathBuf, Arc<Mutex<()>>>> {
+    static LOADING: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    LOADING.get_or_init(Default::default)
+}
+
+/// DWARF parses so far, per binary (DebugInfo::parses_of).
+fn parses() -> &'static Mutex<HashMap<PathBuf, usize>> {
+    static PARSES: OnceLock<Mutex<HashMap<PathBuf, usize>>> = OnceLock::new();
+    PARSES.get_or_init(Default::default)
+}
+
 impl DebugInfo {
     /// The debug info of `index`'s binary, from a process-wide cache (reloaded when the
     /// file's size or mtime changes).
@@ -75,21 +87,31 @@ impl DebugInfo {
         if let Some(d) = cached(&cache().lock().unwrap_or_else(|e| e.into_inner())) {
             return Ok(d);
         }
-        let info = Arc::new(DebugInfo::load(path)?);
-        // Loaded without the lock: another caller may have cached this binary meanwhile. Its
-        // instance wins, so every caller shares one (type ids are assigned as types are first
-        // resolved, per instance: a serialize recipe made with one instance and a type table
-        // made with another printed `<? @…>`, tests/capture_native.rs's JavaScript pass).
-        let mut cache = cache().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(d) = cached(&cache) {
+        // One parse per binary: callers that miss at once (a launch's symbol load and the first
+        // trace request) wait on the binary's own gate, not on the whole cache, and the first
+        // one's instance serves all (type ids are assigned per instance as types are first
+        // resolved: a serialize recipe made with one instance and a type table made with
+        // another printed `<? @…>`, tests/capture_native.rs's JavaScript pass).
+        let gate = loading().lock().unwrap_or_else(|e| e.into_inner()).entry(path.clone()).or_default().clone();
+        let _parsing = gate.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = cached(&cache().lock().unwrap_or_else(|e| e.into_inner())) {
             return Ok(d);
         }
-        cache.insert(path.clone(), (stamp, info.clone()));
+        let info = Arc::new(DebugInfo::load(path)?);
+        cache().lock().unwrap_or_else(|e| e.into_inner()).insert(path.clone(), (stamp, info.clone()));
+        loading().lock().unwrap_or_else(|e| e.into_inner()).remove(path);
         Ok(info)
+    }
+
+    /// How many times this process parsed the DWARF of the binary at `path` (a big binary's
+    /// parse costs seconds: the cache and the per-binary gate make it once per version).
+    pub fn parses_of(path: &std::path::Path) -> usize {
+        parses().lock().unwrap_or_else(|e| e.into_inner()).get(path).copied().unwrap_or(0)
     }
 
     /// Parse `path`'s DWARF (uncached).
     pub fn load(path: &std::path::Path) -> Result<DebugInfo> {
+        *parses().lock().unwrap_or_else(|e| e.into_inner()).entry(path.to_path_buf()).or_default() += 1;
         let bad = |e: &dyn std::fmt::Display| {
             StrobeError::internal(format!("Failed to read DWARF of '{}': {e}", path.display()))
         };
