@@ -2,7 +2,8 @@
 //! `strobe_safe_diff_list_avx2`, the hand-written loops in agent/native/capture_read.h that decides whether a replayed
 //! sub-walk travels as a reference), compiled with the system C compiler into a harness
 //! (tests/fixtures/c/compare_harness.c) and checked against memcmp on 200,000 random block
-//! lists, and on blocks running into an unreadable page: every fault at a labelled load,
+//! lists (and `strobe_safe_diff`, one block's, on 200,000 random blocks), and on blocks
+//! running into an unreadable page: every fault at a labelled load,
 //! resumed to a refusal, as the agent's exception hook does in a target.
 
 use std::path::Path;
@@ -27,6 +28,8 @@ fn the_span_comparison_agrees_with_memcmp_and_refuses_unreadable_blocks() {
     let out = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "{out}{}", String::from_utf8_lossy(&run.stderr));
     assert!(out.contains("sse: compared 200000 lists, 0 wrong"), "{out}");
+    assert!(out.contains("one block: compared 200000 blocks, 0 wrong"), "{out}");
+    assert!(out.contains("one block: cut"), "{out}");
     assert!(out.contains("sse: cut") && out.contains(" 0 not refused"), "{out}");
     // The AVX2 loop is checked wherever the machine has it (CI's does; say so when not).
     if !out.contains("avx2: not on this CPU") {
