@@ -1,10 +1,10 @@
-//! The typed capture's comparison of kept spans with memory (`strobe_safe_diff_list` and
-//! `strobe_safe_diff_list_avx2`, the hand-written loops in agent/native/capture_read.h that decides whether a replayed
-//! sub-walk travels as a reference), compiled with the system C compiler into a harness
-//! (tests/fixtures/c/compare_harness.c) and checked against memcmp on 200,000 random block
-//! lists (and `strobe_safe_diff`, one block's, on 200,000 random blocks), and on blocks
-//! running into an unreadable page: every fault at a labelled load,
-//! resumed to a refusal, as the agent's exception hook does in a target.
+//! The typed capture's comparisons of kept spans with memory, the hand-written loops in
+//! agent/native/capture_read.h that decide whether a replayed sub-walk travels as a
+//! reference (`strobe_safe_diff_list` and `strobe_safe_diff_list_avx2`) and where a block's
+//! changed words are (`strobe_safe_diff`), compiled with the system C compiler into a harness
+//! (tests/fixtures/c/compare_harness.c): checked against memcmp on 200,000 random block lists
+//! and 200,000 random blocks, and on blocks running into an unreadable page — every fault at
+//! a labelled load, resumed to a refusal, as the agent's exception hook does in a target.
 
 use std::path::Path;
 use std::process::Command;
