@@ -16,6 +16,7 @@ void strobe_cap_forget (CapScratch * s);
 
 #define KIND_ENTER 0
 #define KIND_EXIT 1
+#define KIND_SAMPLING 2
 #define KIND_TYPED_ENTER 3
 #define KIND_TYPED_EXIT 4
 #define KIND_TYPED_EXIT_BARE 5
@@ -24,6 +25,12 @@ void strobe_cap_forget (CapScratch * s);
 #define CAP_MEASURED(call) ((((call) * 0x9e3779b97f4a7c15UL) >> 60) == 0)
 
 struct hook_timespec { long sec; long nsec; };
+
+static inline u64 hook_ns_now (const HookCtx * x) {
+  struct hook_timespec t;
+  x->clock_gettime (1, &t);
+  return (u64) t.sec * 1000000000UL + (u64) t.nsec;
+}
 
 /* A record's time: the time stamp counter where the kernel keeps time with it (~17 ns a
    read on the bench machine against ~40 for clock_gettime, two reads a call; the drain
@@ -34,9 +41,7 @@ static inline u64 hook_now (const HookCtx * x) {
     __asm__ volatile ("rdtsc" : "=a" (lo), "=d" (hi));
     return ((u64) hi << 32) | lo;
   }
-  struct hook_timespec t;
-  x->clock_gettime (1, &t);
-  return (u64) t.sec * 1000000000UL + (u64) t.nsec;
+  return hook_ns_now (x);
 }
 
 static inline void hook_add64 (volatile u64 * p, u64 v) {
@@ -51,11 +56,6 @@ static inline int hook_cas32 (volatile u32 * p, u32 old, u32 nw) {
    runs on). */
 static inline void hook_copy (void * dst, const void * src, u64 n) {
   __asm__ volatile ("rep movsb" : "+D" (dst), "+S" (src), "+c" (n) : : "memory");
-}
-
-/* Slots of a record whose payload is len bytes (its u32 length prefix included). */
-static inline u32 hook_slots_for (u32 len) {
-  return 1 + (u32) ((4 + (u64) len + sizeof (Rec) - 1) / sizeof (Rec));
 }
 
 /* k consecutive slots with one CAS, or NULL (counted as lost) when they do not fit. */
@@ -83,8 +83,7 @@ static inline void hook_commit (Rec * r, u32 pos) {
    copies where the ring wraps. */
 static void hook_put (Shared * sh, u32 pos, const u8 * src, u32 len) {
   u32 first = (pos + 1) & sh->mask;
-  u32 room = (sh->mask + 1 - first) * (u32) sizeof (Rec);
-  u32 c = len < room ? len : room;
+  u32 c = ring_before_wrap (sh, first, len);
   hook_copy (&sh->ring[first], src, c);
   if (c < len)
     hook_copy (&sh->ring[0], src + c, len - c);
@@ -93,7 +92,7 @@ static void hook_put (Shared * sh, u32 pos, const u8 * src, u32 len) {
 /* Room in the ring for a record as long as this thread's last one (its u32 length is at the
    scratch's start)? If not, the record is lost without walking. */
 static inline int hook_room (const Shared * sh, const u8 * s) {
-  return sh->head - sh->tail + hook_slots_for (*(const u32 *) s) <= sh->mask + 1;
+  return sh->head - sh->tail + rec_slots_for (*(const u32 *) s) <= sh->mask + 1;
 }
 
 /* This thread's scratch (its payload buffer first), made on its first typed call. */
@@ -144,6 +143,77 @@ static inline void hook_header (Rec * r, u8 kind, const Invocation * inv, u32 na
   r->fn = fn; r->tid = tid; r->call = inv->call; r->parent = inv->parent; r->ts = ts;
 }
 
+#define SAMPLING_BY_RATE 0
+#define SAMPLING_BY_COST 1
+
+/* A sampling record: sampling of f switched on or off, and why (its flags). */
+static void hook_emit_sampling (const HookCtx * x, Fn * f, u32 on, u32 reason) {
+  u32 pos;
+  Rec * r = hook_reserve (x->shared, 1, &pos);
+  if (r == 0)
+    return;
+  r->kind = KIND_SAMPLING; r->flags = (u8) reason; r->nargs = 0; r->pad = 0;
+  r->fn = f->id; r->tid = 0; r->call = 0; r->parent = 0; r->ts = hook_now (x);
+  r->v[0] = on; r->v[1] = f->sample_every;
+  hook_commit (r, pos);
+}
+
+/* Every window_calls calls of a function: was that window shorter than the hot threshold
+   (rate), or did its typed-capture hooks take more than cost_share of it (cost; while
+   sampling, the recorded calls' hook time is scaled up to every call)? With several
+   threads calling, their hook time adds up against one wall-clock window: cost sampling
+   comes sooner, never later. The window is in ns; hook_ns in hook_now's clock. */
+static void hook_check_rate (const HookCtx * x, Fn * f, u64 n) {
+  Shared * sh = x->shared;
+  u64 t = hook_ns_now (x);
+  u64 start = f->window_start;
+  u64 hook = sh->use_tsc ? ticks_span (sh, f->hook_ns) : f->hook_ns;
+  f->window_start = t;
+  f->hook_ns = 0;
+  if (n == 0)
+    return;
+  u64 elapsed = t - start;
+  u64 full = f->sampling ? hook * f->sample_every : hook;
+  int rate_hot = sh->hot_window_ns != 0 && elapsed < sh->hot_window_ns;
+  int rate_slow = sh->hot_window_ns == 0 || elapsed > 2 * sh->hot_window_ns;
+  int cost_high = sh->cost_share != 0 && full * 1024 > elapsed * sh->cost_share;
+  int cost_low = sh->cost_share == 0 || full * 2048 < elapsed * sh->cost_share;
+  if (rate_slow && cost_low) {
+    /* Two slow windows in a row: one alone is usually the thread being descheduled on a
+       busy machine, and switching off for it made sampling flap. */
+    if (++f->slow_windows >= 2 && hook_cas32 (&f->sampling, 1, 0))
+      hook_emit_sampling (x, f, 0, SAMPLING_BY_RATE);
+    return;
+  }
+  f->slow_windows = 0;
+  if ((rate_hot || cost_high) && f->auto_sampling && hook_cas32 (&f->sampling, 0, 1))
+    hook_emit_sampling (x, f, 1, rate_hot ? SAMPLING_BY_RATE : SAMPLING_BY_COST);
+}
+
+/* The plan's walk (of its enter roots, or at_exit of the return value's) into a typed
+   record reserved for it, its payload written after the header slot: the header is the
+   caller's to write and commit. NULL when the record is lost (counted; a lost walk's spans
+   are forgotten, so nothing refers to them). */
+static Rec * hook_walk_record (const HookCtx * x, const CapPlan * plan, int at_exit, const u64 * regs, u32 * pos) {
+  Shared * sh = x->shared;
+  u8 * s = hook_scratch (x);
+  if (s == 0 || !hook_room (sh, s)) {
+    hook_add64 (&sh->lost, 1);
+    return 0;
+  }
+  u32 len = strobe_cap_walk (plan, at_exit, regs, (CapScratch *) s, x->capture);
+  Rec * r = hook_reserve (sh, rec_slots_for (len), pos);
+  if (r == 0) { /* hook_reserve counted it */
+    strobe_cap_forget ((CapScratch *) s);
+    return 0;
+  }
+  *(u32 *) s = len;
+  hook_put (sh, *pos, s, 4 + len);
+  x->capture->records++;
+  x->capture->bytes += len;
+  return r;
+}
+
 /* The enter half of a call of f: inv->call stays 0 when nothing is to be recorded at exit.
    plan: f's capture plan as the caller read it once (FN_PLAN), NULL for a plain record. */
 __attribute__ ((force_align_arg_pointer))
@@ -154,7 +224,7 @@ void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocat
     return; /* trace removed, hook kept (wrappers.ts) */
   u64 n = f->calls++;
   if ((n & (sh->window_calls - 1)) == 0)
-    x->check_rate (f, n);
+    hook_check_rate (x, f, n);
   u32 sampled = f->sampling;
   if (sampled && (n % f->sample_every) != 0) {
     hook_add64 (&sh->sampled_out, 1);
@@ -184,25 +254,13 @@ void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocat
     hook_header (r, KIND_ENTER, inv, f->nargs, f->id, t->tid, ts);
   } else {
     u64 t0 = inv->measure ? hook_now (x) : 0;
-    u8 * s = hook_scratch (x);
-    int walk = s != 0 && hook_room (sh, s);
-    u32 len = walk ? strobe_cap_walk (plan, 0, a, (CapScratch *) s, x->capture) : 0;
-    r = walk ? hook_reserve (sh, hook_slots_for (len), &pos) : 0;
+    r = hook_walk_record (x, plan, 0, a, &pos);
     ts = hook_now (x);
     inv->ts = ts;
-    if (inv->measure) /* cost sampling (fastpath_c.ts check_rate); racy: an estimate */
+    if (inv->measure) /* cost sampling (hook_check_rate); racy: an estimate */
       f->hook_ns += (ts - t0) * CAP_COST_EVERY;
-    if (r == 0) {
-      if (!walk)
-        hook_add64 (&sh->lost, 1);
-      else /* hook_reserve counted it */
-        strobe_cap_forget ((CapScratch *) s);
+    if (r == 0)
       return;
-    }
-    *(u32 *) s = len;
-    hook_put (sh, pos, s, 4 + len);
-    x->capture->records++;
-    x->capture->bytes += len;
     hook_header (r, KIND_TYPED_ENTER, inv, f->nargs, f->id, t->tid, ts);
   }
   for (int i = 0; i < HOOK_MAX_ARGS; i++)
@@ -210,43 +268,32 @@ void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocat
   hook_commit (r, pos);
 }
 
-/* A plain exit record, or a bare typed one (kind): the return value and the duration. */
-static void hook_exit_plain (Shared * sh, Fn * f, Thread * t, Invocation * inv, u64 ret, u64 ts, u8 kind) {
+/* A plain exit record, or a bare typed one (kind): the return value and the duration. 0
+   when the ring was full (counted as lost). */
+static int hook_exit_plain (Shared * sh, Fn * f, Thread * t, Invocation * inv, u64 ret, u64 ts, u8 kind) {
   u32 pos;
   Rec * r = hook_reserve (sh, 1, &pos);
   if (r == 0)
-    return;
+    return 0;
   hook_header (r, kind, inv, 0, f->id, t->tid, ts);
   r->v[0] = ret;
   r->v[1] = ts - inv->ts;
   hook_commit (r, pos);
+  return 1;
 }
 
 /* A typed exit's record: bare (the plan reads nothing at exit) or with the return value's
    pointees. */
 static void hook_exit_typed (const HookCtx * x, Fn * f, const CapPlan * plan, Thread * t, Invocation * inv, u64 ret, u64 ts) {
-  Shared * sh = x->shared;
   if (plan->n_exit == 0) {
-    hook_exit_plain (sh, f, t, inv, ret, ts, KIND_TYPED_EXIT_BARE);
-    x->capture->records++;
+    if (hook_exit_plain (x->shared, f, t, inv, ret, ts, KIND_TYPED_EXIT_BARE))
+      x->capture->records++;
     return;
   }
-  u8 * s = hook_scratch (x);
-  if (s == 0 || !hook_room (sh, s)) {
-    hook_add64 (&sh->lost, 1);
-    return;
-  }
-  u32 len = strobe_cap_walk (plan, 1, &ret, (CapScratch *) s, x->capture);
   u32 pos;
-  Rec * r = hook_reserve (sh, hook_slots_for (len), &pos);
-  if (r == 0) {
-    strobe_cap_forget ((CapScratch *) s);
+  Rec * r = hook_walk_record (x, plan, 1, &ret, &pos);
+  if (r == 0)
     return;
-  }
-  *(u32 *) s = len;
-  hook_put (sh, pos, s, 4 + len);
-  x->capture->records++;
-  x->capture->bytes += len;
   hook_header (r, KIND_TYPED_EXIT, inv, 0, f->id, t->tid, ts);
   r->v[0] = ret;
   r->v[1] = ts - inv->ts;

@@ -79,7 +79,6 @@ typedef struct {
   Shared * shared;
   CaptureShared * capture;
   Thread * (* thread_state) (void);        /* this thread's state, made on first use */
-  void (* check_rate) (Fn * f, u64 n);     /* a rate window's end (sampling decisions) */
   void * (* getspecific) (u32 key);
   int (* setspecific) (u32 key, const void * value);
   void * (* calloc) (unsigned long n, unsigned long size);
@@ -96,7 +95,31 @@ HOOK_CHECK (shared_use_tsc_at_96, __builtin_offsetof (Shared, use_tsc) == 96);
 HOOK_CHECK (shared_ring_at_48, __builtin_offsetof (Shared, ring) == 48);
 HOOK_CHECK (thread_stack_at_24, __builtin_offsetof (Thread, stack) == 24);
 HOOK_CHECK (invocation_is_40_bytes, sizeof (Invocation) == 40);
-HOOK_CHECK (ctx_is_64_bytes, sizeof (HookCtx) == 64);
+HOOK_CHECK (ctx_is_56_bytes, sizeof (HookCtx) == 56);
 HOOK_CHECK (capture_shared_is_104_bytes, sizeof (CaptureShared) == 104); /* capture.ts CAPTURE_SHARED_SIZE */
+
+/* Ring arithmetic both sides use: the hooks (fast_hook.c) writing records, the drain
+   (fastpath_c.ts, capture_c.ts) reading them. */
+
+/* Slots of a typed record whose payload is len bytes: 1 + ceil((4 + len) / 88), the division
+   as a multiplication by 2^38 / 88 rounded up (exact for any 32-bit len; TinyCC would emit a
+   64-bit div). */
+static inline u32 rec_slots_for (u32 len) {
+  return 1 + (u32) (((4 + (u64) len + 87) * 0xBA2E8BA3UL) >> 38);
+}
+
+/* Of len payload bytes from ring slot first on, how many fit before the ring wraps: the
+   slots are contiguous bytes, so a payload is one copy, or two where the ring wraps. */
+static inline u32 ring_before_wrap (const Shared * sh, u32 first, u32 len) {
+  u32 room = (sh->mask + 1 - first) * (u32) sizeof (Rec);
+  return len < room ? len : room;
+}
+
+/* A span of time stamp counter ticks in ns (tsc_mult < 2^32: fastpath.ts uses the TSC only
+   above 1 GHz). */
+static inline u64 ticks_span (const Shared * sh, u64 d) {
+  u64 m = sh->tsc_mult;
+  return (d >> 32) * m + (((d & 0xffffffffUL) * m) >> 32);
+}
 
 #endif

@@ -81,21 +81,11 @@ extern CaptureShared capture;
 #define FN_PLAN(f) (*(CapPlan * volatile *) ((guint8 *) (f) + ${FN_PLAN_OFFSET}))
 typedef char fn_struct_ends_before_the_plan[sizeof (Fn) <= ${FN_PLAN_OFFSET} ? 1 : -1];
 
-/* Of len payload bytes from ring slot first on, how many fit before the ring wraps: the
-   slots are contiguous bytes, so a payload is one copy, or two where the ring wraps. */
-#define cap_before_wrap(first, len) ({ guint32 room_ = (shared.mask + 1 - (first)) * sizeof (Rec); (len) < room_ ? (len) : room_; })
-
-/* Slots of a record whose payload is len bytes: 1 + ceil((4 + len) / 88), the division as a
-   multiplication by 2^38 / 88 rounded up (exact for any 32-bit dividend; TinyCC emits a
-   64-bit div). */
-typedef char rec_is_88_bytes[sizeof (Rec) == 88 ? 1 : -1];
-#define cap_slots_for(len) (1 + (guint32) (((4 + (guint64) (len) + 87) * 0xBA2E8BA3ULL) >> 38))
-
 /* Drain side: slots of the typed record at tail position tl. */
 static guint32 cap_slots_at (guint32 tl) {
   guint32 len;
   memcpy (&len, &shared.ring[(tl + 1) & shared.mask], 4);
-  return cap_slots_for (len);
+  return rec_slots_for (len);
 }
 
 /* Copy the length and payload of the typed record at tl (k slots) to dst; clear the commit
@@ -106,7 +96,7 @@ static guint32 cap_take (guint8 * dst, guint32 tl, guint32 k) {
   memcpy (&len, &shared.ring[(tl + 1) & shared.mask], 4);
   guint32 total = 4 + len;
   guint32 first = (tl + 1) & shared.mask;
-  guint32 c = cap_before_wrap (first, total);
+  guint32 c = ring_before_wrap (&shared, first, total);
   memcpy (dst, &shared.ring[first], c);
   if (c < total)
     memcpy (dst + c, &shared.ring[0], total - c);

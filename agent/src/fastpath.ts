@@ -180,7 +180,7 @@ export function syncCostShare(): void {
 function writeSamplingThresholds(shared: NativePointer): void {
     const windowNs = options.hotCallsPerSec > 0 ? Math.floor((WINDOW_CALLS * 1e9) / options.hotCallsPerSec) : 0;
     shared.add(SH_HOT_WINDOW_NS).writeU64(windowNs);
-    // Cost sampling of typed-capture hooks (fastpath_c.ts check_rate), like the JS path's.
+    // Cost sampling of typed-capture hooks (fast_hook.c hook_check_rate), like the JS path's.
     shared.add(SH_COST_SHARE).writeU64(Math.round(costOptions().costShare * 1024));
 }
 

@@ -22,7 +22,7 @@
 //                    decoder uses the first nargs)
 //   kind 1 exit:     v[0] = return value, v[1] = duration in ns (exit ts - enter ts)
 //   kind 2 sampling: v[0] = 1 sampling switched on / 0 off, v[1] = 1-in-N rate; flags 0
-//                    for the call rate, 1 for the hooks' cost (check_rate)
+//                    for the call rate, 1 for the hooks' cost (fast_hook.c hook_check_rate)
 //   kind 3, 4:       typed enter and exit, followed by their captures (capture_c.ts)
 //   kind 5:          typed exit with nothing captured, laid out as kind 1
 //   flags bit 0 (enter, exit): the call was recorded while its function was being sampled.
@@ -82,18 +82,6 @@ extern Shared shared;
 
 struct timespec_ { long sec; long nsec; };
 
-/* TinyCC never inlines: a static inline function is a call that spills its arguments. The
-   helpers on every record's path (the reservation's compare-and-swap, the commit, the typed
-   record's slot arithmetic in capture_c.ts) are macros. (TinyCC miscompiles "+m" on an
-   expression operand: cas32 copies its arguments to locals first.) */
-#define cas32(p, old, nw) ({ guint32 prev_, old_ = (old), nw_ = (nw); volatile guint32 * p_ = (p); \
-  asm volatile ("lock; cmpxchgl %2, %1" : "=a" (prev_), "+m" (*p_) : "r" (nw_), "0" (old_) : "memory"); prev_ == old_; })
-
-static inline guint64 xadd64 (volatile guint64 * p, guint64 v) {
-  asm volatile ("lock; xaddq %0, %1" : "+r" (v), "+m" (*p) : : "memory");
-  return v;
-}
-
 static inline guint32 xadd32 (volatile guint32 * p, guint32 v) {
   asm volatile ("lock; xaddl %0, %1" : "+r" (v), "+m" (*p) : : "memory");
   return v;
@@ -111,18 +99,12 @@ static inline guint64 rdtsc_ (void) {
   return ((guint64) hi << 32) | lo;
 }
 
-/* A span of ticks in ns (tsc_mult < 2^32: fastpath.ts uses the TSC only above 1 GHz). */
-static guint64 ticks_span (guint64 d) {
-  guint64 m = shared.tsc_mult;
-  return (d >> 32) * m + (((d & 0xffffffffULL) * m) >> 32);
-}
-
 /* A hook record's time in CLOCK_MONOTONIC ns. */
 static guint64 ticks_ns (guint64 ticks) {
   if (!shared.use_tsc)
     return ticks;
-  return ticks >= shared.tsc_anchor ? shared.ns_anchor + ticks_span (ticks - shared.tsc_anchor)
-                                    : shared.ns_anchor - ticks_span (shared.tsc_anchor - ticks);
+  return ticks >= shared.tsc_anchor ? shared.ns_anchor + ticks_span (&shared, ticks - shared.tsc_anchor)
+                                    : shared.ns_anchor - ticks_span (&shared, shared.tsc_anchor - ticks);
 }
 
 /* For fastpath.ts's calibration: out[0] ticks, out[1] ns, read back to back (the ticks
@@ -155,78 +137,15 @@ static Thread * thread_state (void) {
   return t;
 }
 
-/* A slot for one record, or NULL (counted as lost) when the ring is full. */
-static Rec * reserve (guint32 * pos) {
-  for (;;) {
-    guint32 h = shared.head;
-    guint32 tl = shared.tail;
-    if (h - tl > shared.mask) {
-      xadd64 (&shared.lost, 1);
-      return NULL;
-    }
-    if (cas32 (&shared.head, h, h + 1)) {
-      *pos = h;
-      return &shared.ring[h & shared.mask];
-    }
-  }
-}
-
-#define commit(r, pos) do { asm volatile ("" : : : "memory"); (r)->seq = (pos) + 1; } while (0)
-
-#define SAMPLING_BY_RATE 0
-#define SAMPLING_BY_COST 1
-
-static void emit_sampling (Fn * f, guint32 on, guint32 reason) {
-  guint32 pos;
-  Rec * r = reserve (&pos);
-  if (r == NULL)
-    return;
-  r->kind = 2; r->flags = (guint8) reason; r->nargs = 0; r->pad = 0;
-  r->fn = f->id; r->tid = 0; r->call = 0; r->parent = 0; r->ts = now_ns ();
-  r->v[0] = on; r->v[1] = f->sample_every;
-  commit (r, pos);
-}
-
-/* Every window_calls calls of a function: was that window shorter than the hot threshold
-   (rate), or did its typed-capture hooks take more than cost_share of it (cost; while
-   sampling, the recorded calls' hook time is scaled up to every call)? With several
-   threads calling, their hook time adds up against one wall-clock window: cost sampling
-   comes sooner, never later. */
-static void check_rate (Fn * f, guint64 n) {
-  guint64 t = now_ns ();
-  guint64 start = f->window_start;
-  guint64 hook = shared.use_tsc ? ticks_span (f->hook_ns) : f->hook_ns; /* fast_hook.c's clock */
-  f->window_start = t;
-  f->hook_ns = 0;
-  if (n == 0)
-    return;
-  guint64 elapsed = t - start;
-  guint64 full = f->sampling ? hook * f->sample_every : hook;
-  int rate_hot = shared.hot_window_ns != 0 && elapsed < shared.hot_window_ns;
-  int rate_slow = shared.hot_window_ns == 0 || elapsed > 2 * shared.hot_window_ns;
-  int cost_high = shared.cost_share != 0 && full * 1024 > elapsed * shared.cost_share;
-  int cost_low = shared.cost_share == 0 || full * 2048 < elapsed * shared.cost_share;
-  if (rate_slow && cost_low) {
-    /* Two slow windows in a row: one alone is usually the thread being descheduled on a
-       busy machine, and switching off for it made sampling flap. */
-    if (++f->slow_windows >= 2 && cas32 (&f->sampling, 1, 0))
-      emit_sampling (f, 0, SAMPLING_BY_RATE);
-    return;
-  }
-  f->slow_windows = 0;
-  if ((rate_hot || cost_high) && f->auto_sampling && cas32 (&f->sampling, 0, 1))
-    emit_sampling (f, 1, rate_hot ? SAMPLING_BY_RATE : SAMPLING_BY_COST);
-}
-
 /* ---- typed capture (capture_c.ts) ---- */
 ${CAPTURE_C}
 /* ---- end of typed capture ---- */
 
 /* Both halves of a traced call, for both native hook paths (on_enter/on_leave and
    strobe_wrapped_call), are strobe_hook_enter and strobe_hook_exit (agent/native/
-   fast_hook.c, compiled ahead of time with the typed capture's walk): sampling, the thread's
-   call stack, the record. What they need from this side and from libc (HookCtx): */
-static const HookCtx hook_ctx = { &shared, &capture, thread_state, check_rate, pthread_getspecific, pthread_setspecific, calloc, clock_gettime };
+   fast_hook.c, compiled ahead of time with the typed capture's walk): sampling (its rate
+   check and records too), the thread's call stack, the record. What they need from this side and from libc (HookCtx): */
+static const HookCtx hook_ctx = { &shared, &capture, thread_state, pthread_getspecific, pthread_setspecific, calloc, clock_gettime };
 
 /* a: the six argument registers; plan: the function's capture plan, read once (NULL: a
    plain record). inv->call stays 0 when nothing is to be recorded at exit. */
@@ -326,10 +245,10 @@ guint32 strobe_drain (guint8 * out, guint32 max, guint32 * bytes) {
       break;
     guint32 len = WIRE_HEADER + 8 * words_of (r);
     memcpy (out + pos, r, len);
-    if (shared.use_tsc && r->kind != 2) { /* a hook's record: times in ticks (a sampling one's in ns) */
+    if (shared.use_tsc) { /* the hooks' times are ticks (fast_hook.c hook_now) */
       guint64 ts = ticks_ns (r->ts);
       memcpy (out + pos + 32, &ts, 8);
-      if (r->kind != 0 && r->kind != KIND_TYPED_ENTER) { /* an exit: v[1] is its duration */
+      if (r->kind == 1 || r->kind == KIND_TYPED_EXIT || r->kind == KIND_TYPED_EXIT_BARE) { /* an exit: v[1] is its duration */
         guint64 d = ts - ticks_ns (r->ts - r->v[1]);
         memcpy (out + pos + 48, &d, 8);
       }

@@ -215,7 +215,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
                     enabled,
                     sample_rate: if enabled { 1.0 / r.v[1].max(1) as f64 } else { 1.0 },
                     timestamp_ns: ts,
-                    // fastpath_c.ts check_rate: 0 the call rate, 1 the hooks' cost.
+                    // fast_hook.c hook_check_rate: 0 the call rate, 1 the hooks' cost.
                     reason: if r.flags == 1 { "cost" } else { "hot" },
                 });
                 continue;
