@@ -9,7 +9,7 @@ import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
 import { idleWrapperDanger, releaseIdleWrapper } from "./wrappers.js";
 import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, syncCostShare, useFastPath } from "./fastpath.js";
-import { DangerRange, patchParked, prologue } from "./quiesce.js";
+import { DangerRange, gateCallback, patchParked, prologue } from "./quiesce.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
 import { capturePlan, usableCapture } from "./capture.js";
 
@@ -54,6 +54,8 @@ interface Hook {
     name: string;
     address: NativePointer;
     listener: InvocationListener;
+    /** A JS-path hook's gate (quiesce.ts gateCallback), attached right before it. */
+    gate: InvocationListener | null;
     /** Cleared on removal, so a call that raced the removal records nothing. */
     state: { active: boolean };
 }
@@ -212,13 +214,16 @@ function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksRes
             const argCount = argCountOf(f);
             const state = { active: true };
             let listener: InvocationListener;
+            let gate: InvocationListener | null = null;
             if (useFastPath(f, argCount, req.mode)) {
                 listener = attachFast(f.id, address, argCount, f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL);
             } else {
                 releaseIdleWrapper(address);
+                const gateFn = gateCallback();
+                if (gateFn !== null) gate = Interceptor.attach(address, gateFn as unknown as InstructionProbeCallback);
                 listener = Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount), costMeter(f.id)));
             }
-            hooks.set(f.id, { id: f.id, name: f.name, address, listener, state });
+            hooks.set(f.id, { id: f.id, name: f.name, address, listener, gate, state });
             result.installed.push(f.id);
         } catch (e) {
             result.failed.push({ id: f.id, name: f.name, error: errorText(e) });
@@ -233,6 +238,7 @@ function removeHooks(functions: FunctionSpec[], result: HooksResult): void {
         try {
             h.state.active = false;
             h.listener.detach();
+            h.gate?.detach();
             hooks.delete(f.id);
             result.removed.push(f.id);
         } catch (e) {
@@ -246,6 +252,7 @@ export function removeAll(): void {
         h.state.active = false;
         try {
             h.listener.detach();
+            h.gate?.detach();
         } catch (_) {
             // already gone
         }

@@ -117,14 +117,14 @@ function findHook(address: NativePointer): PinnedHook | null {
 }
 
 /**
- * Detach `listener` (the only thing hooking... or one of the listeners at `address`) with the
- * program's threads parked, and free Frida's trampoline later, once no thread can be on it.
+ * Detach `listeners` (a probe's, at `address`; others may stay) with the program's threads
+ * parked, and free Frida's trampoline later, once no thread can be on it.
  */
-export function detachParked(address: NativePointer, listener: InvocationListener): void {
+export function detachParked(address: NativePointer, listeners: InvocationListener[]): void {
     const hook = findHook(address);
     patchParked([prologue(address)], () => {
         if (hook !== null) hook.usage.writeS32(hook.usage.readS32() + 1);
-        listener.detach();
+        for (const l of listeners) l.detach();
     });
     if (hook === null) {
         stats.unpinned++;

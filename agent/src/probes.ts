@@ -18,7 +18,7 @@
 import { currentSlide } from "./hooks.js";
 import { hwAttach, hwDetach } from "./hwbreak.js";
 import { detachParked } from "./probe_detach.js";
-import { patchParked, prologue } from "./quiesce.js";
+import { gateCallback, patchParked, prologue } from "./quiesce.js";
 import { demoteWrappers } from "./wrappers.js";
 
 export interface ScanRange {
@@ -179,7 +179,7 @@ function inlineProbe(addr: NativePointer, threadId: number | null, onHit: (cpu: 
     const finish = (): void => {
         if (done || inside > 0) return;
         done = true;
-        detachParked(addr, listener);
+        detachParked(addr, attached);
         releasePatch(addr);
     };
     const onEnter = function (this: InvocationContext): void {
@@ -192,11 +192,13 @@ function inlineProbe(addr: NativePointer, threadId: number | null, onHit: (cpu: 
             if (wanted && inside === 0) setTimeout(finish, 0);
         }
     };
+    // The gate first: Frida calls a function's listeners in the order they were attached.
+    const gate = gateCallback();
     const attached: InvocationListener[] = [];
     patchParked([prologue(addr)], () => {
+        if (gate !== null) attached.push(Interceptor.attach(addr, gate as unknown as InstructionProbeCallback));
         attached.push(Interceptor.attach(addr, onEnter));
     });
-    const listener = attached[0];
     notePatch(addr);
     return {
         kind: "inline",

@@ -23,6 +23,17 @@
 // /proc/self/task/TID/syscall. Frida's own (cloaked) threads and this one are left alone.
 // A parked thread waits at most a second, so a thread parked while holding a lock the patch
 // needs (malloc's) delays it instead of deadlocking.
+//
+// Frida only writes queued changes when its interceptor's transaction level (one counter for
+// the whole process) falls to 0, and every thread entering JavaScript (a JS listener, a
+// NativeCallback) raises it before it even waits for the JS lock. A change queued while a
+// program thread is in (or waiting for) a JS callback is written later by that thread, with
+// every thread running (tests/probe_install_stress.rs: a logpoint's prologue found without
+// its jump). The level is private, so it is tested: while the threads are parked, a canary
+// hook on a function of our own goes in first, and the real changes follow only if its
+// jump was written at once. JS listeners on program code sit behind a native gate
+// (gateCallback) that holds new callers out of JavaScript while a patch waits, so those
+// already inside drain.
 
 /** [start, end) byte ranges no thread may stand in (PC) while the patch is written. */
 export type DangerRange = [NativePointer, NativePointer];
@@ -33,6 +44,7 @@ const ATTEMPTS = 400;
 
 const PARK_C = `
 #include <glib.h>
+#include <gum/guminterceptor.h>
 
 extern long syscall (long n, ...);
 extern int sigaction (int sig, const void * act, void * old);
@@ -69,6 +81,7 @@ typedef struct {
 } Park;
 
 extern Park park;
+extern volatile guint32 gate;
 
 struct ts_ { long sec; long nsec; };
 
@@ -215,6 +228,33 @@ guint32 strobe_park (const guint32 * tids, guint32 n, guint64 timeout_ns) {
   return park.arrived >= signalled ? 0 : signalled - park.arrived;
 }
 
+/* The canary: never called, hooked and unhooked to see whether Frida writes at once. */
+int strobe_canary (int x) {
+  int y = x * 7 + 3;
+  return y ^ (x >> 2);
+}
+
+void strobe_canary_hit (GumInvocationContext * ic) {
+}
+
+/* The gate in front of JS listeners on program code: while it is closed a caller waits here,
+   natively and outside any transaction, for at most a second. */
+void strobe_gate (GumInvocationContext * ic) {
+  int saved = *__errno_location (), k;
+  for (k = 0; k < 20 && gate; k++) {
+    struct ts_ slice = { 0, 50000000 };
+    syscall (SYS_FUTEX, &gate, FUTEX_WAIT_PRIVATE, 1, &slice, 0, 0);
+  }
+  *__errno_location () = saved;
+}
+
+void strobe_gate_set (guint32 closed) {
+  gate = closed;
+  asm volatile ("" : : : "memory");
+  if (!closed)
+    syscall (SYS_FUTEX, &gate, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
+}
+
 void strobe_unpark (void) {
   park.open = 0;
   asm volatile ("" : : : "memory");
@@ -233,12 +273,20 @@ interface Parker {
     list: NativeFunction<number, [NativePointerValue, number]>;
     parkRunning: NativeFunction<number, [NativePointerValue, number, number]>;
     unpark: NativeFunction<void, []>;
+    setGate: NativeFunction<void, [number]>;
+    gate: NativePointer;
+    /** The canary function, its first byte unhooked, and the native probe hooked on it. */
+    canary: NativePointer;
+    canaryByte: number;
+    canaryHit: NativePointer;
 }
 
 let parker: Parker | null = null;
 let unavailable: string | null = null;
 /** How often the patch waited for a thread to leave a danger range, and gave up waiting. */
-const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0 };
+const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0, otherTransactions: 0 };
+/** Attempts for which an unparked thread (one that did not arrive) is waited out. */
+const UNKNOWN_ATTEMPTS = 10;
 
 function setUp(): Parker | null {
     if (parker !== null || unavailable !== null) return parker;
@@ -246,7 +294,8 @@ function setUp(): Parker | null {
         if (Process.platform !== "linux" || Process.arch !== "x64") throw new Error(`parking threads needs linux x64 (this is ${Process.platform} ${Process.arch})`);
         const libc = (name: string) => Module.getGlobalExportByName(name);
         const park = Memory.alloc(PARK_SIZE);
-        const symbols: Record<string, NativePointer> = { park };
+        const gate = Memory.alloc(4);
+        const symbols: Record<string, NativePointer> = { park, gate };
         for (const name of ["syscall", "sigaction", "getpid", "__errno_location", "sched_yield", "open", "read", "close", "opendir", "readdir", "closedir", "clock_gettime"]) {
             symbols[name] = libc(name);
         }
@@ -259,6 +308,11 @@ function setUp(): Parker | null {
             list: new NativeFunction(cm.strobe_list_threads, "uint32", ["pointer", "uint32"], opts),
             parkRunning: new NativeFunction(cm.strobe_park, "uint32", ["pointer", "uint32", "uint64"], opts),
             unpark: new NativeFunction(cm.strobe_unpark, "void", [], opts),
+            setGate: new NativeFunction(cm.strobe_gate_set, "void", ["uint32"], opts),
+            gate,
+            canary: cm.strobe_canary,
+            canaryByte: cm.strobe_canary.readU8(),
+            canaryHit: cm.strobe_canary_hit,
         };
         return parker;
     } catch (e) {
@@ -310,22 +364,49 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
         return;
     }
     stats.flushes++;
-    for (let attempt = 0; ; attempt++) {
-        const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
-        try {
-            if (unknown > 0) stats.unknownThreads += unknown;
-            if (!inDanger(p, ranges) || attempt >= ATTEMPTS) {
-                if (attempt >= ATTEMPTS) stats.forced++;
-                apply();
-                Interceptor.flush();
-                return;
+    p.setGate(1);
+    try {
+        for (let attempt = 0; ; attempt++) {
+            const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
+            try {
+                if (unknown > 0) stats.unknownThreads += unknown;
+                const why = unsafe(p, ranges, unknown > 0 && attempt < UNKNOWN_ATTEMPTS);
+                if (why === null || attempt >= ATTEMPTS) {
+                    if (why !== null) stats.forced++;
+                    apply();
+                    Interceptor.flush();
+                    return;
+                }
+            } finally {
+                p.unpark();
             }
-        } finally {
-            p.unpark();
+            stats.retries++;
+            Thread.sleep(0.0002 * (1 + (attempt % 10))); // let them move on (and out of JS)
         }
-        stats.retries++;
-        Thread.sleep(0.0002 * (1 + (attempt % 10))); // let them move on
+    } finally {
+        p.setGate(0);
     }
+}
+
+/** Why the parked program may not be patched now (null: it may). */
+function unsafe(p: Parker, ranges: DangerRange[], unknownThreads: boolean): string | null {
+    if (unknownThreads) return "a thread did not park";
+    if (inDanger(p, ranges)) return "a thread stands in a patched range";
+    if (!writesAtOnce(p)) {
+        stats.otherTransactions++;
+        return "another thread is in (or waits for) JavaScript";
+    }
+    return null;
+}
+
+/** Whether Interceptor changes made now are written at once: the canary's hook goes in and
+ *  its jump must be there after the flush. Its removal rides with the next flush. */
+function writesAtOnce(p: Parker): boolean {
+    const hook = Interceptor.attach(p.canary, p.canaryHit as unknown as InstructionProbeCallback);
+    Interceptor.flush();
+    const written = p.canary.readU8() !== p.canaryByte;
+    hook.detach();
+    return written;
 }
 
 /**
@@ -340,20 +421,36 @@ export function tryParked(ranges: DangerRange[], ready: () => boolean, apply: ()
         Interceptor.flush();
         return true;
     }
-    const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
+    p.setGate(1);
     try {
-        if (unknown > 0 || inDanger(p, ranges) || !ready()) {
-            stats.retries++;
-            return false;
+        Thread.sleep(0.0002); // callbacks already in JavaScript finish
+        const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
+        try {
+            if (unsafe(p, ranges, unknown > 0) !== null || !ready()) {
+                stats.retries++;
+                return false;
+            }
+            stats.flushes++;
+            apply();
+            Interceptor.flush();
+            return true;
+        } finally {
+            p.unpark();
         }
-        stats.flushes++;
-        apply();
-        Interceptor.flush();
-        return true;
     } finally {
-        p.unpark();
+        p.setGate(0);
     }
 }
+
+/**
+ * The native listener to attach right before a JS listener on program code (same address):
+ * it holds callers out of JavaScript while a patch waits. Null where threads are not parked.
+ * A native function given to Interceptor.attach is a probe (the typings only list JS forms).
+ */
+export function gateCallback(): NativePointer | null {
+    return setUp()?.cm.strobe_gate ?? null;
+}
+
 
 /** More counters for quiesceStats, by the modules that park (probe_detach.ts). */
 export const moreStats: Record<string, () => object> = {};
