@@ -119,6 +119,11 @@ async fn probe_changes(engine: &Arc<Engine>, binary: &PathBuf, rounds: u64) -> [
         assert_eq!(s.status, "paused", "{s:?}");
     }
     engine.set_points(&id, &[], &[r.breakpoints[0].id.clone()]).await.expect("remove the breakpoint");
+    // How the patches went: retries while a thread stood in the patched bytes or held Frida's
+    // transaction open (otherTransactions), and patches forced after too many tries.
+    if let Ok(cfg) = engine.configure_tracing(&id, serde_json::json!({})).await {
+        println!("  patching: {}", cfg["hookPaths"]["patching"]);
+    }
     let _ = engine.stop(&id, false).await;
     [set, removed, steps]
 }
