@@ -81,6 +81,7 @@ async fn adding_and_removing_probes_on_busy_threads_never_crashes_the_target() {
     // Threads were parked for every patch (a parking module that fails to build in the target
     // would leave Frida patching running code, and this test would only see rare crashes).
     assert_eq!(patching["unavailable"], serde_json::Value::Null, "{patching}");
+    assert_eq!(patching["canaryUnavailable"], serde_json::Value::Null, "{patching}");
     // Every removal pinned Frida's usage counter: the private layout it relies on still holds
     // (a Frida upgrade that changes it is caught here, not by a rare crash).
     let detach = &patching["probeDetach"];

@@ -284,7 +284,7 @@ interface Parker {
 let parker: Parker | null = null;
 let unavailable: string | null = null;
 /** How often the patch waited for a thread to leave a danger range, and gave up waiting. */
-const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0, otherTransactions: 0 };
+const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0, otherTransactions: 0, canaryUnavailable: null as string | null };
 /** Attempts for which an unparked thread (one that did not arrive) is waited out. */
 const UNKNOWN_ATTEMPTS = 10;
 
@@ -400,9 +400,17 @@ function unsafe(p: Parker, ranges: DangerRange[], unknownThreads: boolean): stri
 }
 
 /** Whether Interceptor changes made now are written at once: the canary's hook goes in and
- *  its jump must be there after the flush. Its removal rides with the next flush. */
+ *  its jump must be there after the flush. Its removal rides with the next flush. Where the
+ *  canary cannot be hooked the test is skipped (said in `canaryUnavailable`), as before it. */
 function writesAtOnce(p: Parker): boolean {
-    const hook = Interceptor.attach(p.canary, p.canaryHit as unknown as InstructionProbeCallback);
+    if (stats.canaryUnavailable !== null) return true;
+    let hook: InvocationListener;
+    try {
+        hook = Interceptor.attach(p.canary, p.canaryHit as unknown as InstructionProbeCallback);
+    } catch (e) {
+        stats.canaryUnavailable = e instanceof Error ? e.message : String(e);
+        return true;
+    }
     Interceptor.flush();
     const written = p.canary.readU8() !== p.canaryByte;
     hook.detach();
