@@ -82,6 +82,7 @@ typedef struct {
 
 extern Park park;
 extern volatile guint32 gate;
+extern volatile guint32 gate_waits;
 
 struct ts_ { long sec; long nsec; };
 
@@ -241,17 +242,20 @@ void strobe_canary_hit (GumInvocationContext * ic) {
    natively and outside any transaction, for at most a second. */
 void strobe_gate (GumInvocationContext * ic) {
   int saved = *__errno_location (), k;
-  for (k = 0; k < 20 && gate; k++) {
+  guint32 g;
+  if (gate != 0)
+    xadd32 (&gate_waits, 1);
+  for (k = 0; k < 20 && (g = gate) != 0; k++) {
     struct ts_ slice = { 0, 50000000 };
-    syscall (SYS_FUTEX, &gate, FUTEX_WAIT_PRIVATE, 1, &slice, 0, 0);
+    syscall (SYS_FUTEX, &gate, FUTEX_WAIT_PRIVATE, g, &slice, 0, 0);
   }
   *__errno_location () = saved;
 }
 
-void strobe_gate_set (guint32 closed) {
-  gate = closed;
-  asm volatile ("" : : : "memory");
-  if (!closed)
+/* Close (by 1) or open (by -1) the gate. Patches may overlap (a timer's while a program
+   thread's sleeps between tries), so it stays closed until every closer has opened it. */
+void strobe_gate_move (gint32 by) {
+  if (xadd32 (&gate, (guint32) by) + (guint32) by == 0)
     syscall (SYS_FUTEX, &gate, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
 }
 
@@ -273,7 +277,7 @@ interface Parker {
     list: NativeFunction<number, [NativePointerValue, number]>;
     parkRunning: NativeFunction<number, [NativePointerValue, number, number]>;
     unpark: NativeFunction<void, []>;
-    setGate: NativeFunction<void, [number]>;
+    moveGate: NativeFunction<void, [number]>;
     gate: NativePointer;
     /** The canary function, its first byte unhooked, and the native probe hooked on it. */
     canary: NativePointer;
@@ -282,6 +286,8 @@ interface Parker {
 }
 
 let parker: Parker | null = null;
+/** How many times a program thread waited at the gate (counted natively). */
+let gateWaits: NativePointer | null = null;
 let unavailable: string | null = null;
 /** How often the patch waited for a thread to leave a danger range, and gave up waiting. */
 const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0, otherTransactions: 0, canaryUnavailable: null as string | null };
@@ -295,7 +301,8 @@ function setUp(): Parker | null {
         const libc = (name: string) => Module.getGlobalExportByName(name);
         const park = Memory.alloc(PARK_SIZE);
         const gate = Memory.alloc(4);
-        const symbols: Record<string, NativePointer> = { park, gate };
+        gateWaits = Memory.alloc(4);
+        const symbols: Record<string, NativePointer> = { park, gate, gate_waits: gateWaits };
         for (const name of ["syscall", "sigaction", "getpid", "__errno_location", "sched_yield", "open", "read", "close", "opendir", "readdir", "closedir", "clock_gettime"]) {
             symbols[name] = libc(name);
         }
@@ -308,7 +315,7 @@ function setUp(): Parker | null {
             list: new NativeFunction(cm.strobe_list_threads, "uint32", ["pointer", "uint32"], opts),
             parkRunning: new NativeFunction(cm.strobe_park, "uint32", ["pointer", "uint32", "uint64"], opts),
             unpark: new NativeFunction(cm.strobe_unpark, "void", [], opts),
-            setGate: new NativeFunction(cm.strobe_gate_set, "void", ["uint32"], opts),
+            moveGate: new NativeFunction(cm.strobe_gate_move, "void", ["int32"], opts),
             gate,
             canary: cm.strobe_canary,
             canaryByte: cm.strobe_canary.readU8(),
@@ -364,7 +371,7 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
         return;
     }
     stats.flushes++;
-    p.setGate(1);
+    p.moveGate(1);
     try {
         for (let attempt = 0; ; attempt++) {
             const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
@@ -384,7 +391,7 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
             Thread.sleep(0.0002 * (1 + (attempt % 10))); // let them move on (and out of JS)
         }
     } finally {
-        p.setGate(0);
+        p.moveGate(-1);
     }
 }
 
@@ -429,7 +436,7 @@ export function tryParked(ranges: DangerRange[], ready: () => boolean, apply: ()
         Interceptor.flush();
         return true;
     }
-    p.setGate(1);
+    p.moveGate(1);
     try {
         Thread.sleep(0.0002); // callbacks already in JavaScript finish
         const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
@@ -446,7 +453,7 @@ export function tryParked(ranges: DangerRange[], ready: () => boolean, apply: ()
             p.unpark();
         }
     } finally {
-        p.setGate(0);
+        p.moveGate(-1);
     }
 }
 
@@ -466,5 +473,5 @@ export const moreStats: Record<string, () => object> = {};
 export function quiesceStats(): object {
     const more: Record<string, object> = {};
     for (const [name, f] of Object.entries(moreStats)) more[name] = f();
-    return { ...stats, unavailable, ...more };
+    return { ...stats, gateWaits: gateWaits?.readU32() ?? 0, unavailable, ...more };
 }
