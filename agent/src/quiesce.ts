@@ -83,6 +83,8 @@ typedef struct {
 extern Park park;
 extern volatile guint32 gate;
 extern volatile guint32 gate_waits;
+extern volatile guint32 gate_pid;
+extern volatile guint32 park_timeouts[4];
 
 struct ts_ { long sec; long nsec; };
 
@@ -112,6 +114,12 @@ static void on_park (int sig, void * info, void * uc) {
     int k;
     for (k = 0; k < 20 && park.gen == g; k++)
       syscall (SYS_FUTEX, &park.gen, FUTEX_WAIT_PRIVATE, g, &slice, 0, 0);
+    if (park.gen == g) { /* left before the patcher let it go */
+      xadd32 (&park_timeouts[0], 1);
+      park_timeouts[1] = (guint32) syscall (SYS_GETTID);
+      park_timeouts[2] = (guint32) (*(guint64 *) ((guint8 *) uc + UC_RIP));
+      park_timeouts[3] = (guint32) (*(guint64 *) ((guint8 *) uc + UC_RIP) >> 32);
+    }
     /* Serialize: this thread runs the new bytes, not what it prefetched. */
     guint32 a = 0, b, c = 0, d;
     asm volatile ("cpuid" : "+a" (a), "=b" (b), "+c" (c), "=d" (d) : : "memory");
@@ -229,6 +237,11 @@ guint32 strobe_park (const guint32 * tids, guint32 n, guint64 timeout_ns) {
   return park.arrived >= signalled ? 0 : signalled - park.arrived;
 }
 
+/* An address in Frida's own code (the agent this module links against). */
+gpointer strobe_frida_code (void) {
+  return (gpointer) gum_invocation_context_get_nth_argument;
+}
+
 /* The canary: never called, hooked and unhooked to see whether Frida writes at once. */
 int strobe_canary (int x) {
   int y = x * 7 + 3;
@@ -243,8 +256,11 @@ void strobe_canary_hit (GumInvocationContext * ic) {
 void strobe_gate (GumInvocationContext * ic) {
   int saved = *__errno_location (), k;
   guint32 g;
-  if (gate != 0)
-    xadd32 (&gate_waits, 1);
+  if (gate == 0)
+    return;
+  if ((guint32) getpid () != gate_pid)
+    return; /* a child forked while a patch waited: nobody here will open it */
+  xadd32 (&gate_waits, 1);
   for (k = 0; k < 20 && (g = gate) != 0; k++) {
     struct ts_ slice = { 0, 50000000 };
     syscall (SYS_FUTEX, &gate, FUTEX_WAIT_PRIVATE, g, &slice, 0, 0);
@@ -255,6 +271,8 @@ void strobe_gate (GumInvocationContext * ic) {
 /* Close (by 1) or open (by -1) the gate. Patches may overlap (a timer's while a program
    thread's sleeps between tries), so it stays closed until every closer has opened it. */
 void strobe_gate_move (gint32 by) {
+  if (by > 0)
+    gate_pid = (guint32) getpid ();
   if (xadd32 (&gate, (guint32) by) + (guint32) by == 0)
     syscall (SYS_FUTEX, &gate, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
 }
@@ -268,7 +286,7 @@ void strobe_unpark (void) {
 `;
 
 // Park offsets (see `Park` above).
-const PK_N_PCS = 20, PK_PC = 24, PARK_SIZE = 24 + MAX_PARKED * 8 + MAX_PARKED * 4;
+const PK_N_PCS = 20, PK_PC = 24, PK_TID = 24 + MAX_PARKED * 8, PARK_SIZE = PK_TID + MAX_PARKED * 4;
 
 interface Parker {
     cm: CModule;
@@ -278,7 +296,12 @@ interface Parker {
     parkRunning: NativeFunction<number, [NativePointerValue, number, number]>;
     unpark: NativeFunction<void, []>;
     moveGate: NativeFunction<void, [number]>;
+    /** The gate's word, referenced here so that it lives as long as the module using it. */
     gate: NativePointer;
+    /** Where a thread parked may hold a lock the patch needs (the interceptor's, Frida's
+     *  heap), which the patch would then wait a second on: Frida's code (its executable
+     *  mapping) and libc's mutex lock and unlock. */
+    locking: DangerRange[];
     /** The canary function, its first byte unhooked, and the native probe hooked on it. */
     canary: NativePointer;
     canaryByte: number;
@@ -286,13 +309,22 @@ interface Parker {
 }
 
 let parker: Parker | null = null;
-/** How many times a program thread waited at the gate (counted natively). */
+/** How many times a program thread waited at the gate, and left the park after a second
+ *  without being let go (counted natively). */
 let gateWaits: NativePointer | null = null;
+let parkTimeouts: NativePointer | null = null;
 let unavailable: string | null = null;
-/** How often the patch waited for a thread to leave a danger range, and gave up waiting. */
-const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0, otherTransactions: 0, canaryUnavailable: null as string | null };
-/** Attempts for which an unparked thread (one that did not arrive) is waited out. */
+/** How often the patch waited for a thread to leave a danger range (or for Frida to write at
+ *  once), gave up waiting, and the longest one patch took (ms). */
+const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0, otherTransactions: 0, canaryUnavailable: null as string | null, longestMs: 0, inLocking: 0 };
+/** Attempts for which an unparked thread (one that did not arrive) is waited out, and for
+ *  which a thread parked in Frida's code is. */
 const UNKNOWN_ATTEMPTS = 10;
+const FRIDA_ATTEMPTS = 50;
+/** Bytes of libc's pthread_mutex_lock and _unlock taken as their code (both are shorter), and
+ *  how far apart they may be for the code between them to count as their helpers. */
+const LOCK_CODE_SPAN = 0x400;
+const LOCK_HELPERS_SPAN = 0x10000;
 
 function setUp(): Parker | null {
     if (parker !== null || unavailable !== null) return parker;
@@ -300,9 +332,10 @@ function setUp(): Parker | null {
         if (Process.platform !== "linux" || Process.arch !== "x64") throw new Error(`parking threads needs linux x64 (this is ${Process.platform} ${Process.arch})`);
         const libc = (name: string) => Module.getGlobalExportByName(name);
         const park = Memory.alloc(PARK_SIZE);
-        const gate = Memory.alloc(4);
+        const gate = Memory.alloc(8); // the gate, then the pid that closed it
         gateWaits = Memory.alloc(4);
-        const symbols: Record<string, NativePointer> = { park, gate, gate_waits: gateWaits };
+        parkTimeouts = Memory.alloc(16);
+        const symbols: Record<string, NativePointer> = { park, gate, gate_waits: gateWaits, gate_pid: gate.add(4), park_timeouts: parkTimeouts };
         for (const name of ["syscall", "sigaction", "getpid", "__errno_location", "sched_yield", "open", "read", "close", "opendir", "readdir", "closedir", "clock_gettime"]) {
             symbols[name] = libc(name);
         }
@@ -317,6 +350,7 @@ function setUp(): Parker | null {
             unpark: new NativeFunction(cm.strobe_unpark, "void", [], opts),
             moveGate: new NativeFunction(cm.strobe_gate_move, "void", ["int32"], opts),
             gate,
+            locking: lockingCode(new NativeFunction(cm.strobe_frida_code, "pointer", [], opts)()),
             canary: cm.strobe_canary,
             canaryByte: cm.strobe_canary.readU8(),
             canaryHit: cm.strobe_canary_hit,
@@ -346,9 +380,12 @@ function programThreads(p: Parker): number {
     return kept;
 }
 
-function inDanger(p: Parker, ranges: DangerRange[]): boolean {
+/** Whether a parked thread stands in `ranges`; with `runningOnly`, only the threads that were
+ *  running (not those found blocked in a system call, which hold no lock being taken). */
+function inDanger(p: Parker, ranges: DangerRange[], runningOnly = false): boolean {
     const n = p.park.add(PK_N_PCS).readU32();
     for (let i = 0; i < n; i++) {
+        if (runningOnly && p.park.add(PK_TID + i * 4).readU32() === 0) continue;
         const pc = p.park.add(PK_PC + i * 8).readPointer();
         for (const [start, end] of ranges) {
             if (pc.compare(start) >= 0 && pc.compare(end) < 0) return true;
@@ -371,13 +408,14 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
         return;
     }
     stats.flushes++;
+    const started = Date.now();
     p.moveGate(1);
     try {
         for (let attempt = 0; ; attempt++) {
             const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
             try {
                 if (unknown > 0) stats.unknownThreads += unknown;
-                const why = unsafe(p, ranges, unknown > 0 && attempt < UNKNOWN_ATTEMPTS);
+                const why = unsafe(p, ranges, unknown > 0 && attempt < UNKNOWN_ATTEMPTS, attempt < FRIDA_ATTEMPTS);
                 if (why === null || attempt >= ATTEMPTS) {
                     if (why !== null) stats.forced++;
                     apply();
@@ -392,13 +430,73 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
         }
     } finally {
         p.moveGate(-1);
+        stats.longestMs = Math.max(stats.longestMs, Date.now() - started);
     }
 }
 
-/** Why the parked program may not be patched now (null: it may). */
-function unsafe(p: Parker, ranges: DangerRange[], unknownThreads: boolean): string | null {
+/** The thread that last left the park on its own (a patch waited a second on something it
+ *  held): its id, name and where it stood. */
+function lastParkTimeout(): string | null {
+    if (parkTimeouts === null || parkTimeouts.readU32() === 0) return null;
+    const tid = parkTimeouts.add(4).readU32();
+    const pc = ptr(parkTimeouts.add(12).readU32()).shl(32).or(parkTimeouts.add(8).readU32());
+    let name = "?";
+    try {
+        name = File.readAllText(`/proc/self/task/${tid}/comm`).trim();
+    } catch (_) {
+        // the thread is gone
+    }
+    return `thread ${tid} (${name}) at ${DebugSymbol.fromAddress(pc)} in ${mappingName(pc)}`;
+}
+
+/** The file (or "anonymous") mapped where `address` is, from /proc/self/maps. */
+function mappingName(address: NativePointer): string {
+    for (const line of File.readAllText("/proc/self/maps").split("\n")) {
+        const f = line.split(/\s+/);
+        const m = /^([0-9a-f]+)-([0-9a-f]+)$/.exec(f[0] ?? "");
+        if (m === null || address.compare(ptr("0x" + m[1])) < 0 || address.compare(ptr("0x" + m[2])) >= 0) continue;
+        return `${f.slice(5).join(" ") || "anonymous"} (${f[1]})`;
+    }
+    return "no mapping";
+}
+
+/** Frida's executable mapping (the one holding `frida`, from /proc/self/maps) and libc's
+ *  mutex code: from pthread_mutex_lock to past pthread_mutex_unlock (glibc keeps the helpers
+ *  both call between them: a thread parked just after taking the lock stood at one). */
+function lockingCode(frida: NativePointer): DangerRange[] {
+    const out: DangerRange[] = [];
+    const own = mappingOf(frida);
+    if (own !== null) out.push(own);
+    const lock = Module.findGlobalExportByName("pthread_mutex_lock");
+    const unlock = Module.findGlobalExportByName("pthread_mutex_unlock");
+    for (const at of [lock, unlock]) if (at !== null) out.push([at, at.add(LOCK_CODE_SPAN)]);
+    if (lock !== null && unlock !== null) {
+        const [lo, hi] = lock.compare(unlock) < 0 ? [lock, unlock] : [unlock, lock];
+        if (hi.sub(lo).compare(ptr(LOCK_HELPERS_SPAN)) < 0) out.push([lo, hi]);
+    }
+    return out;
+}
+
+/** The executable mapping (/proc/self/maps) that holds `address`; null if none does. */
+function mappingOf(address: NativePointer): DangerRange | null {
+    for (const line of File.readAllText("/proc/self/maps").split("\n")) {
+        const m = /^([0-9a-f]+)-([0-9a-f]+) r-x/.exec(line);
+        if (m === null) continue;
+        const start = ptr("0x" + m[1]), end = ptr("0x" + m[2]);
+        if (address.compare(start) >= 0 && address.compare(end) < 0) return [start, end];
+    }
+    return null;
+}
+
+/** Why the parked program may not be patched now (null: it may). `early`: a thread parked in
+ *  Frida's code counts too (on a busy hook path it often is, so only for the first tries). */
+function unsafe(p: Parker, ranges: DangerRange[], unknownThreads: boolean, early: boolean): string | null {
     if (unknownThreads) return "a thread did not park";
     if (inDanger(p, ranges)) return "a thread stands in a patched range";
+    if (early && inDanger(p, p.locking, true)) {
+        stats.inLocking++;
+        return "a thread stands in Frida's code or a mutex (it may hold a lock the patch needs)";
+    }
     if (!writesAtOnce(p)) {
         stats.otherTransactions++;
         return "another thread is in (or waits for) JavaScript";
@@ -441,7 +539,7 @@ export function tryParked(ranges: DangerRange[], ready: () => boolean, apply: ()
         Thread.sleep(0.0002); // callbacks already in JavaScript finish
         const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
         try {
-            if (unsafe(p, ranges, unknown > 0) !== null || !ready()) {
+            if (unsafe(p, ranges, unknown > 0, true) !== null || !ready()) {
                 stats.retries++;
                 return false;
             }
@@ -473,5 +571,5 @@ export const moreStats: Record<string, () => object> = {};
 export function quiesceStats(): object {
     const more: Record<string, object> = {};
     for (const [name, f] of Object.entries(moreStats)) more[name] = f();
-    return { ...stats, gateWaits: gateWaits?.readU32() ?? 0, unavailable, ...more };
+    return { ...stats, gateWaits: gateWaits?.readU32() ?? 0, parkTimeouts: parkTimeouts?.readU32() ?? 0, lastParkTimeout: lastParkTimeout(), unavailable, ...more };
 }
