@@ -320,6 +320,8 @@ const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0, otherTrans
 /** Attempts for which an unparked thread (one that did not arrive) is waited out, and for
  *  which a thread parked in Frida's code is. */
 const UNKNOWN_ATTEMPTS = 10;
+/** After this long (ms) a patch is made at the next park whatever it finds (counted forced). */
+const PATCH_DEADLINE_MS = 2000;
 const FRIDA_ATTEMPTS = 50;
 /** Bytes of libc's pthread_mutex_lock and _unlock taken as their code (both are shorter), and
  *  how far apart they may be for the code between them to count as their helpers. */
@@ -416,7 +418,9 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
             try {
                 if (unknown > 0) stats.unknownThreads += unknown;
                 const why = unsafe(p, ranges, unknown > 0 && attempt < UNKNOWN_ATTEMPTS, attempt < FRIDA_ATTEMPTS);
-                if (why === null || attempt >= ATTEMPTS) {
+                // A park waits up to 200 ms for a thread a loaded machine has not run: bound
+                // the whole patch by time too (the request waiting on it times out at 60 s).
+                if (why === null || attempt >= ATTEMPTS || Date.now() - started > PATCH_DEADLINE_MS) {
                     if (why !== null) stats.forced++;
                     apply();
                     Interceptor.flush();
