@@ -9,7 +9,7 @@ import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
 import { idleWrapperDanger, releaseIdleWrapper } from "./wrappers.js";
 import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, syncCostShare, useFastPath } from "./fastpath.js";
-import { DangerRange, gateCallback, patchParked, prologue } from "./quiesce.js";
+import { attachGate, DangerRange, patchParked, prologue } from "./quiesce.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
 import { capturePlan, usableCapture } from "./capture.js";
 
@@ -54,7 +54,7 @@ interface Hook {
     name: string;
     address: NativePointer;
     listener: InvocationListener;
-    /** A JS-path hook's gate (quiesce.ts gateCallback), attached right before it. */
+    /** A JS-path hook's gate (quiesce.ts attachGate), attached right before it. */
     gate: InvocationListener | null;
     /** Cleared on removal, so a call that raced the removal records nothing. */
     state: { active: boolean };
@@ -219,8 +219,7 @@ function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksRes
                 listener = attachFast(f.id, address, argCount, f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL);
             } else {
                 releaseIdleWrapper(address);
-                const gateFn = gateCallback();
-                if (gateFn !== null) gate = Interceptor.attach(address, gateFn as unknown as InstructionProbeCallback);
+                gate = attachGate(address);
                 listener = Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount), costMeter(f.id)));
             }
             hooks.set(f.id, { id: f.id, name: f.name, address, listener, gate, state });

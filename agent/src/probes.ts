@@ -18,7 +18,7 @@
 import { currentSlide } from "./hooks.js";
 import { hwAttach, hwDetach } from "./hwbreak.js";
 import { detachParked } from "./probe_detach.js";
-import { gateCallback, patchParked, prologue } from "./quiesce.js";
+import { attachGate, patchParked, prologue } from "./quiesce.js";
 import { demoteWrappers } from "./wrappers.js";
 
 export interface ScanRange {
@@ -192,11 +192,10 @@ function inlineProbe(addr: NativePointer, threadId: number | null, onHit: (cpu: 
             if (wanted && inside === 0) setTimeout(finish, 0);
         }
     };
-    // The gate first: Frida calls a function's listeners in the order they were attached.
-    const gate = gateCallback();
     const attached: InvocationListener[] = [];
     patchParked([prologue(addr)], () => {
-        if (gate !== null) attached.push(Interceptor.attach(addr, gate as unknown as InstructionProbeCallback));
+        const gate = attachGate(addr); // first: it must run before the JS listener
+        if (gate !== null) attached.push(gate);
         attached.push(Interceptor.attach(addr, onEnter));
     });
     notePatch(addr);

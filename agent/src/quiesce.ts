@@ -32,7 +32,7 @@
 // its jump). The level is private, so it is tested: while the threads are parked, a canary
 // hook on a function of our own goes in first, and the real changes follow only if its
 // jump was written at once. JS listeners on program code sit behind a native gate
-// (gateCallback) that holds new callers out of JavaScript while a patch waits, so those
+// (attachGate) that holds new callers out of JavaScript while a patch waits, so those
 // already inside drain.
 
 /** [start, end) byte ranges no thread may stand in (PC) while the patch is written. */
@@ -287,6 +287,9 @@ void strobe_unpark (void) {
 
 // Park offsets (see `Park` above).
 const PK_N_PCS = 20, PK_PC = 24, PK_TID = 24 + MAX_PARKED * 8, PARK_SIZE = PK_TID + MAX_PARKED * 4;
+// The words the C side shares besides the park: the gate, the pid that closed it, the callers
+// it held, and park_timeouts (count, tid, pc low, pc high).
+const W_GATE = 0, W_GATE_PID = 4, W_GATE_WAITS = 8, W_PARK_TIMEOUTS = 12, WORDS_SIZE = 28;
 
 interface Parker {
     cm: CModule;
@@ -296,8 +299,8 @@ interface Parker {
     parkRunning: NativeFunction<number, [NativePointerValue, number, number]>;
     unpark: NativeFunction<void, []>;
     moveGate: NativeFunction<void, [number]>;
-    /** The gate's word, referenced here so that it lives as long as the module using it. */
-    gate: NativePointer;
+    /** The gate and counters (W_*), referenced here so they live as long as the module. */
+    words: NativePointer;
     /** Where a thread parked may hold a lock the patch needs (the interceptor's, Frida's
      *  heap), which the patch would then wait a second on: Frida's code (its executable
      *  mapping) and libc's mutex lock and unlock. */
@@ -309,20 +312,16 @@ interface Parker {
 }
 
 let parker: Parker | null = null;
-/** How many times a program thread waited at the gate, and left the park after a second
- *  without being let go (counted natively). */
-let gateWaits: NativePointer | null = null;
-let parkTimeouts: NativePointer | null = null;
 let unavailable: string | null = null;
 /** How often the patch waited for a thread to leave a danger range (or for Frida to write at
  *  once), gave up waiting, and the longest one patch took (ms). */
 const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0, otherTransactions: 0, canaryUnavailable: null as string | null, longestMs: 0, inLocking: 0 };
 /** Attempts for which an unparked thread (one that did not arrive) is waited out, and for
- *  which a thread parked in Frida's code is. */
+ *  which a running thread parked in Frida's or libc's locking code is. */
 const UNKNOWN_ATTEMPTS = 10;
+const FRIDA_ATTEMPTS = 50;
 /** After this long (ms) a patch is made at the next park whatever it finds (counted forced). */
 const PATCH_DEADLINE_MS = 2000;
-const FRIDA_ATTEMPTS = 50;
 /** Bytes of libc's pthread_mutex_lock and _unlock taken as their code (both are shorter), and
  *  how far apart they may be for the code between them to count as their helpers. */
 const LOCK_CODE_SPAN = 0x400;
@@ -334,10 +333,14 @@ function setUp(): Parker | null {
         if (Process.platform !== "linux" || Process.arch !== "x64") throw new Error(`parking threads needs linux x64 (this is ${Process.platform} ${Process.arch})`);
         const libc = (name: string) => Module.getGlobalExportByName(name);
         const park = Memory.alloc(PARK_SIZE);
-        const gate = Memory.alloc(8); // the gate, then the pid that closed it
-        gateWaits = Memory.alloc(4);
-        parkTimeouts = Memory.alloc(16);
-        const symbols: Record<string, NativePointer> = { park, gate, gate_waits: gateWaits, gate_pid: gate.add(4), park_timeouts: parkTimeouts };
+        const words = Memory.alloc(WORDS_SIZE);
+        const symbols: Record<string, NativePointer> = {
+            park,
+            gate: words.add(W_GATE),
+            gate_pid: words.add(W_GATE_PID),
+            gate_waits: words.add(W_GATE_WAITS),
+            park_timeouts: words.add(W_PARK_TIMEOUTS),
+        };
         for (const name of ["syscall", "sigaction", "getpid", "__errno_location", "sched_yield", "open", "read", "close", "opendir", "readdir", "closedir", "clock_gettime"]) {
             symbols[name] = libc(name);
         }
@@ -351,7 +354,7 @@ function setUp(): Parker | null {
             parkRunning: new NativeFunction(cm.strobe_park, "uint32", ["pointer", "uint32", "uint64"], opts),
             unpark: new NativeFunction(cm.strobe_unpark, "void", [], opts),
             moveGate: new NativeFunction(cm.strobe_gate_move, "void", ["int32"], opts),
-            gate,
+            words,
             locking: lockingCode(new NativeFunction(cm.strobe_frida_code, "pointer", [], opts)()),
             canary: cm.strobe_canary,
             canaryByte: cm.strobe_canary.readU8(),
@@ -440,28 +443,39 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
 
 /** The thread that last left the park on its own (a patch waited a second on something it
  *  held): its id, name and where it stood. */
-function lastParkTimeout(): string | null {
-    if (parkTimeouts === null || parkTimeouts.readU32() === 0) return null;
-    const tid = parkTimeouts.add(4).readU32();
-    const pc = ptr(parkTimeouts.add(12).readU32()).shl(32).or(parkTimeouts.add(8).readU32());
+function lastParkTimeout(p: Parker): string | null {
+    const t = p.words.add(W_PARK_TIMEOUTS);
+    if (t.readU32() === 0) return null;
+    const tid = t.add(4).readU32();
+    const pc = ptr(t.add(12).readU32()).shl(32).or(t.add(8).readU32());
     let name = "?";
     try {
         name = File.readAllText(`/proc/self/task/${tid}/comm`).trim();
     } catch (_) {
         // the thread is gone
     }
-    return `thread ${tid} (${name}) at ${DebugSymbol.fromAddress(pc)} in ${mappingName(pc)}`;
+    const m = mappingAt(pc);
+    return `thread ${tid} (${name}) at ${DebugSymbol.fromAddress(pc)} in ${m === null ? "no mapping" : `${m.name} (${m.perms})`}`;
 }
 
-/** The file (or "anonymous") mapped where `address` is, from /proc/self/maps. */
-function mappingName(address: NativePointer): string {
+interface Mapping {
+    range: DangerRange;
+    perms: string;
+    /** The mapped file, or "anonymous". */
+    name: string;
+}
+
+/** The mapping that holds `address`, from /proc/self/maps (which lists Frida's own, unlike
+ *  Process.findRangeByAddress); null if none does. */
+function mappingAt(address: NativePointer): Mapping | null {
     for (const line of File.readAllText("/proc/self/maps").split("\n")) {
         const f = line.split(/\s+/);
         const m = /^([0-9a-f]+)-([0-9a-f]+)$/.exec(f[0] ?? "");
-        if (m === null || address.compare(ptr("0x" + m[1])) < 0 || address.compare(ptr("0x" + m[2])) >= 0) continue;
-        return `${f.slice(5).join(" ") || "anonymous"} (${f[1]})`;
+        if (m === null) continue;
+        const start = ptr("0x" + m[1]), end = ptr("0x" + m[2]);
+        if (address.compare(start) >= 0 && address.compare(end) < 0) return { range: [start, end], perms: f[1] ?? "", name: f.slice(5).join(" ") || "anonymous" };
     }
-    return "no mapping";
+    return null;
 }
 
 /** Frida's executable mapping (the one holding `frida`, from /proc/self/maps) and libc's
@@ -469,8 +483,8 @@ function mappingName(address: NativePointer): string {
  *  both call between them: a thread parked just after taking the lock stood at one). */
 function lockingCode(frida: NativePointer): DangerRange[] {
     const out: DangerRange[] = [];
-    const own = mappingOf(frida);
-    if (own !== null) out.push(own);
+    const own = mappingAt(frida);
+    if (own !== null && own.perms.startsWith("r-x")) out.push(own.range);
     const lock = Module.findGlobalExportByName("pthread_mutex_lock");
     const unlock = Module.findGlobalExportByName("pthread_mutex_unlock");
     for (const at of [lock, unlock]) if (at !== null) out.push([at, at.add(LOCK_CODE_SPAN)]);
@@ -479,17 +493,6 @@ function lockingCode(frida: NativePointer): DangerRange[] {
         if (hi.sub(lo).compare(ptr(LOCK_HELPERS_SPAN)) < 0) out.push([lo, hi]);
     }
     return out;
-}
-
-/** The executable mapping (/proc/self/maps) that holds `address`; null if none does. */
-function mappingOf(address: NativePointer): DangerRange | null {
-    for (const line of File.readAllText("/proc/self/maps").split("\n")) {
-        const m = /^([0-9a-f]+)-([0-9a-f]+) r-x/.exec(line);
-        if (m === null) continue;
-        const start = ptr("0x" + m[1]), end = ptr("0x" + m[2]);
-        if (address.compare(start) >= 0 && address.compare(end) < 0) return [start, end];
-    }
-    return null;
 }
 
 /** Why the parked program may not be patched now (null: it may). `early`: a thread parked in
@@ -515,7 +518,7 @@ function writesAtOnce(p: Parker): boolean {
     if (stats.canaryUnavailable !== null) return true;
     let hook: InvocationListener;
     try {
-        hook = Interceptor.attach(p.canary, p.canaryHit as unknown as InstructionProbeCallback);
+        hook = attachNativeProbe(p.canary, p.canaryHit);
     } catch (e) {
         stats.canaryUnavailable = e instanceof Error ? e.message : String(e);
         return true;
@@ -560,14 +563,20 @@ export function tryParked(ranges: DangerRange[], ready: () => boolean, apply: ()
 }
 
 /**
- * The native listener to attach right before a JS listener on program code (same address):
- * it holds callers out of JavaScript while a patch waits. Null where threads are not parked.
- * A native function given to Interceptor.attach is a probe (the typings only list JS forms).
+ * Attach the gate at `address`, right before a JS listener on program code (Frida calls a
+ * function's listeners in the order they were attached): it holds callers out of JavaScript
+ * while a patch waits. Null where threads are not parked.
  */
-export function gateCallback(): NativePointer | null {
-    return setUp()?.cm.strobe_gate ?? null;
+export function attachGate(address: NativePointer): InvocationListener | null {
+    const p = setUp();
+    return p === null ? null : attachNativeProbe(address, p.cm.strobe_gate);
 }
 
+/** A native function given to Interceptor.attach is a probe, `void (GumInvocationContext *)`
+ *  (the typings only list the JS forms). */
+function attachNativeProbe(at: NativePointer, fn: NativePointer): InvocationListener {
+    return Interceptor.attach(at, fn as unknown as InstructionProbeCallback);
+}
 
 /** More counters for quiesceStats, by the modules that park (probe_detach.ts). */
 export const moreStats: Record<string, () => object> = {};
@@ -575,5 +584,13 @@ export const moreStats: Record<string, () => object> = {};
 export function quiesceStats(): object {
     const more: Record<string, object> = {};
     for (const [name, f] of Object.entries(moreStats)) more[name] = f();
-    return { ...stats, gateWaits: gateWaits?.readU32() ?? 0, parkTimeouts: parkTimeouts?.readU32() ?? 0, lastParkTimeout: lastParkTimeout(), unavailable, ...more };
+    const words = parker?.words;
+    return {
+        ...stats,
+        gateWaits: words?.add(W_GATE_WAITS).readU32() ?? 0,
+        parkTimeouts: words?.add(W_PARK_TIMEOUTS).readU32() ?? 0,
+        lastParkTimeout: parker === null ? null : lastParkTimeout(parker),
+        unavailable,
+        ...more,
+    };
 }
