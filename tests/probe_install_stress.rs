@@ -20,6 +20,11 @@ const FUNCTIONS: [&str; 2] = ["busy_int", "busy_double"];
 use common::busy::{died_after, quit_cleanly};
 use common::harness::{harness, Harness};
 
+/// One busy target at a time: two of them (eight busy threads on CI's two cores) starve the
+/// agent's JS thread, and a request can go unanswered for a minute (docs/performance.md,
+/// "A hot JS logpoint can starve requests").
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn launch(h: &Harness) -> String {
     common::busy::launch(h, "probestress", 4).await
 }
@@ -33,6 +38,7 @@ fn plan(i: usize) -> (bool, bool, &'static str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adding_and_removing_probes_on_busy_threads_never_crashes_the_target() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let h = harness();
     let started = Instant::now();
     let mut id = launch(&h).await;
@@ -101,6 +107,7 @@ async fn adding_and_removing_probes_on_busy_threads_never_crashes_the_target() {
 /// (22 s; a longer-lived logpoint's removal timed out).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_logpoint_on_a_hot_function_is_throttled_and_says_so() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let h = harness();
     let id = launch(&h).await;
     let lp = PointRequest { function: Some("busy_int".into()), message: Some("a={a}".into()), ..Default::default() };
@@ -115,5 +122,31 @@ async fn a_logpoint_on_a_hot_function_is_throttled_and_says_so() {
     let note = logged.iter().filter_map(|e| e.text.as_deref()).find(|t| t.contains("earlier hits not logged"));
     assert!(note.is_some(), "no message says hits were skipped ({} events)", logged.len());
     assert!(note.unwrap().starts_with("a="), "{note:?}");
+    quit_cleanly(&h, &id).await;
+}
+
+/// Requests to a target whose twelve threads hit a JS logpoint nonstop: a logpoint set, held
+/// for a second, and removed, eight times; each request must be answered within 10 s. Passes
+/// on a quiet machine; beside two busy loops on two cores a request went unanswered for 60 s
+/// in 4 of 5 runs (docs/performance.md, "Parked is not enough"). Not solved: ignored, kept to
+/// reproduce it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn requests_answer_while_twelve_threads_hit_a_logpoint() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let h = harness();
+    let id = common::busy::launch(&h, "probestress", 12).await;
+    for round in 0..8 {
+        let lp = PointRequest { function: Some("busy_int".into()), message: Some("a={a}".into()), ..Default::default() };
+        let t = Instant::now();
+        let r = h.engine.set_points(&id, &[lp], &[]).await.expect("logpoint");
+        let add = t.elapsed();
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let t = Instant::now();
+        h.engine.set_points(&id, &[], &[r.logpoints[0].id.clone()]).await.expect("the removal answers");
+        let remove = t.elapsed();
+        eprintln!("round {round}: add {add:?}, remove {remove:?}");
+        assert!(add.max(remove) < std::time::Duration::from_secs(10), "round {round}: add {add:?}, remove {remove:?}");
+    }
     quit_cleanly(&h, &id).await;
 }

@@ -9,7 +9,8 @@ import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
 import { idleWrapperDanger, releaseIdleWrapper } from "./wrappers.js";
 import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, syncCostShare, useFastPath } from "./fastpath.js";
-import { attachGate, DangerRange, patchParked, prologue } from "./quiesce.js";
+import { attachGate } from "./js_gate.js";
+import { DangerRange, patchParked, prologue } from "./quiesce.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
 import { capturePlan, usableCapture } from "./capture.js";
 
@@ -54,7 +55,7 @@ interface Hook {
     name: string;
     address: NativePointer;
     listener: InvocationListener;
-    /** A JS-path hook's gate (quiesce.ts attachGate), attached right before it. */
+    /** A JS-path hook's gate (js_gate.ts), attached right before it. */
     gate: InvocationListener | null;
     /** Cleared on removal, so a call that raced the removal records nothing. */
     state: { active: boolean };

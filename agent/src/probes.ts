@@ -18,7 +18,8 @@
 import { currentSlide } from "./hooks.js";
 import { hwAttach, hwDetach } from "./hwbreak.js";
 import { detachParked } from "./probe_detach.js";
-import { attachGate, patchParked, prologue } from "./quiesce.js";
+import { attachGate } from "./js_gate.js";
+import { patchParked, prologue } from "./quiesce.js";
 import { demoteWrappers } from "./wrappers.js";
 
 export interface ScanRange {

@@ -32,8 +32,10 @@
 // its jump). The level is private, so it is tested: while the threads are parked, a canary
 // hook on a function of our own goes in first, and the real changes follow only if its
 // jump was written at once. JS listeners on program code sit behind a native gate
-// (attachGate) that holds new callers out of JavaScript while a patch waits, so those
+// (js_gate.ts) that holds new callers out of JavaScript while a patch waits, so those
 // already inside drain.
+
+import { attachNativeProbe, gateStats, moveGate } from "./js_gate.js";
 
 /** [start, end) byte ranges no thread may stand in (PC) while the patch is written. */
 export type DangerRange = [NativePointer, NativePointer];
@@ -81,9 +83,6 @@ typedef struct {
 } Park;
 
 extern Park park;
-extern volatile guint32 gate;
-extern volatile guint32 gate_waits;
-extern volatile guint32 gate_pid;
 extern volatile guint32 park_timeouts[4];
 
 struct ts_ { long sec; long nsec; };
@@ -251,32 +250,6 @@ int strobe_canary (int x) {
 void strobe_canary_hit (GumInvocationContext * ic) {
 }
 
-/* The gate in front of JS listeners on program code: while it is closed a caller waits here,
-   natively and outside any transaction, for at most a second. */
-void strobe_gate (GumInvocationContext * ic) {
-  int saved = *__errno_location (), k;
-  guint32 g;
-  if (gate == 0)
-    return;
-  if ((guint32) getpid () != gate_pid)
-    return; /* a child forked while a patch waited: nobody here will open it */
-  xadd32 (&gate_waits, 1);
-  for (k = 0; k < 20 && (g = gate) != 0; k++) {
-    struct ts_ slice = { 0, 50000000 };
-    syscall (SYS_FUTEX, &gate, FUTEX_WAIT_PRIVATE, g, &slice, 0, 0);
-  }
-  *__errno_location () = saved;
-}
-
-/* Close (by 1) or open (by -1) the gate. Patches may overlap (a timer's while a program
-   thread's sleeps between tries), so it stays closed until every closer has opened it. */
-void strobe_gate_move (gint32 by) {
-  if (by > 0)
-    gate_pid = (guint32) getpid ();
-  if (xadd32 (&gate, (guint32) by) + (guint32) by == 0)
-    syscall (SYS_FUTEX, &gate, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
-}
-
 void strobe_unpark (void) {
   park.open = 0;
   asm volatile ("" : : : "memory");
@@ -287,9 +260,8 @@ void strobe_unpark (void) {
 
 // Park offsets (see `Park` above).
 const PK_N_PCS = 20, PK_PC = 24, PK_TID = 24 + MAX_PARKED * 8, PARK_SIZE = PK_TID + MAX_PARKED * 4;
-// The words the C side shares besides the park: the gate, the pid that closed it, the callers
-// it held, and park_timeouts (count, tid, pc low, pc high).
-const W_GATE = 0, W_GATE_PID = 4, W_GATE_WAITS = 8, W_PARK_TIMEOUTS = 12, WORDS_SIZE = 28;
+// park_timeouts: the threads that left the park on their own (count, last tid, pc low, pc high).
+const PARK_TIMEOUTS_SIZE = 16;
 
 interface Parker {
     cm: CModule;
@@ -298,9 +270,8 @@ interface Parker {
     list: NativeFunction<number, [NativePointerValue, number]>;
     parkRunning: NativeFunction<number, [NativePointerValue, number, number]>;
     unpark: NativeFunction<void, []>;
-    moveGate: NativeFunction<void, [number]>;
-    /** The gate and counters (W_*), referenced here so they live as long as the module. */
-    words: NativePointer;
+    /** park_timeouts, referenced here so it lives as long as the module. */
+    timeouts: NativePointer;
     /** Where a thread parked may hold a lock the patch needs (the interceptor's, Frida's
      *  heap), which the patch would then wait a second on: Frida's code (its executable
      *  mapping) and libc's mutex lock and unlock. */
@@ -333,14 +304,8 @@ function setUp(): Parker | null {
         if (Process.platform !== "linux" || Process.arch !== "x64") throw new Error(`parking threads needs linux x64 (this is ${Process.platform} ${Process.arch})`);
         const libc = (name: string) => Module.getGlobalExportByName(name);
         const park = Memory.alloc(PARK_SIZE);
-        const words = Memory.alloc(WORDS_SIZE);
-        const symbols: Record<string, NativePointer> = {
-            park,
-            gate: words.add(W_GATE),
-            gate_pid: words.add(W_GATE_PID),
-            gate_waits: words.add(W_GATE_WAITS),
-            park_timeouts: words.add(W_PARK_TIMEOUTS),
-        };
+        const timeouts = Memory.alloc(PARK_TIMEOUTS_SIZE);
+        const symbols: Record<string, NativePointer> = { park, park_timeouts: timeouts };
         for (const name of ["syscall", "sigaction", "getpid", "__errno_location", "sched_yield", "open", "read", "close", "opendir", "readdir", "closedir", "clock_gettime"]) {
             symbols[name] = libc(name);
         }
@@ -353,8 +318,7 @@ function setUp(): Parker | null {
             list: new NativeFunction(cm.strobe_list_threads, "uint32", ["pointer", "uint32"], opts),
             parkRunning: new NativeFunction(cm.strobe_park, "uint32", ["pointer", "uint32", "uint64"], opts),
             unpark: new NativeFunction(cm.strobe_unpark, "void", [], opts),
-            moveGate: new NativeFunction(cm.strobe_gate_move, "void", ["int32"], opts),
-            words,
+            timeouts,
             locking: lockingCode(new NativeFunction(cm.strobe_frida_code, "pointer", [], opts)()),
             canary: cm.strobe_canary,
             canaryByte: cm.strobe_canary.readU8(),
@@ -414,7 +378,7 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
     }
     stats.flushes++;
     const started = Date.now();
-    p.moveGate(1);
+    moveGate(1);
     try {
         for (let attempt = 0; ; attempt++) {
             const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
@@ -436,7 +400,7 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
             Thread.sleep(0.0002 * (1 + (attempt % 10))); // let them move on (and out of JS)
         }
     } finally {
-        p.moveGate(-1);
+        moveGate(-1);
         stats.longestMs = Math.max(stats.longestMs, Date.now() - started);
     }
 }
@@ -444,7 +408,7 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
 /** The thread that last left the park on its own (a patch waited a second on something it
  *  held): its id, name and where it stood. */
 function lastParkTimeout(p: Parker): string | null {
-    const t = p.words.add(W_PARK_TIMEOUTS);
+    const t = p.timeouts;
     if (t.readU32() === 0) return null;
     const tid = t.add(4).readU32();
     const pc = ptr(t.add(12).readU32()).shl(32).or(t.add(8).readU32());
@@ -541,7 +505,7 @@ export function tryParked(ranges: DangerRange[], ready: () => boolean, apply: ()
         Interceptor.flush();
         return true;
     }
-    p.moveGate(1);
+    moveGate(1);
     try {
         Thread.sleep(0.0002); // callbacks already in JavaScript finish
         const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
@@ -558,24 +522,8 @@ export function tryParked(ranges: DangerRange[], ready: () => boolean, apply: ()
             p.unpark();
         }
     } finally {
-        p.moveGate(-1);
+        moveGate(-1);
     }
-}
-
-/**
- * Attach the gate at `address`, right before a JS listener on program code (Frida calls a
- * function's listeners in the order they were attached): it holds callers out of JavaScript
- * while a patch waits. Null where threads are not parked.
- */
-export function attachGate(address: NativePointer): InvocationListener | null {
-    const p = setUp();
-    return p === null ? null : attachNativeProbe(address, p.cm.strobe_gate);
-}
-
-/** A native function given to Interceptor.attach is a probe, `void (GumInvocationContext *)`
- *  (the typings only list the JS forms). */
-function attachNativeProbe(at: NativePointer, fn: NativePointer): InvocationListener {
-    return Interceptor.attach(at, fn as unknown as InstructionProbeCallback);
 }
 
 /** More counters for quiesceStats, by the modules that park (probe_detach.ts). */
@@ -584,11 +532,10 @@ export const moreStats: Record<string, () => object> = {};
 export function quiesceStats(): object {
     const more: Record<string, object> = {};
     for (const [name, f] of Object.entries(moreStats)) more[name] = f();
-    const words = parker?.words;
     return {
         ...stats,
-        gateWaits: words?.add(W_GATE_WAITS).readU32() ?? 0,
-        parkTimeouts: words?.add(W_PARK_TIMEOUTS).readU32() ?? 0,
+        ...gateStats(),
+        parkTimeouts: parker?.timeouts.readU32() ?? 0,
         lastParkTimeout: parker === null ? null : lastParkTimeout(parker),
         unavailable,
         ...more,

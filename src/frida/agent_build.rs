@@ -21,6 +21,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/fastpath_c.ts", include_str!("../../agent/src/fastpath_c.ts")),
     ("src/wrappers.ts", include_str!("../../agent/src/wrappers.ts")),
     ("src/quiesce.ts", include_str!("../../agent/src/quiesce.ts")),
+    ("src/js_gate.ts", include_str!("../../agent/src/js_gate.ts")),
     ("src/cost_sampling.ts", include_str!("../../agent/src/cost_sampling.ts")),
     ("src/crash.ts", include_str!("../../agent/src/crash.ts")),
     ("src/frames.ts", include_str!("../../agent/src/frames.ts")),
