@@ -119,6 +119,10 @@ fn next_tmp_suffix() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
+/// What an LLM can do when the agent did not answer (docs/performance.md, "Parked is not
+/// enough": a hot JS logpoint on a loaded machine delays requests for a minute).
+const RPC_TIMEOUT_HINT: &str = ". The change may still land later. A logpoint, breakpoint condition or JavaScript-path trace on a function that busy threads call nonstop can keep the agent from answering: see them with debug_session (action: status), give the logpoint a condition, or end the session with debug_session (action: stop)";
+
 fn host_gone_error(reason: &str) -> StrobeError {
     StrobeError::internal(format!("the Frida host is not running ({reason}); start a new session to restart it"))
 }
@@ -417,7 +421,8 @@ impl FridaHost {
     pub async fn rpc(&self, pid: u32, method: &str, args: Value) -> Result<Value> {
         let header = json!({ "op": "rpc", "pid": pid, "method": method, "args": args });
         let (mut reply, _) = self.request(header, None).await.map_err(|e| {
-            StrobeError::new(e.code, format!("agent call '{method}' in pid {pid} failed: {}", e.message))
+            let next = if e.message.contains("did not answer") { RPC_TIMEOUT_HINT } else { "" };
+            StrobeError::new(e.code, format!("agent call '{method}' in pid {pid} failed: {}{next}", e.message))
         })?;
         Ok(reply.get_mut("result").map(Value::take).unwrap_or(Value::Null))
     }
