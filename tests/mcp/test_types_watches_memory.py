@@ -38,7 +38,9 @@ async def last_watched_event(c, sid, fn, kind="function_enter", timeout=20.0):
 
 async def test_typed_arguments_depths_cycles_and_nulls(strobe_home, fixtures_dir):
     async with mcp_client(strobe_home) as c:
-        sid = await launch(c, fixtures_dir, "c_types", "round 1")
+        # 60 s of rounds: its steps wait for fresh events until the end (on a loaded machine
+        # the default 12 s ran out before the depth-1 step).
+        sid = await launch(c, fixtures_dir, "c_types", "round 1", rounds="2000")
         r = await c.call("debug_trace", sessionId=sid, add=["take_outer", "walk_list", "greet", "set_mode",
                                                            "sum_pair", "sum_big", "make_pair"])
         assert r["hookedFunctions"] == 7, r
