@@ -21,8 +21,8 @@ use common::busy::{died_after, quit_cleanly};
 use common::harness::{harness, Harness};
 
 /// One busy target at a time: two of them (eight busy threads on CI's two cores) starve the
-/// agent's JS thread, and a request can go unanswered for a minute (docs/performance.md,
-/// "A hot JS logpoint can starve requests").
+/// agent, and a request can go unanswered for a minute (docs/performance.md, "Parked is not
+/// enough").
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn launch(h: &Harness) -> String {

@@ -323,8 +323,10 @@ impl FridaHost {
             Ok(Err(_)) => Err(host_gone_error("it exited")),
             Err(_) => {
                 self.pending.lock().unwrap().waiters.remove(&id);
+                // An agent call (rpc) says what the LLM can do about it.
+                let next = if op == "rpc" { RPC_TIMEOUT_HINT } else { "" };
                 Err(StrobeError::internal(format!(
-                    "the Frida host did not answer '{op}' within {} s",
+                    "the Frida host did not answer '{op}' within {} s{next}",
                     timeout.as_secs_f64()
                 )))
             }
@@ -421,8 +423,7 @@ impl FridaHost {
     pub async fn rpc(&self, pid: u32, method: &str, args: Value) -> Result<Value> {
         let header = json!({ "op": "rpc", "pid": pid, "method": method, "args": args });
         let (mut reply, _) = self.request(header, None).await.map_err(|e| {
-            let next = if e.message.contains("did not answer") { RPC_TIMEOUT_HINT } else { "" };
-            StrobeError::new(e.code, format!("agent call '{method}' in pid {pid} failed: {}{next}", e.message))
+            StrobeError::new(e.code, format!("agent call '{method}' in pid {pid} failed: {}", e.message))
         })?;
         Ok(reply.get_mut("result").map(Value::take).unwrap_or(Value::Null))
     }
