@@ -5,7 +5,10 @@
 //!    the debug_eval language (`i == N-1 && it->key > 0`); the same condition as JavaScript
 //!    (`js:` prefix, the old path). Reported: ns per iteration inside the target and the cost
 //!    per false-condition hit (row minus no breakpoint).
-//! 2. At that pause: debug_eval of 32 expressions, repeated; p50/p90 latency.
+//! 2. At that pause: debug_eval of 32 expressions, repeated; p50/p90 latency. Then a logpoint
+//!    on `visit` (every hit over the logpoint budget): without a condition (the hits over the
+//!    budget are counted natively, agent/src/js_gate.ts), and with a condition always true
+//!    (every hit enters JavaScript). Reported: ns per hit.
 //! 3. Probes on running code (tests/fixtures/c/probestress.c, four busy threads; every patch
 //!    is written with the threads parked, agent/src/quiesce.ts): a logpoint set, then removed,
 //!    on a function the threads run; then step-over from a breakpoint. p50/p90 per call.
@@ -38,8 +41,8 @@ fn ns_per_iter(line: &str) -> f64 {
 }
 
 
-/// One run: ns per iteration, and (with a condition) the eval latencies at the pause.
-async fn run(engine: &Arc<Engine>, binary: &PathBuf, n: u64, condition: Option<String>, eval_calls: u64) -> (f64, Vec<f64>) {
+/// condloop launched for `n` iterations and ready: its session, and the file whose creation starts the loop.
+async fn launch_condloop(engine: &Arc<Engine>, binary: &PathBuf, n: u64) -> (String, PathBuf) {
     let go = tempfile::NamedTempFile::new().unwrap().into_temp_path();
     let go_path = go.to_path_buf();
     go.close().unwrap();
@@ -54,6 +57,12 @@ async fn run(engine: &Arc<Engine>, binary: &PathBuf, n: u64, condition: Option<S
         .expect("launch");
     let id = r.session_id;
     stdout_line(engine, &id, "ready").await;
+    (id, go_path)
+}
+
+/// One run: ns per iteration, and (with a condition) the eval latencies at the pause.
+async fn run(engine: &Arc<Engine>, binary: &PathBuf, n: u64, condition: Option<String>, eval_calls: u64) -> (f64, Vec<f64>) {
+    let (id, go_path) = launch_condloop(engine, binary, n).await;
     if let Some(c) = &condition {
         let bp = PointRequest { function: Some("visit".into()), condition: Some(c.clone()), ..Default::default() };
         engine.set_points(&id, &[bp], &[]).await.expect("breakpoint");
@@ -83,6 +92,18 @@ async fn run(engine: &Arc<Engine>, binary: &PathBuf, n: u64, condition: Option<S
     let _ = engine.stop(&id, false).await;
     let _ = std::fs::remove_file(&go_path);
     (ns_per_iter(&line), latencies)
+}
+
+/// A logpoint on visit() for the whole loop: ns per iteration.
+async fn logpoint_run(engine: &Arc<Engine>, binary: &PathBuf, n: u64, condition: Option<&str>) -> f64 {
+    let (id, go_path) = launch_condloop(engine, binary, n).await;
+    let lp = PointRequest { function: Some("visit".into()), condition: condition.map(str::to_string), message: Some("i={i}".into()), ..Default::default() };
+    engine.set_points(&id, &[lp], &[]).await.expect("logpoint");
+    std::fs::write(&go_path, "go").unwrap();
+    let line = stdout_line(engine, &id, "ns_per_iter=").await;
+    let _ = engine.stop(&id, false).await;
+    let _ = std::fs::remove_file(&go_path);
+    ns_per_iter(&line)
 }
 
 /// Section 3: ms per logpoint set, per logpoint removal, per step-over (`rounds` each).
@@ -153,7 +174,7 @@ fn main() {
         let compiled_wall = t.elapsed().as_secs_f64();
         let (js, _) = run(&engine, &binary, js_n, Some(format!("js:args[0] == {} && vars.it !== null", js_n - 1)), 0).await;
         println!("conditional breakpoint on visit(), condition true on the last call only");
-        println!("  {:<34} {:>10} {:>14}", "row", "ns/iter", "ns/false hit");
+        println!("  {:<34} {:>10} {:>14}", "row", "ns/iter", "ns/hit");
         println!("  {:<34} {:>10.1} {:>14}", "no breakpoint", base, "-");
         println!("  {:<34} {:>10.1} {:>14.1}   ({n} hits, {compiled_wall:.1} s wall)", "compiled condition (debug_eval)", compiled, compiled - base);
         println!("  {:<34} {:>10.1} {:>14.1}   ({js_n} hits)", "JavaScript condition (js:)", js, js - base);
@@ -162,6 +183,11 @@ fn main() {
             let p90 = percentile(&mut lat, 0.9);
             println!("debug_eval of 32 expressions at the pause, {} calls: p50 {p50:.2} ms, p90 {p90:.2} ms", lat.len());
         }
+        let native = logpoint_run(&engine, &binary, n, None).await;
+        let every = logpoint_run(&engine, &binary, js_n, Some("i >= 0")).await;
+        println!("logpoint on visit() (at most 2,000 messages a second, the rest counted)");
+        println!("  {:<34} {:>10.1} {:>14.1}   ({n} hits)", "no condition (native count)", native, native - base);
+        println!("  {:<34} {:>10.1} {:>14.1}   ({js_n} hits)", "condition always true (JS per hit)", every, every - base);
         let rounds = env_u64("PROBE_BENCH_ROUNDS", 30);
         let [mut set, mut removed, mut steps] = probe_changes(&engine, &out.join("probestress"), rounds).await;
         println!("probes on four busy threads (probestress), {rounds} calls each:");

@@ -17,6 +17,7 @@ import { nowNs } from "./clock.js";
 import { currentSlide } from "./hooks.js";
 import { pause } from "./pause.js";
 import { compileFast, CompiledSpec, setHitCpu } from "./compiled.js";
+import { LOGPOINT_BUDGET, logBudgetTake } from "./js_gate.js";
 import { attachProbe, Probe, ScanRange, slid } from "./probes.js";
 import { cancelStepHooks } from "./stepping.js";
 import { Frame, Value, VarRecipe, varsObject } from "./values.js";
@@ -55,8 +56,13 @@ interface Point {
     continuations: Set<number>[];
     /** "tid/sp" → the address index of the thread's last hit in that frame. */
     lastHit: Map<string, number>;
-    /** Logpoint hits not logged since its last message (over LOGPOINT_BUDGET). */
+    /** Logpoint hits not logged since its last message (over LOGPOINT_BUDGET), on the JS path. */
     unlogged: number;
+    /** A logpoint with nothing to decide per hit: its probes check the budget natively, and
+     *  only hits that may be logged reach onHit. */
+    budgeted: boolean;
+    /** Of the probes' natively counted hits, how many the messages have reported. */
+    nativeReported: number;
 }
 
 const MAX_WALK = 200;
@@ -93,24 +99,21 @@ function continuations(spec: PointSpec): Set<number>[] {
 }
 
 const MAX_CONDITION_ERRORS = 20;
-/**
- * Logpoint messages sent per second, all logpoints together. A logpoint on a function busy
- * threads call millions of times a second otherwise queues messages faster than the host
- * reads them, and every later request waits behind them (measured: 151,000 messages from a
- * 300 ms logpoint on four busy threads; its removal answered after 22 s, longer ones timed
- * out). Hits over the budget still count; the point's next message says how many were not
- * logged.
- */
-const LOGPOINT_BUDGET = 2000;
-const budget = { windowStart: 0, sent: 0 };
+// Logpoint messages are budgeted (js_gate.ts LOGPOINT_BUDGET a second, all logpoints
+// together). A logpoint on a function busy threads call millions of times a second otherwise
+// queues messages faster than the host reads them, and every later request waits behind them
+// (measured: 151,000 messages from a 300 ms logpoint on four busy threads; its removal
+// answered after 22 s, longer ones timed out). Hits over the budget still count; the point's
+// next message says how many were not logged.
 
-/** May one more logpoint message go out now? */
-function withinBudget(now: number): boolean {
-    if (now - budget.windowStart >= 1e9) {
-        budget.windowStart = now;
-        budget.sent = 0;
-    }
-    return budget.sent++ < LOGPOINT_BUDGET;
+/** Hits counted natively (over the budget) by the point's probes. */
+function nativeUnlogged(p: Point): number {
+    return p.budgeted ? p.probes.reduce((n, probe) => n + probe.unlogged(), 0) : 0;
+}
+
+/** Every hit of the point, including those its probes counted without JavaScript. */
+function allHits(p: Point): number {
+    return p.hits + nativeUnlogged(p);
 }
 const points = new Map<string, Point>();
 
@@ -192,7 +195,8 @@ function fastHolds(p: Point): boolean {
     }
 }
 
-function onHit(p: Point, cpu: CpuContext, index: number): void {
+/** `budgetTaken`: the probe checked the logpoint budget natively (a budgeted point's inline probe). */
+function onHit(p: Point, cpu: CpuContext, index: number, budgetTaken: boolean): void {
     if (!p.active) return;
     setHitCpu(cpu);
     // A compiled condition (the daemon's, from DWARF) reads only what it names: run it before
@@ -208,7 +212,7 @@ function onHit(p: Point, cpu: CpuContext, index: number): void {
     const vars: Record<string, unknown> = varsObject(frame, recipes);
     // threadId and the hit's number, unless the frame has variables of those names.
     if (!("threadId" in vars)) vars.threadId = threadId;
-    if (!("hit" in vars)) Object.defineProperty(vars, "hit", { enumerable: true, get: () => p.hits });
+    if (!("hit" in vars)) Object.defineProperty(vars, "hit", { enumerable: true, get: () => allHits(p) });
     const args = lazyArgs(vars, p.spec.params ?? []);
     if (p.condition !== null) {
         let ok: unknown;
@@ -230,7 +234,7 @@ function onHit(p: Point, cpu: CpuContext, index: number): void {
     p.hits++;
     if (p.logpoint) {
         const ts = nowNs();
-        if (!withinBudget(ts)) {
+        if (!budgetTaken && !logBudgetTake(ts)) {
             p.unlogged++;
             return;
         }
@@ -242,11 +246,14 @@ function onHit(p: Point, cpu: CpuContext, index: number): void {
                 return `<error: ${errorText(e)}>`;
             }
         });
-        if (p.unlogged > 0) {
-            text.push(` (${p.unlogged} earlier hits not logged: over ${LOGPOINT_BUDGET} logpoint messages a second; add a condition)`);
+        const native = nativeUnlogged(p);
+        const unlogged = p.unlogged + native - p.nativeReported;
+        if (unlogged > 0) {
+            text.push(` (${unlogged} earlier hits not logged: over ${LOGPOINT_BUDGET} logpoint messages a second; add a condition)`);
             p.unlogged = 0;
+            p.nativeReported = native;
         }
-        send({ type: "logpoint", logpointId: p.spec.id, message: text.join(""), threadId, hits: p.hits, address: p.spec.addresses[0], ts });
+        send({ type: "logpoint", logpointId: p.spec.id, message: text.join(""), threadId, hits: p.hits + native, address: p.spec.addresses[0], ts });
         return;
     }
     const n = p.spec.hitCount ?? 0;
@@ -272,7 +279,10 @@ export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; inst
         continuations: [],
         lastHit: new Map(),
         unlogged: 0,
+        budgeted: false,
+        nativeReported: 0,
     };
+    p.budgeted = logpoint && p.condition === null && p.fast === null && spec.addresses.length < 2;
     p.continuations = continuations(spec);
     const slide = currentSlide() ?? ptr(0);
     const runtime: string[] = [];
@@ -281,7 +291,7 @@ export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; inst
             const addr = ptr(a).add(slide);
             const range = Process.findRangeByAddress(addr);
             if (range === null || range.protection.indexOf("x") < 0) throw new Error(`address ${a} is not executable code in this process`);
-            p.probes.push(attachProbe(addr, spec.scans?.[i] ?? null, null, (cpu) => onHit(p, cpu, i)));
+            p.probes.push(attachProbe(addr, spec.scans?.[i] ?? null, null, (cpu, taken) => onHit(p, cpu, i, taken), p.budgeted));
             runtime.push(addr.toString());
         }
     } catch (e) {
@@ -313,5 +323,5 @@ export function removePoint(id: string): boolean {
 }
 
 export function pointStats(): { id: string; hits: number }[] {
-    return [...points.values()].map((p) => ({ id: p.spec.id, hits: p.hits }));
+    return [...points.values()].map((p) => ({ id: p.spec.id, hits: allHits(p) }));
 }

@@ -18,7 +18,7 @@
 import { currentSlide } from "./hooks.js";
 import { hwAttach, hwDetach } from "./hwbreak.js";
 import { detachParked } from "./probe_detach.js";
-import { attachGate } from "./js_gate.js";
+import { attachGate, attachLogListener } from "./js_gate.js";
 import { patchParked, prologue } from "./quiesce.js";
 import { demoteWrappers } from "./wrappers.js";
 
@@ -140,21 +140,25 @@ export interface Probe {
     kind: string;
     /** Why an inline hook was not used, for hardware probes. */
     why: string | null;
+    /** Hits the probe counted without calling `onHit` (a budgeted logpoint over its budget). */
+    unlogged(): number;
     detach(): void;
 }
 
 /**
  * Run `onHit(cpu, threadId)` when execution reaches `addr` (runtime). `scan` is the enclosing
  * function for a mid-function address (absent at a function entry). With `threadId`, only
- * that thread triggers it (step hooks).
+ * that thread triggers it (step hooks). `budgeted`: a logpoint with nothing to decide per hit;
+ * an inline probe then checks the logpoint budget natively and calls `onHit` only for a hit it
+ * may log (js_gate.ts), the others counted in `unlogged()`.
  */
-export function attachProbe(addr: NativePointer, scan: ScanRange | null | undefined, threadId: number | null, onHit: (cpu: CpuContext) => void): Probe {
+export function attachProbe(addr: NativePointer, scan: ScanRange | null | undefined, threadId: number | null, onHit: (cpu: CpuContext, budgetTaken: boolean) => void, budgeted = false): Probe {
     // Probes need real frames and cannot share a function entry with replaceFast (wrappers.ts).
     demoteWrappers(threadId === null ? "a breakpoint or logpoint was set" : "a step was requested");
     let why = unsafeReason(addr, scan);
     if (why === null) {
         try {
-            return inlineProbe(addr, threadId, onHit);
+            return inlineProbe(addr, threadId, onHit, budgeted);
         } catch (e) {
             // Frida cannot relocate the code there (a function shorter than its patch, say).
             why = `Frida cannot hook it inline (${e instanceof Error ? e.message : e})`;
@@ -162,14 +166,14 @@ export function attachProbe(addr: NativePointer, scan: ScanRange | null | undefi
     }
     let hw;
     try {
-        hw = hwAttach(addr, onHit, threadId);
+        hw = hwAttach(addr, (cpu) => onHit(cpu, false), threadId);
     } catch (e) {
         throw new Error(`${why}, and no hardware breakpoint is available (${e instanceof Error ? e.message : e})`);
     }
-    return { kind: "hardware", why, detach: () => hwDetach(hw) };
+    return { kind: "hardware", why, unlogged: () => 0, detach: () => hwDetach(hw) };
 }
 
-function inlineProbe(addr: NativePointer, threadId: number | null, onHit: (cpu: CpuContext) => void): Probe {
+function inlineProbe(addr: NativePointer, threadId: number | null, onHit: (cpu: CpuContext, budgetTaken: boolean) => void, budgeted: boolean): Probe {
     // Never detach while a thread is inside the callback: Frida's detach spins until every
     // thread has left the trampoline, and a paused thread only leaves after a message the
     // JS thread (the one spinning) would deliver: a deadlock (measured). Such a detach is
@@ -183,18 +187,28 @@ function inlineProbe(addr: NativePointer, threadId: number | null, onHit: (cpu: 
         detachParked(addr, attached);
         releasePatch(addr);
     };
-    const onEnter = function (this: InvocationContext): void {
-        if (wanted || (threadId !== null && this.threadId !== threadId)) return;
+    const enter = (cpu: CpuContext, thread: number | null, budgetTaken: boolean): void => {
+        if (wanted || (threadId !== null && thread !== threadId)) return;
         inside++;
         try {
-            onHit(this.context);
+            onHit(cpu, budgetTaken);
         } finally {
             inside--;
             if (wanted && inside === 0) setTimeout(finish, 0);
         }
     };
+    const onEnter = function (this: InvocationContext): void {
+        enter(this.context, this.threadId, false);
+    };
     const attached: InvocationListener[] = [];
+    let unlogged = (): number => 0;
     patchParked([prologue(addr)], () => {
+        const native = budgeted && threadId === null ? attachLogListener(addr, (cpu) => enter(cpu, null, true)) : null;
+        if (native !== null) {
+            attached.push(native.listener);
+            unlogged = native.unlogged;
+            return;
+        }
         const gate = attachGate(addr); // first: it must run before the JS listener
         if (gate !== null) attached.push(gate);
         attached.push(Interceptor.attach(addr, onEnter));
@@ -203,6 +217,7 @@ function inlineProbe(addr: NativePointer, threadId: number | null, onHit: (cpu: 
     return {
         kind: "inline",
         why: null,
+        unlogged: () => unlogged(),
         detach() {
             wanted = true;
             finish();
