@@ -188,6 +188,9 @@ local q = s:query{{eventType = "logpoint", limit = 50}}
 assert(q.totalCount == 10, show(q))
 assert(q.events[1].logpointMessage == "by=1 first=1" and q.events[10].logpointMessage == "by=10 first=10", show(q.events[1]))
 assert(output(s):find("counter=55", 1, true), output(s))
+-- The agent reports the hit counts as the process exits: they stay readable after it.
+local st = s:debug_state()
+assert(st.logpoints[1].hits == 10, show(st))
 "#
         ),
     );

@@ -3,7 +3,8 @@
 //   { type: "agent_loaded" }                           at load
 //   { type: "initialized", sessionId }                 after init
 //   { type: "events", events: [...] }                  batched enter/exit events
-//   { type: "process_exit", code, via, ts }            the process called exit()/_exit(); the
+//   { type: "process_exit", code, via, ts, points }    the process called exit()/_exit() (points:
+//                                                      the breakpoints' {id, hits}); the
 //                                                      host answers { type: "exit-ack" }
 //   { type: "sync" }                                   (host-internal, acked, not forwarded)
 //                                                      at _exit, after atexit-time events
@@ -20,6 +21,7 @@ import { guardMainThread } from "./altstack.js";
 import { installCrashHandler } from "./crash.js";
 import { startThreadObserver } from "./threads.js";
 import { debuggerExports } from "./debugger_rpc.js";
+import { pointStats } from "./breakpoints.js";
 import { memoryExports } from "./memory.js";
 import { addTypes, TypeDesc } from "./serialize.js";
 import { prepareXmm } from "./xmm.js";
@@ -121,7 +123,8 @@ function onProcessExit(code: number, which: number): void {
     // callback; unload also releases the wait).
     if (!exitReported) {
         exitReported = true;
-        send({ type: "process_exit", code, via: name, ts: nowNs() });
+        // With the points' hit counts: after the exit they can no longer be asked for.
+        send({ type: "process_exit", code, via: name, ts: nowNs(), points: pointStats() });
         waitForAck();
     } else if (batchesSent() !== batchesAtAck) {
         // exit() ends in _exit(): events of atexit handlers and destructors were sent in
