@@ -27,3 +27,10 @@ pub fn function_events(engine: &Engine, id: &str) -> i64 {
     let q = |t| EventQuery { session_id: id.into(), event_type: Some(t), limit: 1, ..Default::default() };
     engine.query(&q(EventType::FunctionEnter)).map(|r| r.total_count).unwrap_or(0) + engine.query(&q(EventType::FunctionExit)).map(|r| r.total_count).unwrap_or(0)
 }
+
+/// Rows of one event type stored for the session.
+#[allow(dead_code)] // not every benchmark counts rows
+pub fn events_of(engine: &Engine, id: &str, event_type: EventType) -> usize {
+    let q = EventQuery { session_id: id.into(), event_type: Some(event_type), limit: 1, ..Default::default() };
+    engine.query(&q).map(|r| r.total_count as usize).unwrap_or(0)
+}
