@@ -63,6 +63,8 @@ interface Point {
     budgeted: boolean;
     /** Of the probes' natively counted hits, how many the messages have reported. */
     nativeReported: number;
+    /** A JavaScript condition or template part reads `args` and the variables by name. */
+    usesVars: boolean;
 }
 
 const MAX_WALK = 200;
@@ -220,13 +222,19 @@ function onHit(p: Point, cpu: CpuContext, index: number, budgetTaken: boolean): 
         }
         budgetTaken = true;
     }
-    const frame: Frame = { cpu, pending: new Map() };
     const recipes = p.spec.vars ?? [];
-    const vars: Record<string, unknown> = varsObject(frame, recipes);
-    // threadId and the hit's number, unless the frame has variables of those names.
-    if (!("threadId" in vars)) vars.threadId = threadId;
-    if (!("hit" in vars)) Object.defineProperty(vars, "hit", { enumerable: true, get: () => allHits(p) });
-    const args = lazyArgs(vars, p.spec.params ?? []);
+    // Only a JavaScript condition or template reads `args` and the variables by name; the
+    // compiled ones read the registers and memory themselves.
+    let vars: Record<string, unknown> = {};
+    let args: Value[] = [];
+    if (p.usesVars) {
+        const frame: Frame = { cpu, pending: new Map() };
+        vars = varsObject(frame, recipes);
+        // threadId and the hit's number, unless the frame has variables of those names.
+        if (!("threadId" in vars)) vars.threadId = threadId;
+        if (!("hit" in vars)) Object.defineProperty(vars, "hit", { enumerable: true, get: () => allHits(p) });
+        args = lazyArgs(vars, p.spec.params ?? []);
+    }
     if (p.condition !== null) {
         let ok: unknown;
         try {
@@ -294,7 +302,10 @@ export function setPoint(spec: PointSpec, logpoint: boolean): { id: string; inst
         unlogged: 0,
         budgeted: false,
         nativeReported: 0,
+        usesVars: true,
     };
+    const compiledParts = spec.compiled?.template;
+    p.usesVars = p.condition !== null || (logpoint && (compiledParts === undefined || compiledParts.some((part) => typeof part !== "string" && !("js" in part))));
     p.budgeted = logpoint && p.condition === null && p.fast === null && spec.addresses.length < 2;
     p.continuations = continuations(spec);
     const slide = currentSlide() ?? ptr(0);

@@ -25,7 +25,8 @@ return {
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = false },
   description = [[Set or remove breakpoints and logpoints. A breakpoint pauses only the thread that hits it (others keep running); a logpoint (with 'message') records a 'logpoint' event and never pauses. Target a function ('function') or a source line ('file' + 'line'). One call is all or nothing: if any item fails, nothing is added or removed.
 Without sessionId: stages them for this connection's next debug_launch, installed before the program's first instruction (ids 'staged-N'; remove: ['staged-1'] or clear: true). E.g. debug_breakpoint({add: [{function: 'parse_header'}]}), then debug_launch — it answers status 'paused' if the stop came within 1 s. Staged stops also pause forked children (except lines in leaf functions: hardware breakpoints); they do not apply to exec'd programs.
-While paused: debug_continue to resume or step; locals via debug_continue's response, session:locals() in Lua. Limits: 50 breakpoints, 100 logpoints.]],
+While paused: debug_continue to resume or step; locals via debug_continue's response, session:locals() in Lua. Limits: 50 breakpoints, 100 logpoints.
+Logpoints log at most 2,000 messages a second (all together); later hits are counted ('hits', status). On a hot function prefer a logpoint with a condition that names the case you want, e.g. {function: 'lookup', message: 'key={key}', condition: 'key == 42'}.]],
   inputSchema = {
     type = "object",
     additionalProperties = false,
