@@ -108,9 +108,9 @@ const MAX_CONDITION_ERRORS = 20;
 // answered after 22 s, longer ones timed out). Hits over the budget still count; the point's
 // next message says how many were not logged.
 
-/** Hits counted natively (over the budget) by the point's probes. */
+/** Hits counted natively (over the budget) by the point's probes (0 but on a budgeted point). */
 function nativeUnlogged(p: Point): number {
-    return p.budgeted ? p.probes.reduce((n, probe) => n + probe.unlogged(), 0) : 0;
+    return p.probes.reduce((n, probe) => n + probe.unlogged(), 0);
 }
 
 /** Every hit of the point, including those its probes counted without JavaScript. */

@@ -151,8 +151,8 @@ interface GateModule {
     budget: NativePointer;
     move: NativeFunction<void, [number]>;
     take: NativeFunction<number, []>;
-    /** A hit's registers by name: byte offsets into its GumCpuContext. */
-    registers: [string, number][];
+    /** Getters of a hit's registers (and pc, sp) over `this.at`, its saved GumCpuContext. */
+    savedRegisters: object;
 }
 
 let gate: GateModule | null = null;
@@ -172,8 +172,15 @@ function setUp(): GateModule | null {
         const take = new NativeFunction(cm.strobe_log_budget_take, "uint32", [], { scheduling: "exclusive", exceptions: "propagate" });
         const offsets = Memory.alloc(4 * REGISTER_ORDER.length);
         new NativeFunction(cm.strobe_cpu_offsets, "void", ["pointer"])(offsets);
-        const registers = REGISTER_ORDER.map((name, i): [string, number] => [name, offsets.add(4 * i).readU32()]);
-        gate = { cm, block, budget, move, take, registers };
+        const savedRegisters = {};
+        const getter = (off: number) => ({ get(this: { at: NativePointer }) { return this.at.add(off).readPointer(); } });
+        REGISTER_ORDER.forEach((name, i) => {
+            const off = offsets.add(4 * i).readU32();
+            Object.defineProperty(savedRegisters, name, getter(off));
+            if (name === "rip") Object.defineProperty(savedRegisters, "pc", getter(off));
+            if (name === "rsp") Object.defineProperty(savedRegisters, "sp", getter(off));
+        });
+        gate = { cm, block, budget, move, take, savedRegisters };
     } catch (e) {
         unavailable = e instanceof Error ? e.message : String(e);
         send({ type: "log", level: "warning", message: `JS listeners run without a gate: ${unavailable}` });
@@ -238,18 +245,10 @@ export function attachLogListener(address: NativePointer, onHit: (cpu: CpuContex
 /** The registers of a hit saved by Frida at `at`, read like a CpuContext (reads only, each
  *  when asked: a template usually names one or two). */
 function savedContext(g: GateModule, at: NativePointer): CpuContext {
-    if (savedPrototype === null) {
-        savedPrototype = {};
-        const getter = (off: number) => ({ get(this: { at: NativePointer }) { return this.at.add(off).readPointer(); } });
-        for (const [name, off] of g.registers) Object.defineProperty(savedPrototype, name, getter(off));
-        Object.defineProperty(savedPrototype, "pc", getter(g.registers[REGISTER_ORDER.indexOf("rip")][1]));
-        Object.defineProperty(savedPrototype, "sp", getter(g.registers[REGISTER_ORDER.indexOf("rsp")][1]));
-    }
-    const ctx = Object.create(savedPrototype) as { at: NativePointer };
+    const ctx = Object.create(g.savedRegisters) as { at: NativePointer };
     ctx.at = at;
     return ctx as unknown as CpuContext;
 }
-let savedPrototype: object | null = null;
 
 /** A native function given to Interceptor.attach is a probe, `void (GumInvocationContext *)`
  *  (the typings only list the JS forms). */

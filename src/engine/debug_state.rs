@@ -129,6 +129,21 @@ pub(crate) struct DebugInner {
     pub pause_seq: u64,
 }
 
+impl DebugInner {
+    /// A point's hit count as an agent reported it: counts only grow (a report may be older
+    /// than one already applied).
+    pub(crate) fn raise_hits(&mut self, id: &str, hits: u64) {
+        if let Some(p) = self.points.get_mut(id) {
+            p.hits = p.hits.max(hits);
+        }
+    }
+}
+
+/// The `{id, hits}` entries of an agent's `points` list (`debuggerStatus`, `process_exit`).
+pub(crate) fn reported_hits(points: Option<&Value>) -> impl Iterator<Item = (&str, u64)> {
+    points.and_then(Value::as_array).into_iter().flatten().filter_map(|p| Some((p.get("id")?.as_str()?, p.get("hits")?.as_u64()?)))
+}
+
 /// The debugger half of a session.
 #[derive(Default)]
 pub struct DebugState {
@@ -271,17 +286,13 @@ impl Engine {
         pids.extend(super::children::live_forks(s));
         for pid in pids {
             let Ok(reply) = frida.host().rpc(pid, "debuggerStatus", json!([])).await else { continue };
-            for p in reply.get("points").and_then(Value::as_array).into_iter().flatten() {
-                if let (Some(id), Some(hits)) = (p.get("id").and_then(Value::as_str), p.get("hits").and_then(Value::as_u64)) {
-                    *totals.entry(id.to_string()).or_default() += hits;
-                }
+            for (id, hits) in reported_hits(reply.get("points")) {
+                *totals.entry(id.to_string()).or_default() += hits;
             }
         }
         let mut st = s.debug.lock();
         for (id, hits) in totals {
-            if let Some(p) = st.points.get_mut(&id) {
-                p.hits = p.hits.max(hits);
-            }
+            st.raise_hits(&id, hits);
         }
     }
 }

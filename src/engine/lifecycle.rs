@@ -146,12 +146,8 @@ pub(super) fn on_agent_message(engine: &Engine, s: &Arc<Session>, pid: u32, mess
             }
             // The points' last hit counts: after the exit the agent can no longer be asked.
             let mut st = s.debug.lock();
-            for p in message.get("points").and_then(Value::as_array).into_iter().flatten() {
-                if let (Some(id), Some(hits)) = (p.get("id").and_then(Value::as_str), p.get("hits").and_then(Value::as_u64)) {
-                    if let Some(point) = st.points.get_mut(id) {
-                        point.hits = point.hits.max(hits);
-                    }
-                }
+            for (id, hits) in super::debug_state::reported_hits(message.get("points")) {
+                st.raise_hits(id, hits);
             }
             true
         }
