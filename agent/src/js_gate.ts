@@ -33,6 +33,8 @@ typedef struct {
   volatile guint32 gate;         /* closers: patches waiting */
   volatile guint32 gate_pid;     /* the process that closed it last */
   volatile guint32 waits;        /* callers it held */
+  volatile guint32 hold;         /* 1 while the program's threads are parked (quiesce.ts) */
+  volatile guint32 held_longer;  /* callers held past GATE_SLICES because of it */
 } Gate;
 
 extern Gate strobe_gate_block;
@@ -78,16 +80,29 @@ void strobe_gate_move (gint32 by) {
     syscall (SYS_FUTEX, &g.gate, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
 }
 
+/* A closed gate holds a caller a second at most, but never while the other threads are
+   parked: a waiter is a blocked thread, which the park does not stop, and one let go then
+   would run into the prologue while its bytes are written (a SIGTRAP or SIGSEGV a few bytes
+   into it, about 1 run in 20 of the twelve-thread logpoint test). A park lasts a fraction of
+   a second; ten seconds bound the hold in case the patcher never clears it. */
+#define GATE_SLICES 20
+#define HOLD_SLICES 200
+
 static void gate_wait (void) {
   int k;
   guint32 v;
   if (g.gate != 0 && (guint32) getpid () == g.gate_pid) {
     /* (A child forked while the gate was closed passes: nobody there will open it.) */
     xadd32 (&g.waits, 1);
-    for (k = 0; k < 20 && (v = g.gate) != 0; k++) {
+    for (k = 0; (k < GATE_SLICES || (g.hold && k < HOLD_SLICES)) && (v = g.gate) != 0; k++) {
       struct ts_ slice = { 0, 50000000 };
       syscall (SYS_FUTEX, &g.gate, FUTEX_WAIT_PRIVATE, v, &slice, 0, 0);
     }
+    if (k > GATE_SLICES)
+      xadd32 (&g.held_longer, 1);
+    /* Serialize: run the bytes a patch just wrote, not what was fetched before it. */
+    guint32 a = 0, b, c = 0, d;
+    asm volatile ("cpuid" : "+a" (a), "=b" (b), "+c" (c), "=d" (d) : : "memory");
   }
 }
 
@@ -135,7 +150,7 @@ void strobe_cpu_offsets (guint32 * out) {
 `;
 
 // Offsets in `Gate` and `Budget` above.
-const G_WAITS = 8, GATE_SIZE = 12, BUDGET_LIMIT = 12, BUDGET_SIZE = 16;
+const G_WAITS = 8, G_HOLD = 12, G_HELD_LONGER = 16, GATE_SIZE = 20, BUDGET_LIMIT = 12, BUDGET_SIZE = 16;
 /** `LogProbe`: the callback, then the hits not logged. */
 const LP_UNLOGGED = 8, LOG_PROBE_SIZE = 16;
 /** GumCpuContext's x86-64 registers, in the order strobe_cpu_offsets reports them. */
@@ -193,6 +208,12 @@ function setUp(): GateModule | null {
 export function attachGate(address: NativePointer): InvocationListener | null {
     const g = setUp();
     return g === null ? null : attachNativeProbe(address, g.cm.strobe_gate);
+}
+
+/** The gate's `hold` word: quiesce.ts's park sets it while the threads are parked. Null
+ *  where the gate cannot be built. */
+export function gateHoldWord(): NativePointer | null {
+    return setUp()?.block.add(G_HOLD) ?? null;
 }
 
 /** Close (1) or open (-1) the gate for a patch (quiesce.ts). */
@@ -256,9 +277,15 @@ export function attachNativeProbe(at: NativePointer, fn: NativePointer): Invocat
     return Interceptor.attach(at, fn as unknown as InstructionProbeCallback);
 }
 
-/** Callers the gate held; logpoint addresses that went native, and their hits not passed to
- *  JavaScript (over the budget). */
-export function gateStats(): { gateWaits: number; nativeLogpoints: number; logpointHitsNotLogged: number } {
+/** Callers the gate held (and of those, how many past its second because the threads were
+ *  parked); logpoint addresses that went native, and their hits not passed to JavaScript
+ *  (over the budget). */
+export function gateStats(): { gateWaits: number; gateHeldForPark: number; nativeLogpoints: number; logpointHitsNotLogged: number } {
     const notLogged = logListeners.reduce((n, l) => n + l.data.add(LP_UNLOGGED).readU64().toNumber(), 0);
-    return { gateWaits: gate?.block.add(G_WAITS).readU32() ?? 0, nativeLogpoints: logListeners.length, logpointHitsNotLogged: notLogged };
+    return {
+        gateWaits: gate?.block.add(G_WAITS).readU32() ?? 0,
+        gateHeldForPark: gate?.block.add(G_HELD_LONGER).readU32() ?? 0,
+        nativeLogpoints: logListeners.length,
+        logpointHitsNotLogged: notLogged,
+    };
 }

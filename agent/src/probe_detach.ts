@@ -37,6 +37,8 @@ const BEGIN_INVOCATION_SPAN = 2048;
 interface PinnedHook {
     address: NativePointer;
     usage: NativePointer;
+    /** How many bytes of the function the hook's jump (and padding) overwrote. */
+    overwritten: number;
     /** Where no thread may stand when the hook is freed. */
     danger: DangerRange[];
     tries: number;
@@ -109,7 +111,7 @@ function findHook(address: NativePointer): PinnedHook | null {
         const begin = firstCall(thunk);
         if (begin === null) throw new Error("no call in the enter thunk");
         danger.push([begin, begin.add(BEGIN_INVOCATION_SPAN)]);
-        return { address, usage: ctx.add(FC_USAGE), danger, tries: 0 };
+        return { address, usage: ctx.add(FC_USAGE), overwritten: ctx.add(FC_PROLOGUE_LEN).readU32(), danger, tries: 0 };
     } catch (e) {
         layoutMismatch = `${address}: ${e instanceof Error ? e.message : e}`;
         return null;
@@ -122,7 +124,7 @@ function findHook(address: NativePointer): PinnedHook | null {
  */
 export function detachParked(address: NativePointer, listeners: InvocationListener[]): void {
     const hook = findHook(address);
-    patchParked([prologue(address)], () => {
+    patchParked([prologue(address, hook?.overwritten)], () => {
         if (hook !== null) hook.usage.writeS32(hook.usage.readS32() + 1);
         for (const l of listeners) l.detach();
     });

@@ -20,7 +20,9 @@
 // parked: Frida writes queued changes at every NativeFunction call (measured), the park's
 // own included. Threads blocked in a system call are
 // not signalled (no EINTR for the program); their user PC comes from
-// /proc/self/task/TID/syscall. Frida's own (cloaked) threads and this one are left alone.
+// /proc/self/task/TID/syscall. Such a thread may wake while the patch is written: the ones
+// the gate holds (js_gate.ts, the common case on a hot probe) stay held while the others are
+// parked (`gate_hold`); the program's own sleepers are not covered. Frida's own (cloaked) threads and this one are left alone.
 // A parked thread waits at most a second, so a thread parked while holding a lock the patch
 // needs (malloc's) delays it instead of deadlocking.
 //
@@ -35,14 +37,16 @@
 // (js_gate.ts) that holds new callers out of JavaScript while a patch waits, so those
 // already inside drain.
 
-import { attachNativeProbe, gateStats, moveGate } from "./js_gate.js";
+import { attachNativeProbe, gateHoldWord, gateStats, moveGate } from "./js_gate.js";
 
 /** [start, end) byte ranges no thread may stand in (PC) while the patch is written. */
 export type DangerRange = [NativePointer, NativePointer];
 
 const MAX_PARKED = 1024;
 const PROLOGUE_SPAN = 32; // the longest relocated prologue: a 16-byte jump + one 15-byte instruction
-const ATTEMPTS = 400;
+/** Frida's longest redirect on x86-64 (replaceFast always; attach when no trampoline fits
+ *  within a near jump's reach): a new hook overwrites the instructions that hold these bytes. */
+const FULL_REDIRECT = 16;
 
 const PARK_C = `
 #include <glib.h>
@@ -84,6 +88,7 @@ typedef struct {
 
 extern Park park;
 extern volatile guint32 park_timeouts[4];
+extern volatile guint32 gate_hold; /* js_gate.ts: its waiters stay while this is 1 */
 
 struct ts_ { long sec; long nsec; };
 
@@ -208,6 +213,10 @@ guint32 strobe_list_threads (guint32 * out, guint32 max) {
    within timeout_ns (their PC is unknown). Call strobe_unpark after, whatever it returns. */
 guint32 strobe_park (const guint32 * tids, guint32 n, guint64 timeout_ns) {
   guint32 pid = (guint32) getpid (), signalled = 0, i;
+  /* First: a gate waiter that reads 0 here is running when its state is read below, so it
+     is signalled; one that reads 1 stays blocked until strobe_unpark. */
+  gate_hold = 1;
+  asm volatile ("mfence" : : : "memory");
   park.claimed = 0;
   park.arrived = 0;
   asm volatile ("" : : : "memory");
@@ -255,6 +264,7 @@ void strobe_unpark (void) {
   asm volatile ("" : : : "memory");
   xadd32 (&park.gen, 1);
   syscall (SYS_FUTEX, &park.gen, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
+  gate_hold = 0;
 }
 `;
 
@@ -270,8 +280,10 @@ interface Parker {
     list: NativeFunction<number, [NativePointerValue, number]>;
     parkRunning: NativeFunction<number, [NativePointerValue, number, number]>;
     unpark: NativeFunction<void, []>;
-    /** park_timeouts, referenced here so it lives as long as the module. */
+    /** park_timeouts and the gate's hold word, referenced here so they live as long as the
+     *  module. */
     timeouts: NativePointer;
+    hold: NativePointer;
     /** Where a thread parked may hold a lock the patch needs (the interceptor's, Frida's
      *  heap), which the patch would then wait a second on: Frida's code (its executable
      *  mapping) and libc's mutex lock and unlock. */
@@ -286,13 +298,17 @@ let parker: Parker | null = null;
 let unavailable: string | null = null;
 /** How often the patch waited for a thread to leave a danger range (or for Frida to write at
  *  once), gave up waiting, and the longest one patch took (ms). */
-const stats = { flushes: 0, retries: 0, forced: 0, unknownThreads: 0, otherTransactions: 0, canaryUnavailable: null as string | null, longestMs: 0, inLocking: 0 };
-/** Attempts for which an unparked thread (one that did not arrive) is waited out, and for
- *  which a running thread parked in Frida's or libc's locking code is. */
-const UNKNOWN_ATTEMPTS = 10;
+const stats = { flushes: 0, retries: 0, forced: 0, lastForced: null as string | null, unknownThreads: 0, otherTransactions: 0, canaryUnavailable: null as string | null, longestMs: 0, inLocking: 0 };
+/** Attempts for which a running thread parked in Frida's or libc's locking code is waited out
+ *  (it may hold a lock the patch needs; after them it is trusted to the park's one-second
+ *  limit). */
 const FRIDA_ATTEMPTS = 50;
-/** After this long (ms) a patch is made at the next park whatever it finds (counted forced). */
-const PATCH_DEADLINE_MS = 2000;
+/** After this long (ms) a patch is made at the next park whatever it finds (counted in
+ *  `forced`, the reason in `lastForced`). Everything else is waited out until then: a patch
+ *  forced at 2 s with a thread one byte into busy_int crashed the twelve-thread logpoint test
+ *  about 1 run in 20 (it ran the new jump's second byte, 0xf1: SIGTRAP). The request waiting
+ *  on it times out at 60 s. */
+const PATCH_DEADLINE_MS = 20_000;
 /** Bytes of libc's pthread_mutex_lock and _unlock taken as their code (both are shorter), and
  *  how far apart they may be for the code between them to count as their helpers. */
 const LOCK_CODE_SPAN = 0x400;
@@ -305,7 +321,8 @@ function setUp(): Parker | null {
         const libc = (name: string) => Module.getGlobalExportByName(name);
         const park = Memory.alloc(PARK_SIZE);
         const timeouts = Memory.alloc(PARK_TIMEOUTS_SIZE);
-        const symbols: Record<string, NativePointer> = { park, park_timeouts: timeouts };
+        const hold = gateHoldWord() ?? Memory.alloc(4); // (no gate: a word nobody reads)
+        const symbols: Record<string, NativePointer> = { park, park_timeouts: timeouts, gate_hold: hold };
         for (const name of ["syscall", "sigaction", "getpid", "__errno_location", "sched_yield", "open", "read", "close", "opendir", "readdir", "closedir", "clock_gettime"]) {
             symbols[name] = libc(name);
         }
@@ -318,7 +335,7 @@ function setUp(): Parker | null {
             list: new NativeFunction(cm.strobe_list_threads, "uint32", ["pointer", "uint32"], opts),
             parkRunning: new NativeFunction(cm.strobe_park, "uint32", ["pointer", "uint32", "uint64"], opts),
             unpark: new NativeFunction(cm.strobe_unpark, "void", [], opts),
-            timeouts,
+            timeouts, hold,
             locking: lockingCode(new NativeFunction(cm.strobe_frida_code, "pointer", [], opts)()),
             canary: cm.strobe_canary,
             canaryByte: cm.strobe_canary.readU8(),
@@ -332,9 +349,32 @@ function setUp(): Parker | null {
     }
 }
 
-/** The danger range of a function whose prologue is being patched (entry itself is safe). */
-export function prologue(address: NativePointer): DangerRange {
-    return [address.add(1), address.add(PROLOGUE_SPAN)];
+/**
+ * The danger range of a function whose first bytes a hook's jump overwrites or restores
+ * (entry itself is safe): the first `overwritten` bytes when the hook says how many (Frida's
+ * function context), else up to the end of the instruction holding byte FULL_REDIRECT, or
+ * PROLOGUE_SPAN where the entry already holds a jump (a hook whose padding cannot be decoded)
+ * or cannot be decoded. A tight range matters: with twelve threads in a 25-byte function, a
+ * 32-byte one found a thread inside at 42 parks in a row.
+ */
+export function prologue(address: NativePointer, overwritten?: number): DangerRange {
+    return [address.add(1), address.add(overwritten ?? overwrittenAtMost(address))];
+}
+
+function overwrittenAtMost(address: NativePointer): number {
+    try {
+        let at = address;
+        let n = 0;
+        while (n < FULL_REDIRECT) {
+            const ins = Instruction.parse(at);
+            if (n === 0 && ins.mnemonic === "jmp") return PROLOGUE_SPAN;
+            at = ins.next;
+            n = at.sub(address).toInt32();
+        }
+        return Math.min(n, PROLOGUE_SPAN);
+    } catch (_) {
+        return PROLOGUE_SPAN;
+    }
 }
 
 function programThreads(p: Parker): number {
@@ -367,7 +407,7 @@ function inDanger(p: Parker, ranges: DangerRange[], runningOnly = false): boolea
  * Run `apply` (Interceptor changes) and write its patches (Interceptor.flush) while no
  * program thread runs or stands in `ranges`. Anything slow or allocating belongs before it.
  * Parking never makes it fail: without it (another platform, no free signal) or after
- * ATTEMPTS tries it patches anyway and counts it.
+ * PATCH_DEADLINE_MS it patches anyway and counts it.
  */
 export function patchParked(ranges: DangerRange[], apply: () => void): void {
     const p = ranges.length > 0 ? setUp() : null;
@@ -384,11 +424,12 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
             const unknown = p.parkRunning(p.tids, programThreads(p), 200_000_000);
             try {
                 if (unknown > 0) stats.unknownThreads += unknown;
-                const why = unsafe(p, ranges, unknown > 0 && attempt < UNKNOWN_ATTEMPTS, attempt < FRIDA_ATTEMPTS);
-                // A park waits up to 200 ms for a thread a loaded machine has not run: bound
-                // the whole patch by time too (the request waiting on it times out at 60 s).
-                if (why === null || attempt >= ATTEMPTS || Date.now() - started > PATCH_DEADLINE_MS) {
-                    if (why !== null) stats.forced++;
+                const why = unsafe(p, ranges, unknown > 0, attempt < FRIDA_ATTEMPTS);
+                if (why === null || Date.now() - started > PATCH_DEADLINE_MS) {
+                    if (why !== null) {
+                        stats.forced++;
+                        stats.lastForced = `${why} (after ${attempt + 1} tries)`;
+                    }
                     apply();
                     Interceptor.flush();
                     return;
