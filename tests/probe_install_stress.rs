@@ -143,14 +143,17 @@ async fn a_logpoint_on_a_hot_function_is_throttled_and_says_so() {
     quit_cleanly(&h, &id).await;
 }
 
-/// Requests to a target whose twelve threads hit a logpoint nonstop: a logpoint set, held for
-/// a second, and removed, eight times; each request must be answered within 10 s, and no patch
-/// may be forced. When every hit entered JavaScript, beside two busy loops on two cores a
-/// request went unanswered for 60 s in 4 of 5 runs (docs/performance.md, "Parked is not
-/// enough"); with the hits over the budget counted natively, 0 of 4.
+/// Requests to a target whose twelve threads hit a logpoint nonstop, on a loaded machine (six
+/// busy loops beside it): a logpoint set, held for a second, and removed, eight times; each
+/// request must be answered within 10 s, and no patch may be forced. When every hit entered
+/// JavaScript, beside two busy loops a request went unanswered for 60 s in 4 of 5 runs
+/// (docs/performance.md, "Parked is not enough"); with the hits over the budget counted
+/// natively but every logged message sent on its own, beside six, in 3 of 3 (the Frida host
+/// fell behind; messages now leave in batches).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_answer_while_twelve_threads_hit_a_logpoint() {
     let _one = ONE_AT_A_TIME.lock().await;
+    let _load = common::busy::BusyLoops::start(6);
     let h = harness();
     let id = common::busy::launch(&h, "probestress", 12).await;
     for round in 0..8 {

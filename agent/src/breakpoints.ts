@@ -18,6 +18,7 @@ import { currentSlide } from "./hooks.js";
 import { pause } from "./pause.js";
 import { compileFast, CompiledSpec, setHitCpu } from "./compiled.js";
 import { LOGPOINT_BUDGET, logBudgetTake } from "./js_gate.js";
+import { queueLogpointMessage } from "./logpoint_messages.js";
 import { attachProbe, Probe, ScanRange, slid } from "./probes.js";
 import { cancelStepHooks } from "./stepping.js";
 import { Frame, Value, VarRecipe, varsObject } from "./values.js";
@@ -274,7 +275,7 @@ function onHit(p: Point, cpu: CpuContext, index: number, budgetTaken: boolean): 
             p.unlogged = 0;
             p.nativeReported = native;
         }
-        send({ type: "logpoint", logpointId: p.spec.id, message: text.join(""), threadId, hits: p.hits + native, address: p.spec.addresses[0], ts });
+        queueLogpointMessage(p.spec.id, text.join(""), threadId, ts);
         return;
     }
     const n = p.spec.hitCount ?? 0;

@@ -1,11 +1,10 @@
-// Event buffer: events are batched and sent as { type: "events", format, events: [...] } every
-// FLUSH_INTERVAL_MS or when MAX_BUFFERED are waiting, whichever comes first.
-// Once the process is exiting, every event is sent at once (no timer will fire again).
+// Trace events leave in batches (batch.ts): { type: "events", format, events: [...] } every
+// FLUSH_INTERVAL_MS or when MAX_BUFFERED are waiting, whichever comes first. Once the process
+// is exiting, every event is sent at once (no timer will fire again).
 
-import { isForkedCopy, sendThroughGate } from "./forksafe.js";
+import { Batch, markBatchesExiting } from "./batch.js";
 
-export const MAX_BUFFERED = 1000;
-export const FLUSH_INTERVAL_MS = 10;
+const MAX_BUFFERED = 1000;
 
 /**
  * Events travel as arrays, not objects: QuickJS serializes arrays about twice as fast, and
@@ -27,11 +26,22 @@ export const THREAD = 2;
 export const SAMPLING = 3;
 export type AgentEvent = (number | string | null)[];
 
-let buffer: AgentEvent[] = [];
-let timer: ReturnType<typeof setTimeout> | null = null;
-let exiting = false;
 let sentTotal = 0;
 let sentBatches = 0;
+
+const events = new Batch<AgentEvent>(MAX_BUFFERED, (batch) => {
+    sentTotal += batch.length;
+    sentBatches++;
+    send({ type: "events", format: "array-v1", events: batch });
+});
+
+/** Other batches that leave whenever the events do (logpoint_messages.ts). */
+const alongside: (() => void)[] = [];
+
+/** Run `f` at every flush, before the events are sent. */
+export function flushAlongside(f: () => void): void {
+    alongside.push(f);
+}
 
 /** How many batches were sent so far. */
 export function batchesSent(): number {
@@ -39,47 +49,21 @@ export function batchesSent(): number {
 }
 
 export function push(ev: AgentEvent): void {
-    buffer.push(ev);
-    if (exiting || buffer.length >= MAX_BUFFERED) {
-        flush();
-    } else if (timer === null) {
-        timer = setTimeout(onTimer, FLUSH_INTERVAL_MS);
-    }
-}
-
-function onTimer(): void {
-    timer = null;
-    flush();
+    events.push(ev);
 }
 
 /** Send everything buffered now (synchronously queues the message). */
 export function flush(): void {
-    if (isForkedCopy()) {
-        buffer = []; // a fork's stale copy must not send, and has no host to send to (forksafe.ts)
-        return;
-    }
-    if (timer !== null) {
-        clearTimeout(timer);
-        timer = null;
-    }
-    if (buffer.length === 0) return;
-    const sent = sendThroughGate(() => {
-        const events = buffer;
-        buffer = [];
-        sentTotal += events.length;
-        sentBatches++;
-        send({ type: "events", format: "array-v1", events });
-    });
-    // A fork in progress (forksafe.ts): keep the events for the next round.
-    if (!sent && timer === null) timer = setTimeout(onTimer, FLUSH_INTERVAL_MS);
+    for (const f of alongside) f();
+    events.flush();
 }
 
 /** From now on, send every event immediately: the process is going away. */
 export function markExiting(): void {
-    exiting = true;
+    markBatchesExiting();
     flush();
 }
 
 export function stats(): { buffered: number; sent: number } {
-    return { buffered: buffer.length, sent: sentTotal };
+    return { buffered: events.length, sent: sentTotal };
 }

@@ -3,6 +3,8 @@
 //   { type: "agent_loaded" }                           at load
 //   { type: "initialized", sessionId }                 after init
 //   { type: "events", events: [...] }                  batched enter/exit events
+//   { type: "logpoints", items: [...] }                batched logpoint messages
+//                                                      (logpoint_messages.ts)
 //   { type: "process_exit", code, via, ts, points }    the process called exit()/_exit() (points:
 //                                                      the breakpoints' {id, hits}); the
 //                                                      host answers { type: "exit-ack" }

@@ -181,13 +181,45 @@ pub(crate) fn function_at(symbols: &SymbolIndex, pc: u64) -> Option<&crate::symb
     symbols.functions.iter().filter(|f| f.address <= pc && pc < f.address.wrapping_add(f.size.max(1))).max_by_key(|f| f.address)
 }
 
-/// Handle `paused`, `logpoint` and `conditionError` from the agent.
+/// Session time of an agent timestamp (CLOCK_MONOTONIC ns), or now.
+fn session_ts(s: &Session, ts: Option<f64>) -> i64 {
+    ts.map(|t| t as i64 - s.start_mono_ns).unwrap_or_else(|| monotonic_ns() - s.start_mono_ns)
+}
+
+/// Handle a batch of logpoint messages from the agent (logpoint_messages.ts):
+/// `{ "type": "logpoints", "items": [[logpointId, message, threadId, ts], ...] }`.
+pub(super) fn ingest_logpoints(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
+    let Some(items) = msg.get("items").and_then(Value::as_array) else { return };
+    let st = s.debug.lock();
+    let events: Vec<Event> = items
+        .iter()
+        .filter_map(|item| {
+            let [id, message, tid, ts] = item.as_array()?.as_slice() else { return None };
+            let mut e = Event::new(&s.id, EventType::Logpoint, session_ts(s, ts.as_f64()));
+            e.pid = Some(pid as i64);
+            e.thread_id = tid.as_i64();
+            let id = id.as_str()?.to_string();
+            if let Some(p) = st.points.get(&id) {
+                e.function_name = p.function.clone();
+                e.source_file = p.file.clone();
+                e.line_number = p.line.map(i64::from);
+            }
+            e.breakpoint_id = Some(id);
+            e.logpoint_message = message.as_str().map(str::to_string);
+            e.text = e.logpoint_message.clone();
+            Some(e)
+        })
+        .collect();
+    drop(st);
+    engine.store.insert(events);
+}
+
+/// Handle `paused` and `conditionError` from the agent.
 pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
-    let ts = msg.get("ts").and_then(Value::as_f64).map(|t| t as i64 - s.start_mono_ns).unwrap_or_else(|| monotonic_ns() - s.start_mono_ns);
+    let ts = session_ts(s, msg.get("ts").and_then(Value::as_f64));
     let tid = msg.get("threadId").and_then(Value::as_u64);
     let mut e = match msg.get("type").and_then(Value::as_str) {
         Some("paused") => Event::new(&s.id, EventType::Pause, ts),
-        Some("logpoint") => Event::new(&s.id, EventType::Logpoint, ts),
         _ => Event::new(&s.id, EventType::ConditionError, ts),
     };
     e.pid = Some(pid as i64);
@@ -249,18 +281,6 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
                     },
                 );
             }
-        }
-        EventType::Logpoint => {
-            let id = msg.get("logpointId").and_then(Value::as_str).unwrap_or_default().to_string();
-            let point = s.debug.lock().points.get(&id).cloned();
-            if let Some(p) = point {
-                e.function_name = p.function;
-                e.source_file = p.file;
-                e.line_number = p.line.map(i64::from);
-            }
-            e.breakpoint_id = Some(id);
-            e.logpoint_message = msg.get("message").and_then(Value::as_str).map(str::to_string);
-            e.text = e.logpoint_message.clone();
         }
         _ => {
             let id = msg.get("breakpointId").and_then(Value::as_str).unwrap_or_default().to_string();

@@ -73,7 +73,8 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                 };
                 match message.get("type").and_then(Value::as_str) {
                     Some("events_bin") => super::decode::ingest(&engine, &s, pid, &message, data.as_deref()),
-                    Some("paused" | "logpoint" | "conditionError") => super::debug_state::ingest(&engine, &s, pid, &message),
+                    Some("paused" | "conditionError") => super::debug_state::ingest(&engine, &s, pid, &message),
+                    Some("logpoints") => super::debug_state::ingest_logpoints(&engine, &s, pid, &message),
                     Some("events") => {
                         if let Some(list) = message.get("events").and_then(Value::as_array) {
                             let rows = trace_rows(&engine, &s, pid, list);

@@ -60,3 +60,23 @@ pub async fn quit_cleanly(h: &Harness, id: &str) {
     let st = h.engine.status(id).unwrap();
     assert_eq!((st.exit_code, st.signal.as_deref()), (Some(0), None), "{st:?}");
 }
+
+/// `n` shell loops spinning on the machine's cores while alive (killed when dropped): a
+/// loaded machine, where an agent or host that falls behind shows.
+pub struct BusyLoops(Vec<std::process::Child>);
+
+impl BusyLoops {
+    pub fn start(n: usize) -> BusyLoops {
+        let spin = || std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().expect("start a busy loop");
+        BusyLoops((0..n).map(|_| spin()).collect())
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
