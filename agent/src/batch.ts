@@ -32,15 +32,15 @@ export class Batch<T> {
 
     /** Send what is waiting now (synchronously queues the message). */
     flush(): void {
-        if (isForkedCopy()) {
-            this.items = []; // a fork's stale copy must not send, and has no host to send to
-            return;
-        }
         if (this.timer !== null) {
             clearTimeout(this.timer);
             this.timer = null;
         }
-        if (this.items.length === 0) return;
+        if (this.items.length === 0) return; // before the fork check: it calls getpid()
+        if (isForkedCopy()) {
+            this.items = []; // a fork's stale copy must not send, and has no host to send to
+            return;
+        }
         const sent = sendThroughGate(() => {
             const items = this.items;
             this.items = [];

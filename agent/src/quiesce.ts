@@ -22,7 +22,8 @@
 // not signalled (no EINTR for the program); their user PC comes from
 // /proc/self/task/TID/syscall. Such a thread may wake while the patch is written: the ones
 // the gate holds (js_gate.ts, the common case on a hot probe) stay held while the others are
-// parked (`gate_hold`); the program's own sleepers are not covered. Frida's own (cloaked) threads and this one are left alone.
+// parked (`gate_hold`); the program's own sleepers are not covered. Frida's own (cloaked)
+// threads and this one are left alone.
 // A parked thread waits at most a second, so a thread parked while holding a lock the patch
 // needs (malloc's) delays it instead of deadlocking.
 //
