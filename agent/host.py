@@ -57,6 +57,10 @@ RPC_PREFIX = '{"type":"send","payload":["frida:rpc"'
 EXIT_PREFIX = '{"type":"send","payload":{"type":"process_exit"'
 SYNC_PREFIX = '{"type":"send","payload":{"type":"sync"}'
 CRASH_PREFIX = '{"type":"send","payload":{"type":"crash"'
+# A batch the agent's fork gate may hold fork() for until it is out (forksafe.ts); the
+# marker (sent when the gate is built, and to ask for acks) needs nothing but its receipt.
+RECEIPT_PREFIX = '{"type":"send","payload":{"rx":1,'
+RECEIPT_MARKER = '{"type":"send","payload":{"rx":1,"type":"receipt"}}'
 MAX_HEADER = 64 << 20
 MAX_PAYLOAD = 1 << 30
 
@@ -107,6 +111,10 @@ class Target:
         self.pid = pid
         self.session = session
         self.script = script
+        # Once the agent has a fork gate (its first receipt marker), the daemon's events-acks
+        # ride on receipts instead of arriving unasked (see _receipt).
+        self.receipts = False
+        self.ack = None
 
 
 class Host:
@@ -196,13 +204,17 @@ class Host:
             mtype = message.get("type")
             if mtype == "send":
                 body = message.get("payload")
+                if isinstance(body, dict) and body.get("rx") == 1:
+                    self._receipt(pid)
+                    if body.get("type") == "receipt":
+                        return
                 if isinstance(body, dict) and body.get("type") in ("process_exit", "sync"):
-                    self._ack_exit(pid)
+                    self._post_ack(pid)
                     if body.get("type") == "sync":
                         return
                 if isinstance(body, dict) and body.get("type") == "crash":
                     self.w.send({"event": "message", "pid": pid, "message": body, "has_data": False})
-                    self._ack_exit(pid, "crash-ack")
+                    self._post_ack(pid, "crash-ack")
                     return
             elif mtype == "error":
                 body = {"type": "script_error", "description": message.get("description"),
@@ -242,31 +254,55 @@ class Host:
                 if raw.startswith(RPC_PREFIX):
                     orig(raw, data)
                     return
+                if raw == RECEIPT_MARKER:
+                    self._receipt(pid)
+                    return
                 if raw.startswith(EXIT_PREFIX):
-                    self._ack_exit(pid)
+                    self._post_ack(pid)
                 elif raw.startswith(SYNC_PREFIX):
-                    self._ack_exit(pid)
+                    self._post_ack(pid)
                     return
                 text = raw.encode("utf-8")
                 self.w.send({"event": "raw_message", "pid": pid, "raw_len": len(text), "has_data": data is not None},
                             text, data)
-                if raw.startswith(CRASH_PREFIX):
+                if raw.startswith(RECEIPT_PREFIX):
+                    self._receipt(pid)
+                elif raw.startswith(CRASH_PREFIX):
                     # The crashing thread waits for this; the report is already on its way.
-                    self._ack_exit(pid, "crash-ack")
+                    self._post_ack(pid, "crash-ack")
             except Exception:
                 log("message from %d: %s" % (pid, traceback.format_exc().rstrip()))
 
         impl.on("message", on_raw)
 
-    def _ack_exit(self, pid, ack="exit-ack"):
-        # The exiting thread waits for this ack so its message gets out first.
+    def _receipt(self, pid):
+        """Confirm a batch (or marker) of an agent with a fork gate, with the daemon's latest
+        events-ack held for it. A message from here that the agent did not ask for could be
+        in Frida's queues when the program forks, and the child would answer it on the
+        parent's connection (SIGSEGV in the child); the gate waits for every receipt."""
+        with self.lock:
+            t = self.targets.get(pid)
+            if t is None:
+                return
+            t.receipts = True
+            message = {"type": "rx"}
+            if t.ack is not None:
+                message["ack"] = t.ack
+                t.ack = None
+        try:
+            t.script.post(message)
+        except Exception as e:
+            log("rx to %d failed: %s" % (pid, e))
+
+    def _post_ack(self, pid, ack="exit-ack"):
+        # The exiting (or crashing) thread waits for this ack so its message gets out first.
         with self.lock:
             t = self.targets.get(pid)
         if t is not None:
             try:
                 t.script.post({"type": ack})
             except Exception as e:
-                log("exit-ack to %d failed: %s" % (pid, e))
+                log("%s to %d failed: %s" % (ack, pid, e))
 
     def _make_log_handler(self, pid):
         def on_log(level, text):
@@ -436,7 +472,16 @@ class Host:
         message = req.get("message")
         if not isinstance(message, dict) or not isinstance(message.get("type"), str):
             raise HostError("post: message must be an object with a string 'type'")
-        self._target(int(req["pid"])).script.post(message)
+        t = self._target(int(req["pid"]))
+        if message["type"] == "events-ack":
+            with self.lock:
+                if t.receipts:
+                    # Rides on the next receipt (_receipt).
+                    seq = message.get("seq")
+                    if isinstance(seq, int) and (t.ack is None or seq > t.ack):
+                        t.ack = seq
+                    return {}, b""
+        t.script.post(message)
         return {}, b""
 
     def op_input(self, req, payload):

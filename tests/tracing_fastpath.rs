@@ -196,6 +196,58 @@ async fn a_tiny_ring_counts_every_lost_event() {
     assert_eq!(stored + lost, 2 * n, "stored + lost = every enter and exit of {n} calls");
 }
 
+/// In a program that forks, the host holds the daemon's flow-control acks and sends them on
+/// the fork gate's receipts (agent/src/forksafe.ts, "Receipts"), so that nothing reaches the
+/// agent unasked while fork() copies Frida's queues. `forker burst` makes 4× the records the
+/// agent may have in flight unacknowledged: all of them must be stored while the program still
+/// runs (the agent asks for a receipt when its credit runs out), and its fork() afterwards
+/// must not wait out the gate's deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_fork_gate_acks_ride_on_receipts_and_a_long_burst_is_stored_while_running() {
+    let h = harness();
+    let n: i64 = 262_144; // 2n records; 131,072 may be in flight unacknowledged
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("forker").display().to_string(),
+            args: vec!["burst".into(), n.to_string()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch forker");
+    let id = r.session_id;
+    h.engine.store().set_max_events_per_session(&id, 50_000_000);
+    wait_for_stdout(&h, &id, "ready", Duration::from_secs(30)).await;
+    h.engine.configure_tracing(&id, json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": 1 << 20 })).await.expect("configure tracing");
+    h.engine.trace(Some(&id), &["burst_work".to_string()], &[]).await.expect("trace");
+    h.engine.send_stdin(&id, b"go\n").await.expect("stdin");
+    wait_for_stdout(&h, &id, "burst done", Duration::from_secs(60)).await;
+
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut stored = 0;
+    while Instant::now() < deadline {
+        stored = h.engine.store().count_events(&id).expect("count");
+        if stored >= 2 * n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let settings = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+    assert!(stored >= 2 * n, "{stored} of {} events stored while the program waits: acks stopped? {settings}", 2 * n);
+    let gate = &settings["forkGate"];
+    assert!(gate["slots"].as_u64().is_some_and(|s| s >= 1) && gate["confirmed"].as_u64().is_some_and(|c| c >= 1), "{gate}");
+
+    h.engine.send_stdin(&id, b"go\n").await.expect("stdin");
+    wait_for_stdout(&h, &id, "exited 3", Duration::from_secs(60)).await;
+    let after = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+    assert_eq!(after["forkGate"]["receiptTimeouts"], 0, "fork() waited out the deadline: {after}");
+    h.engine.send_stdin(&id, b"end\n").await.expect("stdin");
+    wait_for_exit(&h, &id).await;
+    let st = h.engine.status(&id).expect("status");
+    assert_eq!((st.exit_code, st.events_lost), (Some(0), 0), "{st:?}");
+}
+
 /// The hooks' timestamps are the program's CLOCK_MONOTONIC: `hotloop clock` passes its own
 /// reading to each of 100 calls, 11 to 23 ms apart; the distance from that reading to the
 /// enter's timestamp must stay the same over the ~2 s (a clock 0.1 % off would drift by

@@ -323,6 +323,19 @@ async fn a_library_loaded_later_that_forks_gets_the_fork_gate() {
     wait_for_stdout(&h, &id, "child status 4").await;
     let after = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
     assert!(gate(&after) >= 1, "the plugin's fork() goes through the gate: {after}");
+    // The gate held fork() until the host had confirmed every batch sent before it, and the
+    // receipts went on arriving after it (forksafe.ts, "Receipts").
+    assert_eq!(after["forkGate"]["receiptTimeouts"], 0, "fork() went ahead without the host's receipts: {after}");
+    let mut settled = after.clone();
+    for _ in 0..100 {
+        if settled["forkGate"]["unconfirmed"] == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        settled = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+    }
+    assert_eq!(settled["forkGate"]["unconfirmed"], 0, "every batch sent gets a receipt: {settled}");
+    assert!(settled["forkGate"]["confirmed"].as_u64().is_some_and(|n| n >= 1), "receipts arrived: {settled}");
     let (wrapped, attached, off) = hook_paths(&h, &id).await;
     assert!(wrapped.is_empty() && attached == 2, "wrappers demoted once a loaded library forks: {wrapped:?} {attached}");
     assert!(off.as_deref().is_some_and(|o| o.contains("library loaded at run time")), "{off:?}");

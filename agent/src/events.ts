@@ -3,6 +3,7 @@
 // is exiting, every event is sent at once (no timer will fire again).
 
 import { Batch, markBatchesExiting } from "./batch.js";
+import { sendBatch } from "./forksafe.js";
 
 const MAX_BUFFERED = 1000;
 
@@ -32,7 +33,7 @@ let sentBatches = 0;
 const events = new Batch<AgentEvent>(MAX_BUFFERED, (batch) => {
     sentTotal += batch.length;
     sentBatches++;
-    send({ type: "events", format: "array-v1", events: batch });
+    sendBatch({ type: "events", format: "array-v1", events: batch });
 });
 
 /** Other batches that leave whenever the events do (logpoint_messages.ts). */

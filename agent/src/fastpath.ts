@@ -26,7 +26,7 @@
 import { flush } from "./events.js";
 import { FASTPATH_C, MAX_FAST_ARGS, NEW_TID_SLOT, NEW_TIDS, RECORD_SIZE } from "./fastpath_c.js";
 import { announceThread } from "./threads.js";
-import { forkGateStats, isForkedCopy, sendThroughGate } from "./forksafe.js";
+import { forkGateStats, isForkedCopy, onPiggybackedAck, requestReceipt, sendBatch, sendThroughGate } from "./forksafe.js";
 import { installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
 import { costOptions, setCostOptions } from "./cost_sampling.js";
 import { CAPTURE_MAX_SLOTS, FN_PLAN_OFFSET } from "./capture_c.js";
@@ -143,10 +143,16 @@ let sentSeq = 0;
 let ackedSeq = 0;
 
 function onAck(message: { seq?: number }): void {
-    if (typeof message.seq === "number" && message.seq > ackedSeq) ackedSeq = message.seq;
+    if (typeof message.seq === "number") acked(message.seq);
     recv("events-ack", onAck);
 }
 recv("events-ack", onAck);
+// With a fork gate the host sends acks only on receipts (forksafe.ts, "Receipts").
+onPiggybackedAck(acked);
+
+function acked(seq: number): void {
+    if (seq > ackedSeq) ackedSeq = seq;
+}
 
 export function configure(opts: TracingOptions & CaptureOptions): object {
     if (opts.ringRecords !== undefined) {
@@ -501,6 +507,8 @@ function drainRing(n: Native, force: boolean): void {
         const batch = options.drainBatch;
         const credit = force || (sentSeq - ackedSeq) * batch < MAX_IN_FLIGHT_RECORDS;
         const tail = n.words[W_TAIL];
+        // Out of credit with a fork gate: acks come only with receipts, so ask for one.
+        if (!credit) requestReceipt();
         const count = credit ? n.drain(n.out, batch, n.drainBytes) : 0;
         // Ring slots this drain freed: a typed record takes several (capture_c.ts), so a full
         // batch holds fewer records than `batch`; more may wait only if the slots ran out.
@@ -516,12 +524,12 @@ function drainRing(n: Native, force: boolean): void {
         if (count > 0) sentSeq++;
         const header = { type: "events_bin", format: "rec-v2", seq: sentSeq, count, lost, sampledOut };
         if (count === 0) {
-            send(header);
+            sendBatch(header);
             return;
         }
         // A view of the drain buffer, not a copy: send() copies the bytes into the message
         // before it returns (Frida's "B" argument), and the buffer is refilled only after.
-        send(header, ArrayBuffer.wrap(n.out, n.drainBytes.readU32()));
+        sendBatch(header, ArrayBuffer.wrap(n.out, n.drainBytes.readU32()));
         if (slots + CAPTURE_MAX_SLOTS <= batch) return;
     }
 }

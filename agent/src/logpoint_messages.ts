@@ -8,10 +8,11 @@
 
 import { Batch } from "./batch.js";
 import { flushAlongside } from "./events.js";
+import { sendBatch } from "./forksafe.js";
 
 const MAX_BATCH = 500;
 
-const messages = new Batch<[string, string, number, number]>(MAX_BATCH, (items) => send({ type: "logpoints", items }));
+const messages = new Batch<[string, string, number, number]>(MAX_BATCH, (items) => sendBatch({ type: "logpoints", items }));
 
 /** Queue one logpoint message (sent within FLUSH_INTERVAL_MS). */
 export function queueLogpointMessage(logpointId: string, message: string, threadId: number, ts: number): void {
