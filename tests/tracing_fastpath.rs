@@ -387,8 +387,12 @@ async fn a_reattached_agent_keeps_the_sessions_recipes_watches_and_depth() {
     let logpoint = PointRequest { function: Some("tick_clock".into()), message: Some("tick {c}".into()), ..Default::default() };
     h.engine.set_points(&id, &[logpoint], &[]).await.expect("logpoint");
 
-    // Events of the new agent only: after everything recorded so far.
-    let (outer, clock) = wait_for_typed_calls(&h, &id, None).await;
+    // Events recorded after the depth and the watch applied: what the agent had buffered
+    // before them (sent within ms) is stored before the mark.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.engine.store().flush();
+    let set = query(&h, &id, None, None).iter().map(|e| e.id).max().unwrap_or(0);
+    let (outer, clock) = wait_for_typed_calls(&h, &id, Some(set)).await;
     assert_eq!(outer["o"]["inner"], json!("<struct Inner>"), "depth 1 before: {outer}");
     assert!(clock.is_some(), "watch values before the drop");
 
@@ -474,7 +478,15 @@ async fn wait_for_typed_calls(h: &Harness, id: &str, after: Option<i64>) -> (Val
         }
         if clocks.len() >= 200 || Instant::now() > deadline {
             let seen: Vec<Option<&str>> = events.iter().filter(|e| e.function_name.as_deref() == Some("take_outer")).take(4).map(|e| e.arguments.as_deref()).collect();
-            let outer = outer.unwrap_or_else(|| panic!("a take_outer call with typed arguments: {} clock events, take_outer events' arguments {seen:?}", clocks.len()));
+            let outer = outer.unwrap_or_else(|| {
+                let last: Vec<String> = events.iter().rev().take(6).map(|e| format!("{:?} {:?} {:?}", e.event_type, e.function_name, e.text)).collect();
+                panic!(
+                    "a take_outer call with typed arguments: {} clock events, take_outer events' arguments {seen:?}; {} events after {after:?}, the last {last:?}; status {:?}",
+                    clocks.len(),
+                    events.len(),
+                    h.engine.status(id)
+                )
+            });
             return (outer, watched);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

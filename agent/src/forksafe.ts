@@ -7,6 +7,7 @@
 // `isForkedCopy()` first and does nothing in a stale copy.
 
 import { afterEachDlopen } from "./dlopen_watch.js";
+import { newImportSlots, writeSlot } from "./import_slots.js";
 
 let getpidFn: NativeFunction<number, []> | null = null;
 
@@ -208,32 +209,15 @@ function routeThroughGate(slots: NativePointer[]): void {
         };
         requestReceipt(); // confirms every batch sent before the gate existed
     }
-    for (const slot of slots) {
-        // Import tables are read-only after relocation (RELRO): open the page for the write.
-        const page = slot.and(ptr(Process.pageSize - 1).not());
-        const before = Process.findRangeByAddress(slot)?.protection ?? "r--";
-        Memory.protect(page, Process.pageSize, "rw-");
-        slot.writePointer(gate.code);
-        Memory.protect(page, Process.pageSize, before);
-    }
+    for (const slot of slots) writeSlot(slot, gate.code);
     gate.slots += slots.length;
 }
 
-/** Import slots of fork/vfork in modules not looked at before: the program and its
- * libraries (not libc's own, nor Frida's). */
+const FORK_NAMES: ReadonlySet<string> = new Set(["fork", "vfork"]);
+
+/** Import slots of fork/vfork in modules not looked at before. */
 function newForkImportSlots(): NativePointer[] {
-    const slots: NativePointer[] = [];
-    for (const m of Process.enumerateModules()) {
-        const key = `${m.path}@${m.base}`;
-        if (scanned.has(key)) continue;
-        scanned.add(key);
-        if (/^(libc|ld-linux|libpthread)[.-]/.test(m.name) || m.name.startsWith("frida-")) continue;
-        if (!m.path.startsWith("/") || m.path.startsWith("/memfd:")) continue;
-        for (const i of m.enumerateImports()) {
-            if ((i.name === "fork" || i.name === "vfork") && i.slot !== undefined) slots.push(i.slot);
-        }
-    }
-    return slots;
+    return newImportSlots(FORK_NAMES, scanned).map((i) => i.slot);
 }
 
 /** Libraries loaded later: their fork() imports are routed when dlopen returns

@@ -22,6 +22,7 @@ import { activeCount, currentSlide, errorText, removeAll, setImageBase, updateHo
 import { guardMainThread } from "./altstack.js";
 import { installCrashHandler } from "./crash.js";
 import { startThreadObserver } from "./threads.js";
+import { fdGuardStats, guardDescriptors, releaseFdGuard } from "./fd_guard.js";
 import { debuggerExports } from "./debugger_rpc.js";
 import { pointStats } from "./breakpoints.js";
 import { memoryExports } from "./memory.js";
@@ -176,10 +177,11 @@ rpc.exports = {
     },
     status(): object {
         const s = stats();
-        return { sessionId, activeCount: activeCount(), slide: currentSlide()?.toString() ?? null, buffered: s.buffered, sent: s.sent, fastPath: fastStats() };
+        return { sessionId, activeCount: activeCount(), slide: currentSlide()?.toString() ?? null, buffered: s.buffered, sent: s.sent, fastPath: fastStats(), fdGuard: fdGuardStats() };
     },
     dispose(): void {
         // Called by the host before detaching, and by Frida itself at process exit.
+        releaseFdGuard(); // the program's slots must not point at code that goes with us
         releasePins();
         flush();
         drainFast(true);
@@ -200,6 +202,10 @@ rpc.exports = {
 };
 
 hookExit();
+{
+    const unguarded = guardDescriptors(currentPid());
+    if (unguarded !== null) send({ type: "log", level: "warning", message: unguarded });
+}
 startThreadObserver(drainFast);
 {
     const loadedPid = currentPid();

@@ -44,6 +44,8 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/watches.ts", include_str!("../../agent/src/watches.ts")),
     ("src/memory.ts", include_str!("../../agent/src/memory.ts")),
     ("src/forksafe.ts", include_str!("../../agent/src/forksafe.ts")),
+    ("src/fd_guard.ts", include_str!("../../agent/src/fd_guard.ts")),
+    ("src/import_slots.ts", include_str!("../../agent/src/import_slots.ts")),
     ("src/xmm.ts", include_str!("../../agent/src/xmm.ts")),
     ("src/capture.ts", include_str!("../../agent/src/capture.ts")),
     ("src/capture_c.ts", include_str!("../../agent/src/capture_c.ts")),
