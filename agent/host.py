@@ -451,6 +451,10 @@ class Host:
         t = self._target(pid)
         drained = True
         try:
+            t.script.exports_sync.detach()  # the agent's own routing out of the program
+        except Exception as e:
+            log("detach %d: %s" % (pid, e))
+        try:
             t.script.exports_sync.dispose()  # flush buffered events before we go
         except Exception as e:
             drained = False

@@ -19,7 +19,11 @@ const SCAN_LIMIT = 4095;
 
 // Native first, like the exit hook (index.ts): in a fork's child that is not followed, this
 // agent is a stale copy whose JS runtime may be locked forever; there a call goes straight to
-// libc. (A followed child's stale copy puts the slots back in dispose(), before Frida unloads it.)
+// libc. Slots are put back only when the host detaches (the `detach` RPC): at exit there is no
+// need, and a followed child's fresh agent routes them to its own guard before the child runs
+// on. (Putting them back from dispose(), which Frida also runs at exit and in a fork's stale
+// copy, made the rare fork-inside-a-traced-function race of docs/performance.md hang or crash
+// the parent in about 1 run in 15 of test_lifecycle.py's followed "return" test.)
 const GUARD_C = `
 extern int getpid (void);
 extern int load_pid;

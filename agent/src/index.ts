@@ -181,10 +181,15 @@ rpc.exports = {
     },
     dispose(): void {
         // Called by the host before detaching, and by Frida itself at process exit.
-        releaseFdGuard(); // the program's slots must not point at code that goes with us
         releasePins();
         flush();
         drainFast(true);
+    },
+    detach(): void {
+        // The host's detach, first: the program's slots must not point at code that goes
+        // with this agent. Not in dispose(): Frida calls that at exit and in a fork's stale
+        // copy too, where the slots are left as they are (fd_guard.ts).
+        releaseFdGuard();
     },
     tracingConfig(opts: TracingOptions): object {
         return configureTracing(opts ?? {});
