@@ -64,7 +64,7 @@ export function guardDescriptors(loadPid: number): string | null {
     const closeRange = Module.findGlobalExportByName("close_range");
     const getpid = Module.findGlobalExportByName("getpid");
     if (closeRange === null || getpid === null) return null; // nothing to guard
-    // Without closefrom (glibc < 2.34) its slot is never routed; the symbol only links.
+    // Without closefrom in libc (glibc < 2.34) no module can import it: the symbol only links.
     const closefrom = Module.findGlobalExportByName("closefrom") ?? closeRange;
     const libcCloseRange = new NativeFunction(closeRange, "int", ["uint", "uint", "int"]);
     const pid = Memory.alloc(4);
@@ -77,12 +77,10 @@ export function guardDescriptors(loadPid: number): string | null {
         return `close_range() not guarded: ${e instanceof Error ? e.message : e}`;
     }
     guard = { cm, parts: [js, pid, libcCloseRange], routed: [] };
-    const hasClosefrom = Module.findGlobalExportByName("closefrom") !== null;
     const route = (): void => {
         const g = guard;
         if (g === null) return;
         for (const i of newImportSlots(NAMES, scanned)) {
-            if (i.name === "closefrom" && !hasClosefrom) continue;
             const to = i.name === "closefrom" ? g.cm.strobe_closefrom : g.cm.strobe_close_range;
             g.routed.push({ slot: i.slot, old: writeSlot(i.slot, to) });
         }

@@ -287,13 +287,19 @@ export function sendBatch(message: object, data?: ArrayBuffer | null): void {
     send({ rx: 1, ...message }, data);
 }
 
+/** The gate's count of receipts asked for and not yet here (the gate zeroes it when it gives
+ * up waiting, and in the child). */
+function unconfirmedWord(g: Gate): NativePointer {
+    return g.data.add(8);
+}
+
 function expectReceipt(g: Gate): void {
-    const word = g.data.add(8); // the gate zeroes it when it gives up waiting
+    const word = unconfirmedWord(g);
     word.writeU32(word.readU32() + 1);
 }
 
 function getUnconfirmed(): number {
-    return gate?.data.add(8).readU32() ?? 0;
+    return gate === null ? 0 : unconfirmedWord(gate).readU32();
 }
 
 /** Called with the daemon's events-ack when one rides on a receipt (fastpath.ts). */
@@ -304,24 +310,19 @@ export function onPiggybackedAck(listener: (seq: number) => void): void {
 }
 
 /** Ask the host for a receipt (and so for the daemon's latest events-ack, which the host
- * holds for receipts once there is a gate) unless one is on its way; false without a gate. */
-export function requestReceipt(): boolean {
-    if (gate === null) return false;
-    if (getUnconfirmed() === 0) {
+ * holds for receipts once there is a gate) unless one is on its way. */
+export function requestReceipt(): void {
+    if (gate !== null && getUnconfirmed() === 0) {
         expectReceipt(gate);
         send({ rx: 1, type: "receipt" });
     }
-    return true;
 }
 
 function onReceipt(message: { ack?: number }): void {
     if (typeof message.ack === "number") ackListener?.(message.ack);
     confirmed++;
-    const word = gate?.data.add(8);
-    if (word !== undefined) {
-        const n = word.readU32();
-        if (n > 0) word.writeU32(n - 1);
-    }
+    const n = getUnconfirmed();
+    if (gate !== null && n > 0) unconfirmedWord(gate).writeU32(n - 1);
     recv("rx", onReceipt);
 }
 recv("rx", onReceipt);
