@@ -33,9 +33,13 @@ fn engine() -> (tempfile::TempDir, Arc<Engine>) {
 /// c_capture with `rounds` rounds of calls in each of its two passes (it waits for a line
 /// before each); returns the session id.
 async fn launch_capture(engine: &Arc<Engine>, rounds: u64) -> String {
+    launch_fixture(engine, "c_capture", rounds).await
+}
+
+async fn launch_fixture(engine: &Arc<Engine>, fixture: &str, rounds: u64) -> String {
     let r = engine
         .launch(LaunchRequest {
-            command: common::fixture("c_capture").display().to_string(),
+            command: common::fixture(fixture).display().to_string(),
             args: vec![rounds.to_string(), "wait".into()],
             project_root: common::fixtures_src_dir().display().to_string(),
             ..Default::default()
@@ -50,7 +54,11 @@ async fn launch_capture(engine: &Arc<Engine>, rounds: u64) -> String {
 /// the tracing options `native`). Returns the events of each pass and the agent's tracing
 /// settings during pass 1.
 async fn run_both(engine: &Arc<Engine>, native_options: Value, rounds: usize) -> (Vec<Event>, Vec<Event>, Value) {
-    let id = launch_capture(engine, rounds as u64).await;
+    run_both_on(engine, "c_capture", native_options, rounds).await
+}
+
+async fn run_both_on(engine: &Arc<Engine>, fixture: &str, native_options: Value, rounds: usize) -> (Vec<Event>, Vec<Event>, Value) {
+    let id = launch_fixture(engine, fixture, rounds as u64).await;
     let patterns = ["cap_*".to_string()];
     let mut passes = Vec::new();
     let mut settings = Value::Null;
@@ -198,6 +206,23 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
         assert_eq!(after["faultsRecovered"], json!(0), "{after}");
         assert!(after["checkedReads"].as_u64().unwrap() > 0, "{after}");
     }
+}
+
+/// Code built as distributions build it (-O2): GCC's interprocedural register allocation lets
+/// callers keep values in registers the callee leaves alone, so no native wrapper may stand in
+/// (symbols/abi.rs), but the native capture still runs, under Interceptor.attach (which saves
+/// every register), and prints what the serializer prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_capture_of_optimized_code_prints_what_the_javascript_serializer_prints() {
+    let (_home, engine) = engine();
+    let (js_events, native_events, native_settings) = run_both_on(&engine, "c_capture_O2", json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
+    assert_eq!(native_settings["hookPaths"]["wrapped"].as_array().map(Vec::len), Some(0), "IPA-RA code takes no wrapper: {native_settings}");
+    let native = same_as_javascript(&js_events, &native_events, 3);
+    let enter = |f: &str| native.iter().find(|e| e.0 == EventType::FunctionEnter && e.1 == f).unwrap().2.clone().unwrap();
+    assert_eq!(enter("cap_holder")["h"]["link"]["tag"], json!("leaf-a"));
+    assert_eq!(enter("cap_chain")["l"]["down"]["down"]["down"], json!("<struct l4>"));
+    assert!(native_settings["after"]["capture"]["records"].as_u64().unwrap() >= 3 * CALLS as u64 * 2, "{native_settings}");
 }
 
 /// Where process_vm_readv is refused (a seccomp filter; here the tracing option

@@ -4,7 +4,7 @@ return {
   when = "launch",
   rule = function(ctx)
     local n = ctx.pendingPatternsApplied or 0
-    if n == 0 then return nil end
+    if n == 0 or ctx.pythonTarget then return nil end
     return string.format(
       "Launched with %d staged pattern(s) applied. Query events with debug_query({sessionId: %q, eventType: 'function_enter'}); read output with eventType 'stdout' or 'stderr'.",
       n, ctx.sessionId)

@@ -4,7 +4,8 @@ return {
   when = "trace",
   priority = 30,
   rule = function(r)
-    if r.mode == "pending" or #(r.activePatterns or {}) == 0 or r.hookedFunctions ~= 0 then return nil end
+    -- A Python target's unmatched patterns are explained by trace_python.
+    if r.mode == "pending" or #(r.activePatterns or {}) == 0 or r.hookedFunctions ~= 0 or r.pythonTarget then return nil end
     local lines = { "0 functions hooked. Possible causes: a typo in the pattern, the function was inlined or optimized out, or it lives in a library without debug symbols." }
     for _, s in ipairs(r.suggestions or {}) do
       local pattern, names = s[1], s[2]

@@ -3,9 +3,9 @@
 -- this module keeps the tools' calls short.
 local M = {}
 
-function M.after_launch(session_id, pending_applied, python_target)
+function M.after_launch(session_id, pending_applied, python_target, hooked)
   return strobe.hint("launch", { sessionId = session_id, pendingPatternsApplied = pending_applied or 0,
-    pythonTarget = python_target or false }) or ""
+    pythonTarget = python_target or false, hookedFunctions = hooked or 0 }) or ""
 end
 
 -- Why a runtime trace hooked what it did, and what to try next. `r` is session:trace's result.

@@ -55,7 +55,7 @@ Otherwise: launch with no patterns, read stderr/stdout with debug_query, then ad
     local out = {
       sessionId = session.id,
       pid = session.pid,
-      nextSteps = guidance.after_launch(session.id, info.pendingPatternsApplied, info.pythonTarget),
+      nextSteps = guidance.after_launch(session.id, info.pendingPatternsApplied, info.pythonTarget, info.hookedFunctions),
     }
     if info.pendingPatternsApplied > 0 then
       out.pendingPatternsApplied = info.pendingPatternsApplied

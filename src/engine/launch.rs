@@ -41,7 +41,7 @@ pub struct LaunchResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pause: Option<serde_json::Value>,
     pub warnings: Vec<String>,
-    /// A Python program: staged patterns were not applied (python_target.rs).
+    /// A Python program where a staged pattern matched no native function (python_target.rs).
     pub python_target: bool,
 }
 
@@ -239,12 +239,13 @@ impl Engine {
             frida.host().attach(pid, frida.agent_js(), init).await?;
             // Libraries with DWARF join the symbols before staged hooks resolve (modules.rs).
             self.load_modules(&session).await;
-            let mut applied = (0, 0, Vec::new());
-            if !pending.is_empty() && python {
-                applied.2.push(super::python_target::NOT_YET.to_string());
-            } else if !pending.is_empty() {
-                let r = self.apply_trace(&session, &pending, &[]).await?;
-                applied = (pending.len(), r.hooked_functions, r.warnings);
+            let mut applied = (0, 0, Vec::new(), false);
+            if !pending.is_empty() {
+                let mut r = self.apply_trace(&session, &pending, &[]).await?;
+                if python {
+                    super::python_target::explain_unmatched(&mut r);
+                }
+                applied = (pending.len(), r.hooked_functions, r.warnings, r.python_target);
             }
             let mut stops = self.install_launch_stops(&session, stops).await?;
             frida.host().resume(pid).await?;
@@ -252,20 +253,18 @@ impl Engine {
             Ok::<_, StrobeError>((applied, stops.points.into_iter().flatten().collect::<Vec<_>>()))
         };
         match setup.await {
-            Ok(((pending_applied, hooked, mut warnings), points)) => {
+            Ok(((pending_applied, hooked, mut warnings, python_target), points)) => {
                 warnings.extend(settings_warnings);
                 let pause = match wait_ms {
                     Some(ms) => Some(self.launch_pause(&session_id, ms).await?),
                     None => None,
                 };
-                let python_target = python && !pending.is_empty();
                 Ok(LaunchResult {
                     session_id,
                     pid,
                     pending_patterns_applied: pending_applied,
                     hooked_functions: hooked,
-                    // A Python target's staged patterns were not applied (python_target.rs).
-                    staged_patterns: if python { Vec::new() } else { pending },
+                    staged_patterns: pending,
                     breakpoints: points,
                     pause,
                     warnings,

@@ -1,12 +1,32 @@
-//! Python programs: Strobe hooks native functions through DWARF, so a pattern naming Python
-//! code matches nothing in the interpreter. Until Python tracing exists, tracing in a
-//! Python target says so plainly instead of reporting typos or missing symbols.
+//! Python programs: Strobe hooks native functions through DWARF — the interpreter's C code and
+//! C extensions (modules loaded by `import` or `ctypes`) — so a pattern naming Python code
+//! matches nothing. Until Python tracing exists, such a pattern gets a plain explanation instead
+//! of "typo or no symbols", while patterns naming native functions are hooked as anywhere else.
 
 use std::io::Read;
 use std::path::Path;
 
-/// What `debug_trace` and `debug_launch` say when patterns meet a Python target.
-pub(crate) const NOT_YET: &str = "Python functions cannot be traced yet: Strobe hooks native (C, C++, Rust) functions through their debug info, and this target runs Python code. The patterns were not applied. Read the program's output with debug_query (eventType 'stdout' or 'stderr'), or add print/logging calls to the Python code.";
+use super::trace::TraceResult;
+
+/// Why patterns matched nothing in a Python target, and what to do instead.
+pub(crate) fn not_yet(unmatched: &[&str]) -> String {
+    format!(
+        "Python functions cannot be traced yet: {} matched no native function. Strobe hooks C, C++ and Rust functions with debug info: the interpreter's and C extensions' (loaded by import or ctypes). The pattern stays active and hooks matching functions of extensions as they load. For Python code, read the program's output with debug_query (eventType 'stdout' or 'stderr'), or add print/logging calls.",
+        unmatched.iter().map(|p| format!("'{p}'")).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// In a Python target, patterns that matched no native function (yet) most likely name
+/// Python code: say so, and mark the result for the hint rules.
+pub(crate) fn explain_unmatched(result: &mut TraceResult) {
+    let unmatched: Vec<&str> = result.matches_per_pattern.iter().filter(|(_, n)| *n == 0).map(|(p, _)| p.as_str()).collect();
+    if unmatched.is_empty() {
+        return;
+    }
+    let text = not_yet(&unmatched);
+    result.warnings.push(text);
+    result.python_target = true;
+}
 
 /// Whether `binary` is a Python interpreter (`python3`, `python3.11`) or a script whose
 /// `#!` line runs one.

@@ -30,7 +30,7 @@ pub struct TraceResult {
     pub events_lost: u64,
     /// Hot functions currently recorded 1 call in N (see engine/sampling.rs).
     pub sampled_functions: Vec<super::sampling::SampledFunction>,
-    /// The target runs Python code, whose functions cannot be traced (python_target.rs).
+    /// A Python target where some added pattern matched no native function (python_target.rs).
     pub python_target: bool,
 }
 
@@ -47,25 +47,27 @@ impl Engine {
         };
         let session = self.session(id)?;
         session.ensure_running()?;
-        if !add.is_empty() && super::python_target::is_python(&session.binary_path) {
-            parse_all(add)?;
-            let patterns = session.state.lock().unwrap().patterns.iter().map(|p| p.as_str().to_string()).collect();
-            return Ok(TraceResult {
-                mode: "runtime".into(),
-                active_patterns: patterns,
-                warnings: vec![super::python_target::NOT_YET.to_string()],
-                python_target: true,
-                ..Default::default()
-            });
+        let mut result = self.apply_trace(&session, add, remove).await?;
+        if super::python_target::is_python(&session.binary_path) {
+            super::python_target::explain_unmatched(&mut result);
         }
-        self.apply_trace(&session, add, remove).await
+        Ok(result)
     }
 
     pub(crate) fn session_symbols(&self, session: &Session) -> Result<Arc<SymbolIndex>> {
         if let Some(s) = session.state.lock().unwrap().symbols.clone() {
             return Ok(s);
         }
-        let syms = self.symbols.get(&session.binary_path)?;
+        let syms = match self.symbols.get(&session.binary_path) {
+            // A stripped interpreter: its C extensions with DWARF join as they load
+            // (modules.rs), so patterns wait for them instead of failing.
+            Err(e) if e.code == ErrorCode::NoDebugSymbols && super::python_target::is_python(&session.binary_path) => {
+                let main = super::canonical_or_same(&session.binary_path);
+                let image_base = super::backtrace::image_base_of(&main);
+                return Ok(Arc::new(SymbolIndex { binary: main, image_base, functions: Vec::new() }));
+            }
+            other => other?,
+        };
         session.state.lock().unwrap().symbols = Some(syms.clone());
         Ok(syms)
     }

@@ -6,7 +6,7 @@
 //!   no unwind info (the process aborts); Rust does not promise the System V convention;
 //!   and not built by GCC with optimization, whose interprocedural register allocation
 //!   lets callers keep values in caller-saved registers the callee leaves alone (the
-//!   wrapper clobbers them; `variables.rs` marks such units as not C for this purpose);
+//!   wrapper clobbers them; `Signature::ipa_ra`, from the unit's producer string);
 //! - not variadic (`al` counts vector registers; extra arguments live on the stack);
 //! - at most 6 parameters, each an integer, bool, char, enum or pointer of at most 8 bytes
 //!   (no float/double: they travel in xmm registers; no struct or union by value);
@@ -26,7 +26,7 @@ const MAX_REG_PARAMS: usize = 6;
 
 /// `Some("sysv-int")` when a native wrapper may replace the function with this signature.
 pub fn wrapper_abi(info: &DebugInfo, sig: &Signature) -> Option<&'static str> {
-    if !info.x86_64 || !sig.c_language || sig.rust || sig.variadic || sig.params.len() > MAX_REG_PARAMS {
+    if !info.x86_64 || !sig.c_language || sig.ipa_ra || sig.rust || sig.variadic || sig.params.len() > MAX_REG_PARAMS {
         return None;
     }
     let params_ok = sig.params.iter().all(|p| p.ty.is_some_and(|t| integer_scalar(info, t)));

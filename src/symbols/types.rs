@@ -115,8 +115,12 @@ pub struct Signature {
     /// The compile unit is Rust: Rust's calling convention, not System V's, passes aggregates.
     pub rust: bool,
     /// The compile unit is C (any standard): no exceptions unwind through its calls, so a
-    /// native wrapper without unwind info may stand in for it (`symbols/abi.rs`).
+    /// native wrapper without unwind info may stand in for it (`symbols/abi.rs`), and the
+    /// native capture prints its values as the serializer does (`capture_plan.rs`).
     pub c_language: bool,
+    /// Built with GCC's interprocedural register allocation: callers may keep values in
+    /// registers this function does not touch, so no native wrapper may stand in for it.
+    pub ipa_ra: bool,
     /// Declared with `...` (`DW_TAG_unspecified_parameters`).
     pub variadic: bool,
     /// A Rust closure whose environment pointer DWARF does not list: it comes first, in

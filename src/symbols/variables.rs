@@ -26,6 +26,8 @@ pub(crate) struct UnitData {
     pub(crate) start: u64,
     pub(crate) rust: bool,
     pub(crate) c: bool,
+    /// Built with GCC's interprocedural register allocation (`gcc_ipa_ra`).
+    pub(crate) ipa_ra: bool,
 }
 
 /// The lazily consulted DWARF of one binary. `Send + Sync`; share it as `Arc`.
@@ -143,7 +145,7 @@ impl DebugInfo {
         while let Ok(Some(header)) = headers.next() {
             let start = header.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
             match info.dwarf.unit(header) {
-                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false }),
+                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false, ipa_ra: false }),
                 Err(e) => tracing::debug!("skipping DWARF unit at {start:#x}: {e}"),
             }
         }
@@ -167,6 +169,7 @@ impl DebugInfo {
         let mut found_functions = Vec::new();
         let mut rust = false;
         let mut c = false;
+        let mut ipa_ra = false;
         {
             let unit = &self.units[ui].unit;
             let mut scopes: Vec<(isize, String)> = Vec::new();
@@ -185,11 +188,10 @@ impl DebugInfo {
                         }
                         // GCC's interprocedural register allocation (on from -O1) lets a caller
                         // keep values in registers the callee is known not to touch, which a
-                        // native call wrapper clobbers: such units are not offered to wrappers.
+                        // native call wrapper clobbers: such units are not offered to wrappers
+                        // (Interceptor.attach, which saves every register, still serves them).
                         let producer = self.attr_string(unit, e, gimli::DW_AT_producer).unwrap_or_default();
-                        if producer.starts_with("GNU ") && gcc_ipa_ra(&producer) {
-                            c = false;
-                        }
+                        ipa_ra = producer.starts_with("GNU ") && gcc_ipa_ra(&producer);
                     }
                     gimli::DW_TAG_namespace => {
                         let name = self.attr_string(unit, e, gimli::DW_AT_name).unwrap_or_else(|| "(anonymous namespace)".into());
@@ -239,6 +241,7 @@ impl DebugInfo {
         }
         self.units[ui].rust = rust;
         self.units[ui].c = c;
+        self.units[ui].ipa_ra = ipa_ra;
         for (addr, off) in found_functions {
             self.functions.entry(addr).or_insert((ui, off));
         }
@@ -377,7 +380,7 @@ impl DebugInfo {
             let artificial = matches!(src.attr_value(gimli::DW_AT_artificial).ok().flatten(), Some(AttributeValue::Flag(true)));
             params.push((name, ty, artificial));
         }
-        let (rust, c_language) = (self.units[ui].rust, self.units[ui].c);
+        let (rust, c_language, ipa_ra) = (self.units[ui].rust, self.units[ui].c, self.units[ui].ipa_ra);
         // rustc lists a closure's environment as an unnamed first parameter only when it is
         // passed by value; a `&self` environment pointer still takes the first register.
         let closure = rust && self.attr_string(unit, &unit.entry(target).ok()?, gimli::DW_AT_name).is_some_and(|n| n.starts_with("{closure#"));
@@ -386,7 +389,7 @@ impl DebugInfo {
             .into_iter()
             .map(|(name, ty, artificial)| Param { name, ty: ty.map(|d| self.resolve(d)), artificial })
             .collect();
-        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust, c_language, variadic, closure_env })
+        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust, c_language, ipa_ra, variadic, closure_env })
     }
 
     fn has_params(&self, unit: &gimli::Unit<AR>, off: UnitOffset) -> bool {

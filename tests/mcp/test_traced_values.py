@@ -122,19 +122,65 @@ async def test_output_is_one_event_per_line(strobe_home, fixtures_dir):
         assert lines == [f"line {i}\n" for i in range(20002)]
 
 
-async def test_python_targets_say_tracing_is_not_supported(strobe_home, tmp_path):
-    script = tmp_path / "app.py"
-    script.write_text("import time\ndef work(n):\n    return n * 2\nfor i in range(50):\n    print(work(i), flush=True)\n    time.sleep(0.05)\n")
-    python = sys.executable
+PY_EXT_APP = """import ctypes, os, sys, time
+def work(n):
+    return n * 2
+time.sleep(0.5)  # the library loads after launch, like a C extension imported later
+lib = ctypes.CDLL(sys.argv[1])
+class Account(ctypes.Structure):
+    pass
+Account._fields_ = [("id", ctypes.c_long), ("balance", ctypes.c_double),
+                    ("owner", ctypes.c_char_p), ("parent", ctypes.POINTER(Account))]
+lib.pyext_deposit.restype = ctypes.c_double
+lib.pyext_deposit.argtypes = [ctypes.POINTER(Account), ctypes.c_double]
+lib.pyext_vowels.argtypes = [ctypes.c_char_p]
+bank = Account(1, 1000.0, b"bank", None)
+alice = Account(7, 10.0, b"alice", ctypes.pointer(bank))
+for i in range(300):
+    print("balance", lib.pyext_deposit(ctypes.byref(alice), 2.5), work(i), flush=True)
+    lib.pyext_vowels(b"strobe debugger")
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.05)
+"""
+
+
+async def test_python_targets_trace_c_extensions_and_explain_python_names(strobe_home, tmp_path, fixtures_dir):
+    """A Python program calling a C library with DWARF through ctypes (loaded after launch, like
+    an imported C extension): a staged pattern hooks it when it loads and its typed arguments
+    read as gdb prints them; a pattern naming Python code is explained, not called a typo."""
+    script, stop = tmp_path / "app.py", tmp_path / "stop"
+    script.write_text(PY_EXT_APP)
     async with mcp_client(strobe_home) as c:
-        await c.call("debug_trace", add=["work"])
-        r = await c.call("debug_launch", command=python, args=[str(script)], projectRoot=str(tmp_path))
-        assert "pattern(s) applied" not in r["nextSteps"] and "cannot be traced yet" in r["nextSteps"], r
-        assert "pendingPatternsApplied" not in r, r
-        t = await c.call("debug_trace", sessionId=r["sessionId"], add=["app.work"])
-        assert "cannot be traced yet" in t["status"] and "typo" not in t["status"], t
-        assert any("cannot be traced yet" in w for w in t["warnings"]), t
-        await c.call("debug_session", action="stop", sessionId=r["sessionId"])
+        await c.call("debug_trace", add=["pyext_deposit", "work"])
+        r = await c.call("debug_launch", command=sys.executable, args=[str(script), str(fixtures_dir / "libpyext.so"), str(stop)],
+                         projectRoot=str(tmp_path))
+        sid = r["sessionId"]
+        assert "cannot be traced yet" in r["nextSteps"] and "'work'" in " ".join(r["warnings"]), r
+        assert r["stagedPatterns"] == ["pyext_deposit", "work"], r
+        t = await c.call("debug_trace", sessionId=sid, add=["app.work"])
+        assert "cannot be traced yet" in t["status"] and "'app.work'" in t["status"] and "typo" not in t["status"], t
+        # Once the library has loaded, a pattern added at run time hooks at once.
+        await c.wait_for(sid, "balance", timeout=60, eventType="stdout")
+        t = await c.call("debug_trace", sessionId=sid, add=["pyext_vowels"])
+        assert t["hookedFunctions"] == 2 and "cannot be traced yet" not in t["status"], t
+        assert not any("cannot be traced yet" in w for w in t["warnings"]), t
+        vowels = (await c.wait_for(sid, "pyext_vowels", timeout=30, verbose=True, eventType="function_exit",
+                                   **{"function": {"equals": "pyext_vowels"}}))["events"]
+        stop.write_text("")
+        await c.wait_status(sid, timeout=60)
+        assert vowels and vowels[0]["returnValue"] == 5, vowels
+        enters = await all_events(c, sid, verbose=True, eventType="function_enter", **{"function": {"equals": "pyext_deposit"}})
+        exits = await all_events(c, sid, verbose=True, eventType="function_exit", **{"function": {"equals": "pyext_deposit"}})
+        stdout = "".join(e["text"] for e in await all_events(c, sid, eventType="stdout"))
+        printed = [float(line.split()[1]) for line in stdout.splitlines() if line.startswith("balance")]
+        assert len(enters) == len(exits) == len(printed) >= 2, (len(enters), len(exits), printed)
+        for i, (enter, exit_) in enumerate(zip(enters, exits)):
+            acct = enter["arguments"]["acct"]
+            assert enter["arguments"]["amount"] == 2.5, enter
+            assert acct["id"] == 7 and acct["owner"] == "alice" and acct["balance"] == 10.0 + 2.5 * i, enter
+            assert acct["parent"]["owner"] == "bank" and acct["parent"]["balance"] == 1000.0 + 2.5 * i, enter
+            assert exit_["returnValue"] == printed[i] == 10.0 + 2.5 * (i + 1), (exit_, printed[i])
 
 
 async def test_arguments_at_exit_show_what_the_callee_wrote(strobe_home, fixtures_dir):
