@@ -1,5 +1,6 @@
 // The replaceFast hook path: for a fast-path hook whose function passes everything in integer
-// registers (the daemon marks it `abi: "sysv-int"` from DWARF, src/symbols/abi.rs), the
+// registers (the daemon marks it `abi: "sysv-int"` from DWARF, src/symbols/abi.rs; for
+// GCC-optimized code "sysv-int-saved", entered through a register-saving stub), the
 // function's entry is patched by Interceptor.replaceFast to jump to a native wrapper
 // `guint64 wK(guint64 a0..a5)` that calls strobe_wrapped_call (fastpath_c.ts): enter record,
 // the original through replaceFast's trampoline, exit record. No Interceptor machinery runs
@@ -33,6 +34,12 @@ import { DangerRange, patchParked, prologue, quiesceStats } from "./quiesce.js";
 
 /** The hook spec's abi value for which a wrapper may stand in (src/symbols/abi.rs). */
 export const WRAPPER_ABI = "sysv-int";
+/**
+ * The same for code built with GCC's interprocedural register allocation: its callers may
+ * keep values in caller-saved registers the function leaves alone, so the wrapper is entered
+ * through a stub that saves them (savingStubs).
+ */
+export const SAVING_WRAPPER_ABI = "sysv-int-saved";
 
 /** A replaceFast trampoline: the relocated prologue (< 32 bytes) and the jump back. */
 const TRAMPOLINE_SPAN = 64;
@@ -72,6 +79,54 @@ interface Chunk {
     cm: CModule;
     slots: NativePointer;
     used: number;
+    /** The register-saving stubs of its wrappers (savingStubs), made on first need. */
+    stubs: NativePointer | null;
+}
+
+/**
+ * Bytes per stub, and the stub: every caller-saved register but rax (the result) kept
+ * around the wrapper — rcx, rdx, rsi, rdi, r8–r11 pushed, x87/SSE state (xmm0–15, mxcsr)
+ * by fxsave64 — as Frida's Interceptor keeps them around an attach. For GCC's IPA-RA
+ * callers, which keep values in registers the traced function is known not to touch
+ * (docs/performance.md, "Optimized code").
+ */
+const STUB_SIZE = 96;
+function stubBytes(wrapper: NativePointer): number[] {
+    const target: number[] = [];
+    let v = uint64(wrapper.toString());
+    for (let i = 0; i < 8; i++) {
+        target.push(v.and(0xff).toNumber());
+        v = v.shr(8);
+    }
+    return [
+        0x55, // push rbp
+        0x48, 0x89, 0xe5, // mov rbp, rsp
+        0x51, 0x52, 0x56, 0x57, // push rcx, rdx, rsi, rdi
+        0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53, // push r8, r9, r10, r11
+        0x48, 0x83, 0xe4, 0xf0, // and rsp, -16
+        0x48, 0x81, 0xec, 0x00, 0x02, 0x00, 0x00, // sub rsp, 512
+        0x48, 0x0f, 0xae, 0x04, 0x24, // fxsave64 [rsp]
+        0x48, 0xb8, ...target, // movabs rax, wrapper (argument registers untouched)
+        0xff, 0xd0, // call rax
+        0x48, 0x0f, 0xae, 0x0c, 0x24, // fxrstor64 [rsp]
+        0x48, 0x8d, 0x65, 0xc0, // lea rsp, [rbp - 64]
+        0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, // pop r11, r10, r9, r8
+        0x5f, 0x5e, 0x5a, 0x59, // pop rdi, rsi, rdx, rcx
+        0x5d, // pop rbp
+        0xc3, // ret
+    ];
+}
+
+/** The chunk's stubs, stub K entering wrapper K; like the wrappers, never freed. */
+function savingStubs(c: Chunk): NativePointer {
+    if (c.stubs !== null) return c.stubs;
+    // Whole pages (Memory.alloc then maps them from the OS): made read-execute on their own.
+    const size = Math.ceil((CHUNK * STUB_SIZE) / Process.pageSize) * Process.pageSize;
+    const page = Memory.alloc(size);
+    for (let k = 0; k < CHUNK; k++) page.add(k * STUB_SIZE).writeByteArray(stubBytes(c.cm["w" + k]));
+    Memory.protect(page, size, "r-x");
+    c.stubs = page;
+    return page;
 }
 
 const live = new Set<FastHook>();
@@ -128,21 +183,22 @@ function addChunk(n: NativeHooks): Chunk {
     // Zeroed: a wrapper whose orig is still NULL waits for it (strobe_wrapped_call).
     const slots = Memory.alloc(CHUNK * WRAP_SLOT);
     for (let i = 0; i < CHUNK * WRAP_SLOT; i += 8) slots.add(i).writeU64(0);
-    const c = { cm: new CModule(chunkSource(), { slots, strobe_wrapped_call: n.wrappedCall }), slots, used: 0 };
+    const c = { cm: new CModule(chunkSource(), { slots, strobe_wrapped_call: n.wrappedCall }), slots, used: 0, stubs: null };
     chunks.push(c);
     return c;
 }
 
-/** The next unused wrapper: [its code, its slot]. */
-function nextWrapper(n: NativeHooks): [NativePointer, NativePointer] {
+/** The next unused wrapper: [its code (its saving stub with `saving`), its slot]. */
+function nextWrapper(n: NativeHooks, saving: boolean): [NativePointer, NativePointer] {
     let c = chunks.length > 0 ? chunks[chunks.length - 1] : null;
     if (c === null || c.used === CHUNK) c = addChunk(n);
+    const code = saving ? savingStubs(c).add(c.used * STUB_SIZE) : c.cm["w" + c.used];
     const k = c.used++;
-    return [c.cm["w" + k], c.slots.add(k * WRAP_SLOT)];
+    return [code, c.slots.add(k * WRAP_SLOT)];
 }
 
-function wrap(h: FastHook, n: NativeHooks): void {
-    const [code, slot] = nextWrapper(n);
+function wrap(h: FastHook, n: NativeHooks, saving: boolean): void {
+    const [code, slot] = nextWrapper(n, saving);
     slot.writePointer(h.target.fn);
     // Interceptor changes are written at the next flush (a NativeFunction call, send(), the
     // end of the JS turn), so the original's pointer is published before any thread can
@@ -191,9 +247,10 @@ function attach(h: FastHook, n: NativeHooks): void {
 export function installFastHook(target: FastTarget, n: NativeHooks, abi: string | undefined): InvocationListener {
     native = n;
     const h: FastHook = { target, wrapped: false, listener: null, slot: null };
-    if (abi === WRAPPER_ABI && offReason === null && !rewrap(h)) {
+    const wrappable = abi === WRAPPER_ABI || abi === SAVING_WRAPPER_ABI;
+    if (wrappable && offReason === null && !rewrap(h)) {
         try {
-            wrap(h, n);
+            wrap(h, n, abi === SAVING_WRAPPER_ABI);
         } catch (e) {
             const error = e instanceof Error ? e.message : String(e);
             if (chunks.length === 0) offReason = `wrapper code failed to compile: ${error}`;

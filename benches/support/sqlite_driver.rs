@@ -17,20 +17,28 @@ pub fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// The amalgamation of the libsqlite3-sys crate in this workspace's dependency tree.
-fn sqlite_dir() -> PathBuf {
+/// The source directory of crate `name` in this workspace's dependency tree.
+#[allow(dead_code)] // not every bench builds a bundled program
+pub fn crate_dir(name: &str) -> PathBuf {
     let out = Command::new(env!("CARGO")).args(["metadata", "--format-version", "1"]).current_dir(repo()).output().expect("cargo metadata");
     let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata JSON");
     let manifest = meta["packages"]
         .as_array()
-        .and_then(|p| p.iter().find(|p| p["name"] == "libsqlite3-sys"))
+        .and_then(|p| p.iter().find(|p| p["name"] == name))
         .and_then(|p| p["manifest_path"].as_str())
-        .expect("libsqlite3-sys in the dependency tree");
-    Path::new(manifest).parent().unwrap().join("sqlite3")
+        .unwrap_or_else(|| panic!("{name} in the dependency tree"));
+    Path::new(manifest).parent().unwrap().to_path_buf()
+}
+
+/// The amalgamation of the libsqlite3-sys crate.
+#[allow(dead_code)] // lua_real builds no SQLite
+fn sqlite_dir() -> PathBuf {
+    crate_dir("libsqlite3-sys").join("sqlite3")
 }
 
 /// The driver, built once (`-fpatchable-function-entry=5`: entry nops uftrace patches; the
 /// same binary for every row).
+#[allow(dead_code)] // lua_real builds no SQLite
 pub fn build_driver() -> PathBuf {
     let dir = repo().join("target").join("bench-real");
     std::fs::create_dir_all(&dir).unwrap();

@@ -111,10 +111,10 @@ fn register_scalar(t: &Type) -> bool {
 }
 
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
-/// serves (not C on x86-64, a parameter or result not in one integer register, more than
+/// serves (not C or C++ on x86-64, a `std::string` or `std::optional` within reach, a parameter or result not in one integer register, more than
 /// six parameters, or a plan beyond the edge / program budget).
 pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<CapturePlan> {
-    if !info.x86_64 || !sig.c_language || sig.rust || sig.variadic || sig.closure_env || sig.params.len() > 6 {
+    if !info.x86_64 || !(sig.c_language || sig.cxx_language) || sig.rust || sig.variadic || sig.closure_env || sig.params.len() > 6 {
         return None;
     }
     let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), type_keys: HashMap::new(), edges: 0, over: false };
@@ -280,6 +280,11 @@ impl Compiler<'_> {
     /// serialize.ts `readStruct`.
     fn structure(&mut self, b: &mut Body, off: u64, id: TypeId, depth: i64) {
         if depth <= 0 {
+            return;
+        }
+        // `std::string` / `std::optional` print as their values (cxx_std.rs): the serializer's.
+        if self.info.is_std_special(id) {
+            self.over = true;
             return;
         }
         let t = self.ty(id);

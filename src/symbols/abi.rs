@@ -3,10 +3,11 @@
 //! exactly the six System V integer argument registers and `rax`, nothing else. So only:
 //! - x86-64 binaries;
 //! - C compile units: a C++ exception would unwind through the wrapper's frame, which has
-//!   no unwind info (the process aborts); Rust does not promise the System V convention;
-//!   and not built by GCC with optimization, whose interprocedural register allocation
-//!   lets callers keep values in caller-saved registers the callee leaves alone (the
-//!   wrapper clobbers them; `Signature::ipa_ra`, from the unit's producer string);
+//!   no unwind info (the process aborts); Rust does not promise the System V convention.
+//!   Units GCC optimized (`Signature::ipa_ra`, from the producer string) get
+//!   `sysv-int-saved`: interprocedural register allocation lets their callers keep values in
+//!   caller-saved registers the callee leaves alone, so the wrapper is entered through a stub
+//!   that saves them (agent/src/wrappers.ts `savingStubs`);
 //! - not variadic (`al` counts vector registers; extra arguments live on the stack);
 //! - at most 6 parameters, each an integer, bool, char, enum or pointer of at most 8 bytes
 //!   (no float/double: they travel in xmm registers; no struct or union by value);
@@ -20,18 +21,21 @@ use super::DebugInfo;
 
 /// The hook spec's `abi` value for functions the wrapper path may take.
 pub const SYSV_INT_ABI: &str = "sysv-int";
+/// The same for GCC-optimized units: the wrapper saves every caller-saved register.
+pub const SYSV_INT_SAVED_ABI: &str = "sysv-int-saved";
 
 /// Most parameters the wrapper forwards: the System V integer argument registers.
 const MAX_REG_PARAMS: usize = 6;
 
-/// `Some("sysv-int")` when a native wrapper may replace the function with this signature.
+/// `Some("sysv-int")` (or `"sysv-int-saved"`, see the header) when a native wrapper may
+/// replace the function with this signature.
 pub fn wrapper_abi(info: &DebugInfo, sig: &Signature) -> Option<&'static str> {
-    if !info.x86_64 || !sig.c_language || sig.ipa_ra || sig.rust || sig.variadic || sig.params.len() > MAX_REG_PARAMS {
+    if !info.x86_64 || !sig.c_language || sig.rust || sig.variadic || sig.params.len() > MAX_REG_PARAMS {
         return None;
     }
     let params_ok = sig.params.iter().all(|p| p.ty.is_some_and(|t| integer_scalar(info, t)));
     let ret_ok = sig.ret.is_none_or(|t| integer_scalar(info, t) || matches!(info.ty(t).kind, TypeKind::Void));
-    (params_ok && ret_ok).then_some(SYSV_INT_ABI)
+    (params_ok && ret_ok).then_some(if sig.ipa_ra { SYSV_INT_SAVED_ABI } else { SYSV_INT_ABI })
 }
 
 /// A value that travels in one integer register: integer, bool, char, enum, pointer, ≤ 8 bytes.

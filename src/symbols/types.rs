@@ -118,6 +118,9 @@ pub struct Signature {
     /// native wrapper without unwind info may stand in for it (`symbols/abi.rs`), and the
     /// native capture prints its values as the serializer does (`capture_plan.rs`).
     pub c_language: bool,
+    /// The compile unit is C++ (the native capture serves it too, short of the `std` types
+    /// the serializer prints specially).
+    pub cxx_language: bool,
     /// Built with GCC's interprocedural register allocation: callers may keep values in
     /// registers this function does not touch, so no native wrapper may stand in for it.
     pub ipa_ra: bool,

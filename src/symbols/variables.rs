@@ -26,6 +26,7 @@ pub(crate) struct UnitData {
     pub(crate) start: u64,
     pub(crate) rust: bool,
     pub(crate) c: bool,
+    pub(crate) cxx: bool,
     /// Built with GCC's interprocedural register allocation (`gcc_ipa_ra`).
     pub(crate) ipa_ra: bool,
 }
@@ -145,7 +146,7 @@ impl DebugInfo {
         while let Ok(Some(header)) = headers.next() {
             let start = header.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
             match info.dwarf.unit(header) {
-                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false, ipa_ra: false }),
+                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false, cxx: false, ipa_ra: false }),
                 Err(e) => tracing::debug!("skipping DWARF unit at {start:#x}: {e}"),
             }
         }
@@ -169,6 +170,7 @@ impl DebugInfo {
         let mut found_functions = Vec::new();
         let mut rust = false;
         let mut c = false;
+        let mut cxx = false;
         let mut ipa_ra = false;
         {
             let unit = &self.units[ui].unit;
@@ -185,6 +187,15 @@ impl DebugInfo {
                         if let Some(AttributeValue::Language(l)) = e.attr_value(gimli::DW_AT_language)? {
                             rust = l == gimli::DW_LANG_Rust;
                             c = matches!(l, gimli::DW_LANG_C89 | gimli::DW_LANG_C | gimli::DW_LANG_C99 | gimli::DW_LANG_C11 | gimli::DW_LANG_C17);
+                            cxx = matches!(
+                                l,
+                                gimli::DW_LANG_C_plus_plus
+                                    | gimli::DW_LANG_C_plus_plus_03
+                                    | gimli::DW_LANG_C_plus_plus_11
+                                    | gimli::DW_LANG_C_plus_plus_14
+                                    | gimli::DW_LANG_C_plus_plus_17
+                                    | gimli::DW_LANG_C_plus_plus_20
+                            );
                         }
                         // GCC's interprocedural register allocation (on from -O1) lets a caller
                         // keep values in registers the callee is known not to touch, which a
@@ -241,6 +252,7 @@ impl DebugInfo {
         }
         self.units[ui].rust = rust;
         self.units[ui].c = c;
+        self.units[ui].cxx = cxx;
         self.units[ui].ipa_ra = ipa_ra;
         for (addr, off) in found_functions {
             self.functions.entry(addr).or_insert((ui, off));
@@ -281,6 +293,12 @@ impl DebugInfo {
     pub fn is_reference(&self, id: TypeId) -> bool {
         let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
         store.references.contains(&id) || store.get(id).name.starts_with('&')
+    }
+
+    /// Whether the serializer prints struct `id` specially (`std::string`, `std::optional`:
+    /// `cxx_std.rs`) rather than as its members.
+    pub(crate) fn is_std_special(&self, id: TypeId) -> bool {
+        super::cxx_std::special_desc(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id).is_some()
     }
 
     /// The agent's type table for everything reachable from `roots`.
@@ -380,7 +398,8 @@ impl DebugInfo {
             let artificial = matches!(src.attr_value(gimli::DW_AT_artificial).ok().flatten(), Some(AttributeValue::Flag(true)));
             params.push((name, ty, artificial));
         }
-        let (rust, c_language, ipa_ra) = (self.units[ui].rust, self.units[ui].c, self.units[ui].ipa_ra);
+        let u = &self.units[ui];
+        let (rust, c_language, cxx_language, ipa_ra) = (u.rust, u.c, u.cxx, u.ipa_ra);
         // rustc lists a closure's environment as an unnamed first parameter only when it is
         // passed by value; a `&self` environment pointer still takes the first register.
         let closure = rust && self.attr_string(unit, &unit.entry(target).ok()?, gimli::DW_AT_name).is_some_and(|n| n.starts_with("{closure#"));
@@ -389,7 +408,7 @@ impl DebugInfo {
             .into_iter()
             .map(|(name, ty, artificial)| Param { name, ty: ty.map(|d| self.resolve(d)), artificial })
             .collect();
-        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust, c_language, ipa_ra, variadic, closure_env })
+        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust, c_language, cxx_language, ipa_ra, variadic, closure_env })
     }
 
     fn has_params(&self, unit: &gimli::Unit<AR>, off: UnitOffset) -> bool {

@@ -1,0 +1,189 @@
+//! Side by side in one run, for the benches on real programs (sqlite_real, lua_real): the
+//! peer tool (uftrace with arguments and return values) and Strobe sessions of a driver that
+//! prints "ready", waits for "go" and prints "workload ns=T … cpu_ns=U" (sqlite_driver.rs).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use strobe::engine::{Engine, EngineConfig};
+use strobe::store::{EventQuery, EventType};
+
+use crate::sqlite_driver::{launch_waiting, repo, run_traced, workload_cpu_ns, workload_ns};
+
+/// uftrace on PATH, installing the Debian package when missing (as root).
+pub fn uftrace() -> Option<PathBuf> {
+    let found = || Command::new("sh").args(["-c", "command -v uftrace"]).output().ok().filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    if let Some(p) = found() {
+        return Some(p);
+    }
+    eprintln!("uftrace missing: apt-get install -y uftrace");
+    let _ = Command::new("apt-get").args(["install", "-y", "uftrace"]).status();
+    found()
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// uftrace's run of `exe args` tracing `functions` with `-A` specs `arg_specs` and every
+/// return value: workload ns, its CPU ns and the traced calls it counted.
+pub fn uftrace_run(uftrace: &Path, exe: &Path, args: &[String], functions: &[&str], arg_specs: &[&str]) -> (f64, f64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(uftrace);
+    cmd.arg("record").arg("--no-libcall").arg("-d").arg(dir.path().join("data"));
+    for f in functions {
+        cmd.args(["-P", f]);
+    }
+    for a in arg_specs {
+        cmd.args(["-A", a]);
+    }
+    for f in functions {
+        cmd.args(["-R", &format!("{f}@retval")]);
+    }
+    let out = cmd.arg(exe).args(args).output().expect("uftrace record");
+    let ns = workload_ns(&String::from_utf8_lossy(&out.stdout)).unwrap_or(f64::NAN);
+    let cpu = workload_cpu_ns(&String::from_utf8_lossy(&out.stdout));
+    let report = Command::new(uftrace).arg("report").arg("-d").arg(dir.path().join("data")).output().expect("uftrace report");
+    let calls = String::from_utf8_lossy(&report.stdout)
+        .lines()
+        .filter(|l| functions.iter().any(|f| l.trim_end().ends_with(f)))
+        .filter_map(|l| l.split_whitespace().rev().nth(1).and_then(|c| c.parse::<u64>().ok()))
+        .sum();
+    (ns, cpu, calls)
+}
+
+pub struct StrobeRun {
+    pub ns: f64,
+    pub cpu: f64,
+    pub stored: i64,
+    pub lost: u64,
+    pub rows_per_sec: f64,
+    pub plans: u64,
+    /// Hooks on the replaceFast wrapper path (the rest attach).
+    pub wrapped: usize,
+    /// The agent's capture statistics after the workload (capture.ts captureStats).
+    pub capture: Value,
+    pub sample: Option<String>,
+    /// A page of 500 enters read from the middle of the run (typed ones decoded at read).
+    pub page_ms: f64,
+}
+
+impl StrobeRun {
+    /// Typed records' payload bytes and pointees visited, per record; reads that faulted
+    /// (a signal and Frida's exception dispatch each) and reads checked with process_vm_readv.
+    pub fn capture_line(&self) -> String {
+        let c = &self.capture;
+        let n = |k: &str| c[k].as_u64().unwrap_or(0);
+        let records = n("records").max(1);
+        format!(
+            "payload {} B and {:.1} pointees visited per typed record, faulted reads {}, checked reads {}; 500 enters read in {:.1} ms",
+            n("payloadBytes") / records,
+            n("visits") as f64 / records as f64,
+            n("faultsRecovered"),
+            n("checkedReads"),
+            self.page_ms
+        )
+    }
+}
+
+/// One Strobe session of the driver tracing `functions` with tracing `options`.
+pub async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], functions: &[&str], options: Value) -> StrobeRun {
+    let id = launch_waiting(engine, exe, args).await;
+    let run = run_traced(engine, &id, functions, options).await;
+    // One typed enter, to show what was stored.
+    let q = EventQuery { session_id: id.clone(), event_type: Some(EventType::FunctionEnter), limit: 1, ..Default::default() };
+    let sample = engine.query(&q).ok().and_then(|r| r.events.first().and_then(|e| e.arguments.clone()));
+    let page = EventQuery { limit: 500, offset: (run.stored / 4) as usize, ..q };
+    let t = std::time::Instant::now();
+    let read = engine.query(&page).map(|r| r.events.len()).unwrap_or(0);
+    let page_ms = t.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(read, 500, "a page of 500 enters");
+    engine.stop(&id, false).await.expect("stop");
+    StrobeRun {
+        ns: workload_ns(&run.line).unwrap_or(f64::NAN),
+        cpu: workload_cpu_ns(&run.line),
+        stored: run.stored,
+        lost: run.lost,
+        rows_per_sec: run.stored as f64 / run.elapsed.as_secs_f64(),
+        plans: run.settings["capture"]["plans"].as_u64().unwrap_or(0),
+        wrapped: run.settings["hookPaths"]["wrapped"].as_array().map_or(0, Vec::len),
+        capture: run.after["capture"].clone(),
+        sample,
+        page_ms,
+    }
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+/// An engine with its Frida host up, in a temporary home (kept alive by the returned dir).
+pub async fn bench_engine() -> (tempfile::TempDir, Arc<Engine>) {
+    let home = tempfile::tempdir().unwrap();
+    let cache_dir = repo().join("target").join("strobe-cache");
+    let engine = Engine::new(EngineConfig { home: home.path().to_path_buf(), cache_dir }).unwrap();
+    engine.warm_up().await.expect("Frida host");
+    (home, engine)
+}
+
+/// Tracing options recording every call: no rate sampling and no cost sampling (a JS-path
+/// fallback would otherwise be thinned to 1 call in 100, which reads as missing events).
+pub fn every_call() -> Value {
+    json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": 1 << 20 })
+}
+
+/// The table both benches print: per row, medians of workload ms, ns and CPU ns per traced
+/// call over the untraced run (`base`: workload ns and CPU ns), the ratio to uftrace's, and
+/// the middle run's rows stored, lost and rows/s end to end.
+pub fn print_table(base: (f64, f64), calls: f64, uf: Option<(f64, f64)>, rows: &[(&str, &[StrobeRun])]) {
+    let per_call = |ns: f64| (ns - base.0) / calls;
+    let cpu_per_call = |ns: f64| (ns - base.1) / calls;
+    let uf_per_call = uf.map(|u| per_call(u.0)).unwrap_or(f64::NAN);
+    println!("{:<32} {:>12} {:>14} {:>10} {:>12} {:>12} {:>10} {:>12}", "run", "workload ms", "ns/traced call", "× uftrace", "CPU ns/call", "rows stored", "lost", "rows/s e2e");
+    println!("{:<32} {:>12.1} {:>14} {:>10} {:>12} {:>12} {:>10} {:>12}", "untraced", base.0 / 1e6, "-", "-", "-", "-", "-", "-");
+    match uf {
+        Some((ns, cpu)) => println!("{:<32} {:>12.1} {:>14.0} {:>10.2} {:>12.0} {:>12} {:>10} {:>12}", "uftrace -A/-R", ns / 1e6, uf_per_call, 1.0, cpu_per_call(cpu), "-", "-", "-"),
+        None => println!("uftrace: not available (apt-get install uftrace failed); its row is skipped"),
+    }
+    for (name, runs) in rows {
+        if runs.is_empty() {
+            continue;
+        }
+        let ns = median(runs.iter().map(|r| r.ns).collect());
+        let cpu = median(runs.iter().map(|r| r.cpu).collect());
+        let mid = &runs[runs.len() / 2];
+        println!(
+            "{:<32} {:>12.1} {:>14.0} {:>10.2} {:>12.0} {:>12} {:>10} {:>12.0}",
+            name,
+            ns / 1e6,
+            per_call(ns),
+            per_call(ns) / uf_per_call,
+            cpu_per_call(cpu),
+            mid.stored,
+            mid.lost,
+            mid.rows_per_sec
+        );
+    }
+}
+
+/// Per run of each row: stored + lost against the 2 × `calls` events the workload made.
+pub fn print_accounting(rows: &[(&str, &[StrobeRun])], calls: f64) {
+    for (name, runs) in rows {
+        for r in runs.iter() {
+            let total = r.stored + r.lost as i64;
+            println!(
+                "{name}: {} stored + {} lost = {total} of {} events: {}; native plans {}, wrapped hooks {}; {}",
+                r.stored,
+                r.lost,
+                2.0 * calls,
+                if total as f64 == 2.0 * calls { "every event accounted for" } else { "MISMATCH" },
+                r.plans,
+                r.wrapped,
+                r.capture_line()
+            );
+        }
+    }
+}
