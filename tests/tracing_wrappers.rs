@@ -349,3 +349,47 @@ async fn a_library_loaded_later_that_forks_gets_the_fork_gate() {
     wait_for_exit(&h, &id).await;
     assert_eq!(h.engine.status(&id).expect("status").exit_code, Some(0));
 }
+
+/// Code GCC optimized (c_ipa_O2, -O2): vx_mix keeps a double in xmm0, its factor in xmm2 and
+/// its loop registers in ecx/edx across calls to vx_step, since GCC knows vx_step leaves them
+/// alone (IPA-RA). vx_step is still wrapped (abi `sysv-int-saved`), through a stub that saves
+/// every caller-saved register: the traced run computes the untraced run's bits exactly.
+/// Without the stub's saves the result changes or the loop runs away (checked by removing them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optimized_callers_keep_their_registers_across_a_wrapped_call() {
+    let n = 2000u32;
+    let mut acc = 0.5f64;
+    for i in 0..n {
+        acc = acc * 1.000001 + f64::from(i * 3 + 1);
+    }
+    let index = SymbolIndex::load(&common::fixture("c_ipa_O2")).expect("load index");
+    let info = DebugInfo::of(&index).expect("debug info");
+    let f = index.functions.iter().find(|f| f.name == "vx_step").expect("vx_step");
+    let sig = info.signature(f.address).expect("signature");
+    assert_eq!(wrapper_abi(&info, &sig), Some("sysv-int-saved"), "{sig:?}");
+
+    let h = harness();
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("c_ipa_O2").display().to_string(),
+            args: vec![n.to_string()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch c_ipa_O2");
+    let id = r.session_id;
+    wait_for_stdout(&h, &id, "ready").await;
+    h.engine.configure_tracing(&id, json!({ "hotCallsPerSec": 0, "costShare": 0 })).await.expect("configure tracing");
+    trace(&h, &id, &["vx_step"], &[]).await;
+    let (wrapped, _, off) = hook_paths(&h, &id).await;
+    assert_eq!(wrapped, names(&["vx_step"]), "wrappers off: {off:?}");
+    h.engine.send_stdin(&id, b"go\n").await.expect("stdin");
+    let line = wait_for_stdout(&h, &id, "mix ").await;
+    assert_eq!(line.trim(), format!("mix {:016x}", acc.to_bits()), "the traced run's result");
+    wait_for_exit(&h, &id).await;
+    let exits = query(&h, &id, EventType::FunctionExit);
+    assert_eq!(exits.len(), n as usize, "every call recorded");
+    assert_eq!(exits.last().and_then(|e| e.return_value.clone()).as_deref(), Some(((n - 1) * 3 + 1).to_string().as_str()));
+}
