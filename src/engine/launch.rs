@@ -47,7 +47,7 @@ pub struct LaunchResult {
 
 /// Resolve `command` like a shell would: a path with a slash is taken relative to `cwd`,
 /// a bare name is looked up in `PATH`.
-fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf> {
+pub(super) fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf> {
     if command.trim().is_empty() {
         return Err(StrobeError::validation("'command' is empty. Pass the path to the executable to debug."));
     }
@@ -168,7 +168,12 @@ impl Engine {
             }
             None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         };
-        let binary = resolve_command(&req.command, &cwd)?;
+        let command = resolve_command(&req.command, &cwd)?;
+        // A `#!` script runs as its interpreter's process (shebang.rs).
+        let (binary, mut argv) = match super::shebang::interpreter_of(&command) {
+            Some(started) => started,
+            None => (command.clone(), vec![command.display().to_string()]),
+        };
         let python = super::python_target::is_python(&binary);
 
         // Held until the session is registered or the launch failed (dropped on return).
@@ -189,7 +194,6 @@ impl Engine {
 
         let frida = self.frida().await?;
         let session_id = reservation.id.clone();
-        let mut argv = vec![binary.display().to_string()];
         argv.extend(req.args.iter().cloned());
         let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| !k.starts_with("STROBE_")).collect();
         for (k, v) in &req.env {

@@ -15,6 +15,7 @@ mod event_limits; // settings → per-session FIFO limits
 mod frame_vars;
 mod ingest;
 mod python_target; // tracing Python code is not supported yet: say so
+mod shebang; // `#!` scripts start as their interpreter's process
 mod output_lines; // stdout/stderr pieces → one event per line
 mod launch;
 mod launch_points; // stopOnEntry, staged and launch breakpoints, set before the first instruction

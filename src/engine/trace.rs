@@ -59,9 +59,9 @@ impl Engine {
             return Ok(s);
         }
         let syms = match self.symbols.get(&session.binary_path) {
-            // A stripped interpreter: its C extensions with DWARF join as they load
-            // (modules.rs), so patterns wait for them instead of failing.
-            Err(e) if e.code == ErrorCode::NoDebugSymbols && super::python_target::is_python(&session.binary_path) => {
+            // A stripped interpreter, or a script run through its `#!` line: C extensions with
+            // DWARF join as they load (modules.rs), so patterns wait for them instead of failing.
+            Err(e) if matches!(e.code, ErrorCode::NoDebugSymbols | ErrorCode::ValidationError) && super::python_target::is_python(&session.binary_path) => {
                 let main = super::canonical_or_same(&session.binary_path);
                 let image_base = super::backtrace::image_base_of(&main);
                 return Ok(Arc::new(SymbolIndex { binary: main, image_base, functions: Vec::new() }));

@@ -145,15 +145,19 @@ for i in range(300):
 """
 
 
-async def test_python_targets_trace_c_extensions_and_explain_python_names(strobe_home, tmp_path, fixtures_dir):
+@pytest.mark.parametrize("launch", ["interpreter", "script"])
+async def test_python_targets_trace_c_extensions_and_explain_python_names(strobe_home, tmp_path, fixtures_dir, launch):
     """A Python program calling a C library with DWARF through ctypes (loaded after launch, like
     an imported C extension): a staged pattern hooks it when it loads and its typed arguments
-    read as gdb prints them; a pattern naming Python code is explained, not called a typo."""
+    read as gdb prints them; a pattern naming Python code is explained, not called a typo.
+    Launched as `python app.py` (a stripped interpreter here) or as the script itself (`#!`)."""
     script, stop = tmp_path / "app.py", tmp_path / "stop"
-    script.write_text(PY_EXT_APP)
+    script.write_text(f"#!{sys.executable}\n" + PY_EXT_APP)
+    script.chmod(0o755)
+    command, args = (sys.executable, [str(script)]) if launch == "interpreter" else (str(script), [])
     async with mcp_client(strobe_home) as c:
         await c.call("debug_trace", add=["pyext_deposit", "work"])
-        r = await c.call("debug_launch", command=sys.executable, args=[str(script), str(fixtures_dir / "libpyext.so"), str(stop)],
+        r = await c.call("debug_launch", command=command, args=args + [str(fixtures_dir / "libpyext.so"), str(stop)],
                          projectRoot=str(tmp_path))
         sid = r["sessionId"]
         assert "cannot be traced yet" in r["nextSteps"] and "'work'" in " ".join(r["warnings"]), r
