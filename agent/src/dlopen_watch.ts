@@ -3,7 +3,7 @@
 // first, like the exit hook (index.ts): a forked child's stale agent copy keeps it until
 // Frida unloads that copy, and Frida's injection of the child's fresh agent calls dlopen
 // there; entering the stale JS runtime would hang the child. Used by forksafe.ts (fork
-// imports of late libraries), modules.ts (their DWARF) and fd_guard.ts (their close_range).
+// imports of late libraries) and modules.ts (their DWARF).
 
 const LOADS_C = `
 #include <gum/guminterceptor.h>
@@ -17,24 +17,16 @@ void on_leave (GumInvocationContext * ic) {
 }
 `;
 
-/** The one listener's CModule, callback and pid cell live as long as the agent. */
+/** Each listener's CModule, callback and pid cell live as long as the agent. */
 const parts: object[] = [];
-/** What runs after each load, in registration order. */
-const callbacks: (() => void)[] = [];
 
-/**
- * Call `onLoad` after every dlopen/dlmopen in process `pid` (this agent's). One native
- * listener per export serves every caller: each load makes one trip into JS, not one per
- * caller, and a callback that throws does not keep the others from running.
- */
+/** Call `onLoad` after every dlopen/dlmopen in process `pid` (this agent's). */
 export function afterEachDlopen(pid: number, onLoad: () => void): void {
-    callbacks.push(onLoad);
-    if (parts.length > 0) return;
     const getpid = Module.findGlobalExportByName("getpid");
     if (getpid === null) return;
     const pidCell = Memory.alloc(4);
     pidCell.writeS32(pid);
-    const callback = new NativeCallback(runCallbacks, "void", []);
+    const callback = new NativeCallback(onLoad, "void", []);
     const cm = new CModule(LOADS_C, { getpid, load_pid: pidCell, strobe_on_load: callback });
     parts.push(cm, callback, pidCell);
     const seen = new Set<string>();
@@ -44,16 +36,6 @@ export function afterEachDlopen(pid: number, onLoad: () => void): void {
             if (at === null || seen.has(at.toString())) continue;
             seen.add(at.toString());
             Interceptor.attach(at, { onLeave: cm.on_leave });
-        }
-    }
-}
-
-function runCallbacks(): void {
-    for (const f of callbacks) {
-        try {
-            f();
-        } catch (e) {
-            send({ type: "log", level: "warning", message: `after a dlopen: ${e instanceof Error ? e.message : e}` });
         }
     }
 }

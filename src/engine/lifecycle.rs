@@ -189,6 +189,14 @@ pub(super) fn on_detached(engine: &Arc<Engine>, pid: u32, reason: &str) {
         reattach(engine, s, reason.to_string());
         return;
     }
+    if pid == s.pid && reason != "process-terminated" && !ours && s.is_running() {
+        // The same race, the process already gone: its kernel status may still be on its way.
+        let (engine, reason) = (engine.clone(), reason.to_string());
+        engine.runtime.clone().spawn(async move {
+            end_after_lost_session(&engine, &s, &format!("Frida had ended its session ({reason}) as it exited")).await;
+        });
+        return;
+    }
     let end = {
         let mut st = s.state.lock().unwrap();
         let life = &mut st.life;
@@ -269,20 +277,7 @@ fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
             ),
             // It ended meanwhile (its exit status went with the lost session).
             Err(_) if !super::descendants::running(s.pid) => {
-                // The host reports the kernel's status of a process it spawned (exit_status).
-                let mut end = None;
-                for _ in 0..100 {
-                    end = s.state.lock().unwrap().life.kernel_ends.remove(&s.pid);
-                    if end.is_some() {
-                        break;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                }
-                let text = match &end {
-                    Some(e) => e.describe(),
-                    None => format!("ended untraced, exit status unknown: Frida had ended its session ({reason}) while it kept running"),
-                };
-                end_root(&engine, &s, end, text);
+                end_after_lost_session(&engine, &s, &format!("Frida had ended its session ({reason}) while it kept running")).await;
             }
             // Still "running": the process is, and `stop` must kill it.
             Err(e) => tracing::warn!(
@@ -294,6 +289,28 @@ fn reattach(engine: &Arc<Engine>, s: Arc<Session>, reason: String) {
             ),
         }
     });
+}
+
+/// The root process ended after Frida ended its session (`why`): the host reports the
+/// kernel's status of a process it spawned (exit_status), which may still be on its way.
+async fn end_after_lost_session(engine: &Engine, s: &Session, why: &str) {
+    let mut end = None;
+    for _ in 0..100 {
+        end = s.state.lock().unwrap().life.kernel_ends.remove(&s.pid);
+        if end.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let end = end.or_else(|| s.state.lock().unwrap().life.ends.remove(&s.pid));
+    if !s.is_running() {
+        return; // stopped meanwhile
+    }
+    let text = match &end {
+        Some(e) => e.describe(),
+        None => format!("ended untraced, exit status unknown: {why}"),
+    };
+    end_root(engine, s, end, text);
 }
 
 /// A fork or exec of one of our processes, suspended: attach, hook, resume. Never leaves it
