@@ -174,7 +174,6 @@ impl Engine {
             Some(started) => started,
             None => (command.clone(), vec![command.display().to_string()]),
         };
-        let python = super::python_target::is_python(&binary);
 
         // Held until the session is registered or the launch failed (dropped on return).
         let reservation = self.reserve_launch(&binary)?;
@@ -245,10 +244,7 @@ impl Engine {
             self.load_modules(&session).await;
             let mut applied = (0, 0, Vec::new(), false);
             if !pending.is_empty() {
-                let mut r = self.apply_trace(&session, &pending, &[]).await?;
-                if python {
-                    super::python_target::explain_unmatched(&mut r);
-                }
+                let r = self.apply_trace(&session, &pending, &[]).await?;
                 applied = (pending.len(), r.hooked_functions, r.warnings, r.python_target);
             }
             let mut stops = self.install_launch_stops(&session, stops).await?;

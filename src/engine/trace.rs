@@ -47,11 +47,7 @@ impl Engine {
         };
         let session = self.session(id)?;
         session.ensure_running()?;
-        let mut result = self.apply_trace(&session, add, remove).await?;
-        if super::python_target::is_python(&session.binary_path) {
-            super::python_target::explain_unmatched(&mut result);
-        }
-        Ok(result)
+        self.apply_trace(&session, add, remove).await
     }
 
     pub(crate) fn session_symbols(&self, session: &Session) -> Result<Arc<SymbolIndex>> {
@@ -171,6 +167,10 @@ impl Engine {
             let st = session.state.lock().unwrap();
             result.events_lost = st.tracing.events_lost + self.store.events_shed(&session.id) as u64;
             result.sampled_functions = st.tracing.sampled_functions();
+        }
+        // Added patterns that matched nothing in a Python target likely name Python code.
+        if !add.is_empty() && super::python_target::is_python(&session.binary_path) {
+            super::python_target::explain_unmatched(&mut result);
         }
         Ok(result)
     }
