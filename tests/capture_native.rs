@@ -58,8 +58,14 @@ async fn run_both(engine: &Arc<Engine>, native_options: Value, rounds: usize) ->
 }
 
 async fn run_both_on(engine: &Arc<Engine>, fixture: &str, native_options: Value, rounds: usize) -> (Vec<Event>, Vec<Event>, Value) {
+    run_both_with(engine, (fixture, "cap_*", FUNCTIONS, CALLS), native_options, rounds).await
+}
+
+/// `run_both_on` for a fixture whose functions match `pattern`: `functions` of them, called
+/// `calls` times a round.
+async fn run_both_with(engine: &Arc<Engine>, (fixture, pattern, functions, calls): (&str, &str, usize, usize), native_options: Value, rounds: usize) -> (Vec<Event>, Vec<Event>, Value) {
     let id = launch_fixture(engine, fixture, rounds as u64).await;
-    let patterns = ["cap_*".to_string()];
+    let patterns = [pattern.to_string()];
     let mut passes = Vec::new();
     let mut settings = Value::Null;
     for (pass, native) in [(0, false), (1, true)] {
@@ -69,14 +75,14 @@ async fn run_both_on(engine: &Arc<Engine>, fixture: &str, native_options: Value,
         options["nativeCapture"] = json!(native);
         engine.configure_tracing(&id, options).await.expect("configure tracing");
         let t = engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
-        assert_eq!(t.hooked_functions, FUNCTIONS, "{t:?}");
+        assert_eq!(t.hooked_functions, functions, "{t:?}");
         settings = engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
         let before = common::events::trace_events(engine, &id).len();
         engine.send_stdin(&id, b"go\n").await.expect("stdin");
         common::events::wait_for_stdout(engine, &id, &format!("pass {pass} done"), Duration::from_secs(60)).await;
         // Every event of the pass is stored before the hooks go (the drain is prompt; allow load).
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while common::events::trace_events(engine, &id).len() < before + rounds * CALLS * 2 && std::time::Instant::now() < deadline {
+        while common::events::trace_events(engine, &id).len() < before + rounds * calls * 2 && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         if pass == 0 {
@@ -127,9 +133,14 @@ fn put_back_the_big_pointee(js: &[Content], native: &mut [Content]) {
 /// Both passes' events as content (`rounds` rounds each), the native pass's cap_big put
 /// back, compared event by event.
 fn same_as_javascript(js_events: &[Event], native_events: &[Event], rounds: usize) -> Vec<Content> {
+    same_as_javascript_of(js_events, native_events, rounds * CALLS)
+}
+
+/// `same_as_javascript` for `calls` calls in each pass.
+fn same_as_javascript_of(js_events: &[Event], native_events: &[Event], calls: usize) -> Vec<Content> {
     let (js, mut native) = (content(js_events), content(native_events));
-    // rounds × CALLS calls, enter + exit each.
-    assert_eq!(js.len(), rounds * CALLS * 2, "{:#?}", js.iter().map(|e| &e.1).collect::<Vec<_>>());
+    // Every call, enter + exit each.
+    assert_eq!(js.len(), calls * 2, "{:#?}", js.iter().map(|e| &e.1).collect::<Vec<_>>());
     put_back_the_big_pointee(&js, &mut native);
     for (i, (a, b)) in js.iter().zip(&native).enumerate() {
         assert_eq!(b, a, "event {i}: native capture (left) differs from the JS serializer (right)");
@@ -248,6 +259,59 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 /// `checkedReads: false`), every pointee is read with the safe copy and an unreadable one
 /// faults: the agent resumes the copy (capture_walk.c strobe_safe_copy, capture.ts), the
 /// target lives on, and what is stored is still what the serializer prints.
+/// rust_captured's functions and their calls per round.
+const RUST_FUNCTIONS: usize = 9;
+const RUST_CALLS: usize = 13;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_prints() {
+    let (_home, engine) = engine();
+    let fixture = ("rust_captured", "captured::cap_*", RUST_FUNCTIONS, RUST_CALLS);
+    let (js_events, native_events, native_settings) = run_both_with(&engine, fixture, json!({}), 3).await;
+    // One plan per function: no two take the same types.
+    assert_eq!(native_settings["capture"]["plans"], json!(RUST_FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
+    let after = &native_settings["after"]["capture"];
+    assert!(after["records"].as_u64().unwrap() >= 3 * RUST_CALLS as u64 * 2, "the native hook recorded them: {after}");
+    // The root's walk from `parent` is remembered in round 0 and replayed after; its slot's
+    // change of variant in rounds 1 and 2 sends it back to the walk (stale).
+    assert!(after["walksReplayed"].as_u64().unwrap() > 0 && after["walksStale"].as_u64().unwrap() > 0, "{after}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * RUST_CALLS);
+
+    // And they are the program's values.
+    let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
+    let first = &enters("captured::cap_item")[0]["it"];
+    assert_eq!(first["name"], json!("first"));
+    assert_eq!(first["note"], json!("a note"));
+    assert_eq!(first["nums"], json!([0, 1, 2]));
+    assert_eq!(first["leaves"], json!([{ "id": 1, "tag": "one" }, { "id": 2, "tag": "two" }]));
+    assert_eq!(first["words"], json!(["alpha", "béta", ""]));
+    assert_eq!((&first["shorts"], &first["empty"], &first["none"]), (&json!([7, 8, 9]), &json!(""), &json!([])));
+    assert_eq!((&first["shape"], &first["count"]), (&json!("Dot"), &json!(0)), "round 0: Dot, Some(0)");
+    assert_eq!(first["parent"]["name"], json!("root"), "Option<&Item> followed: {first}");
+    assert_eq!(first["parent"]["parent"], json!(null), "None of a niche-encoded Option");
+    assert_eq!(first["res"], json!({ "Ok": 0 }));
+    assert_eq!(first["me"], json!("<circular ref to Item>"), "{first}");
+    let second = enters("captured::cap_item");
+    assert_eq!((&second[1]["it"]["res"], &second[3]["it"]["res"]), (&json!({ "Err": "bad 0" }), &json!({ "Ok": 1 })), "Result both ways, round by round");
+    let slots: Vec<Value> = enters("captured::cap_item").iter().step_by(2).map(|a| a["it"]["parent"]["slot"].clone()).collect();
+    // (Pair at depth 1: its fields at depth 0, the reference not followed.)
+    assert_eq!(slots, vec![json!("Empty"), json!({ "Name": "n1" }), json!({ "Pair": { "__0": 2, "__1": "<Leaf>" } })], "a variant changed below the arguments, round by round");
+    let shapes: Vec<Value> = enters("captured::cap_shape").iter().step_by(2).map(|a| a["s"].clone()).collect();
+    assert_eq!(shapes, vec![json!("Dot"), json!({ "Circle": 1 }), json!({ "Rect": { "w": 2, "h": 2 } })], "each variant as its round set it");
+    let texts = &enters("captured::cap_texts")[0]["t"];
+    assert_eq!(texts["long"], json!(format!("{}…", "x".repeat(1024))));
+    assert_eq!(texts["multi"], json!("grüße ✓ 日本"));
+    let cut = texts["cut"].as_str().unwrap();
+    assert!(cut.starts_with("aÃ©") && cut.ends_with('…'), "cut inside a UTF-8 sequence at 1,024 bytes: bytes as Latin-1, as the serializer: {cut}");
+    assert_eq!(texts["nul"], json!("a\u{0}b"), "an embedded NUL is text in a Rust string");
+    assert_eq!(texts["many"].as_array().map(Vec::len), Some(101), "100 elements and a count of the rest: {}", texts["many"]);
+    assert_eq!(texts["many"][100], json!("<50 more>"));
+    assert_eq!(enters("captured::cap_name")[0]["s"], json!("second-é"));
+    assert_eq!(enters("captured::cap_opt")[..2], [json!({ "o": { "id": 77, "tag": "lone" } }), json!({ "o": null })]);
+    let picked = native.iter().find(|e| e.0 == EventType::FunctionExit && e.1 == "captured::cap_pick").unwrap();
+    assert_eq!(picked.3.as_ref().unwrap()["name"], json!("first"), "a returned reference, followed");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_recovers_faulting_reads_without_checked_reads() {
     let (_home, engine) = engine();

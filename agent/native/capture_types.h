@@ -11,7 +11,11 @@ typedef unsigned short u16;
 typedef struct { u32 n_enter; u32 n_exit; u32 n_progs; u32 n_edges; } CapPlan;
 typedef struct { u32 reg; u32 kind; u32 prog; u32 pad; } CapRoot;
 typedef struct { u32 key; u32 depth; u32 size; u32 first; u32 n; u32 pad; } CapProg;
-typedef struct { u32 off; u32 count; u32 stride; u32 kind; u32 child; u32 pad; } CapEdge;
+/* An edge (capture_c.ts): count pointers stride apart from off; a Rust buffer (kind
+   CAP_KIND_ARRAY) also has its length word at len_off, elem-byte elements, at most max;
+   gspec & 0xff, when not 0, guards it with a gspec & 0xff byte discriminant at goff: in the
+   set {lo + i: bit i of mask} (gspec bit 8) or not. Offsets are from the same base. */
+typedef struct { u32 off; u32 count; u32 stride; u32 kind; u32 child; u32 len_off; u32 elem; u32 max; u32 goff; u32 gspec; u32 glo_lo; u32 glo_hi; u32 gmask_lo; u32 gmask_hi; } CapEdge;
 /* The typed capture's counters and settings, shared with the CModule (fields: capture_c.ts;
    the counters are racy increments: estimates). */
 typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked; u64 visits; u64 pushes; u64 scratch_size; u64 replayed; u64 recorded; u64 stale; u64 unchanged; u64 deltas; u32 avx2; u32 pad; } CaptureShared;
@@ -23,6 +27,11 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_VISITS 1536           /* distinct pointees per call: keeps the table sparse */
 #define CAP_STACK 2048
 #define CAP_KEY_CSTRING 0xffffffffu
+#define CAP_KEY_BYTES 0xfffffffeu     /* a Rust buffer of text: its bytes, no program */
+#define CAP_KIND_STRUCT 0
+#define CAP_KIND_CSTRING 1
+#define CAP_KIND_ARRAY 2
+#define CAP_NO_CHILD 0xffffffffu
 #define CAP_SETS_BITS 8           /* pages known readable: 256 sets of 4, by hashed page number */
 #define CAP_WAYS 4
 #define CAP_PAGES ((1 << CAP_SETS_BITS) * CAP_WAYS)
@@ -68,7 +77,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
    (most visit a few dozen pointees) and moves to the big one at half its size. */
 typedef struct { u64 addr; u32 key; u32 gen; } CapSeen;
 typedef struct { u8 * data; u32 depth; u32 want; u32 len; u32 op; } CapSeenData;
-typedef struct { u64 p; u32 kind; u32 prog; } CapTodo;
+typedef struct { u64 p; u32 kind; u32 prog; u32 n; u32 elem; } CapTodo;
 typedef struct { u64 addr; u32 key; u32 depth; u32 gen; u32 pad; } CapRootSeen;
 typedef struct { u64 addr; u8 * data; u32 size; u32 pad; } CapBig;
 

@@ -78,10 +78,92 @@ static inline void cap_rec_check (CapScratch * s, u32 op, u32 off, u64 value) {
   t->n_checks++;
 }
 
-/* The walk from pointee p (a struct of program prog, or a C string when kind is not 0) into
+/* Whether edge ed, moved d bytes on, is followed from a block copy (data, len bytes): its
+   guard, if any — a Rust enum's discriminant in the same block — selects its variant
+   (serialize.ts readRustEnum). The discriminant's 8-byte window is a check of the sub-walk
+   being recorded (op: the block's). */
+static inline int cap_guard_ok (CapScratch * s, const CapEdge * ed, const u8 * data, u32 len, u32 d, u32 op) {
+  u32 gsize = ed->gspec & 0xff;
+  if (gsize == 0)
+    return 1;
+  u32 goff = ed->goff + d;
+  if (gsize > 8 || goff + gsize > len)
+    return 0; /* not copied: the decoder prints the enum unreadable */
+  if (len >= 8) {
+    u32 w = goff + 8 <= len ? goff : len - 8;
+    u64 win;
+    __builtin_memcpy (&win, data + w, 8);
+    cap_rec_check (s, op, w, win);
+  } else if (s->rec != 0) {
+    s->rec_ok = 0;
+  }
+  u64 v = 0;
+  for (u32 b = 0; b < gsize; b++)
+    v |= (u64) data[goff + b] << (8 * b);
+  u64 lo = ((u64) ed->glo_hi << 32) | ed->glo_lo, mask = ((u64) ed->gmask_hi << 32) | ed->gmask_lo;
+  int in_set = v - lo < 64 && ((mask >> (v - lo)) & 1);
+  return in_set == (int) ((ed->gspec >> 8) & 1);
+}
+
+/* The todo entry edge ed (moved d bytes on) makes of the pointer word q it read from a block
+   copy (data, len bytes): a Rust buffer's element count comes from the same block (a
+   check of the recording); 0 when there is nothing to visit (no elements, or no length). */
+static inline int cap_todo_of (CapScratch * s, const CapEdge * ed, const u8 * data, u32 len, u32 d, u32 op, u64 q, CapTodo * t) {
+  t->p = q;
+  t->kind = ed->kind;
+  t->prog = ed->child;
+  t->n = 0;
+  t->elem = 0;
+  if (ed->kind != CAP_KIND_ARRAY)
+    return 1;
+  u32 loff = ed->len_off + d;
+  u64 n;
+  if (loff + 8 > len)
+    return 0;
+  __builtin_memcpy (&n, data + loff, 8);
+  cap_rec_check (s, op, loff, n);
+  if (n == 0 || ed->elem == 0)
+    return 0; /* "" or []: nothing read */
+  t->n = n < ed->max ? (u32) n : ed->max;
+  t->elem = ed->elem;
+  return 1;
+}
+
+/* Pushes the edges of program g for the block copy at data (len bytes), from byte base on
+   (an element of a Rust buffer), last edge first: popped in field order. */
+static inline u32 cap_push (CapScratch * s, const CapParts * pl, const CapProg * g, const u8 * data, u32 len, u32 base, u32 op, u32 sp, u64 * pushes) {
+  u32 k = g->n;
+  while (k-- > 0) {
+    const CapEdge * ed = &pl->edges[g->first + k];
+    u32 c = ed->count;
+    while (c-- > 0) {
+      u32 d = base + c * ed->stride, off = ed->off + d;
+      u64 q;
+      if (off + 8 > len)
+        continue;
+      if (sp >= CAP_STACK) {
+        s->rec_ok = 0;
+        continue;
+      }
+      if (!cap_guard_ok (s, ed, data, len, d, op))
+        continue;
+      __builtin_memcpy (&q, data + off, 8);
+      cap_rec_check (s, op, off, q);
+      if (q == 0)
+        continue;
+      if (cap_todo_of (s, ed, data, len, d, op, q, &s->todo[sp])) {
+        sp++;
+        (*pushes)++;
+      }
+    }
+  }
+  return sp;
+}
+
+/* The walk from pointee start (a struct of program prog, a C string, or a Rust buffer) into
    out from pos on; returns the new pos. Depth-first with an explicit stack; the visit table
    skips a pointee already visited with as much depth left. Records into s->rec when set. */
-static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, u64 p, u32 kind, u32 prog) {
+static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, const CapTodo * start) {
   u32 sp = 0, i;
   u64 pushes = 0;
   if (++s->gen == 0) { /* wrapped: forget every slot once */
@@ -93,19 +175,17 @@ static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8
   }
   s->visits = 0;
   s->big = 0;
-  s->todo[0].p = p;
-  s->todo[0].kind = kind;
-  s->todo[0].prog = prog;
+  s->todo[0] = *start;
   sp = 1;
   while (sp > 0) {
     --sp;
-    u64 tp = s->todo[sp].p;
-    u32 tkind = s->todo[sp].kind, tprog = s->todo[sp].prog;
+    CapTodo td = s->todo[sp];
+    u64 tp = td.p;
     int fresh;
     if (!cap_plausible (tp))
       continue;
     u8 * h = out + pos;
-    if (tkind != 0) {
+    if (td.kind == CAP_KIND_CSTRING) {
       CapSeenData * at = cap_seen (s, tp, CAP_KEY_CSTRING, &fresh);
       if (at == 0 || (fresh && pos + 12 + CAP_STRING > CAP_BUDGET)) {
         s->rec_ok = 0;
@@ -118,25 +198,39 @@ static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8
       pos += n;
       continue;
     }
-    if (tprog >= pl->plan->n_progs)
+    /* A struct (size bytes of program g), or a Rust buffer (n elements of program g, or
+       text: no program). */
+    const CapProg * g = 0;
+    u32 key = CAP_KEY_BYTES, depth = 0, size;
+    if (td.prog != CAP_NO_CHILD) {
+      if (td.prog >= pl->plan->n_progs)
+        continue;
+      g = &pl->progs[td.prog];
+      key = g->key;
+      depth = g->depth;
+    }
+    if (td.kind == CAP_KIND_ARRAY)
+      size = td.n * td.elem;
+    else if (g != 0)
+      size = g->size;
+    else
       continue;
-    const CapProg * g = &pl->progs[tprog];
-    CapSeenData * e = cap_seen (s, tp, g->key, &fresh);
+    CapSeenData * e = cap_seen (s, tp, key, &fresh);
     if (e == 0) {
       s->rec_ok = 0;
       continue;
     }
-    if (!fresh && e->depth >= g->depth)
+    if (!fresh && e->depth >= depth && (td.kind != CAP_KIND_ARRAY || e->want >= size))
       continue;
-    if (e->want < g->size) {
-      if (pos + 12 + g->size > CAP_BUDGET) {
+    if (e->want < size) {
+      if (pos + 12 + size > CAP_BUDGET) {
         s->rec_ok = 0;
         continue; /* over the budget: left out (a later, smaller need may still fit) */
       }
-      u32 got = g->size > 0 ? cap_copy (s, cs, h + 12, tp, g->size) : 0;
-      e->want = g->size;
-      if (got == g->size || got == 0)
-        cap_rec_op (s, tp, g->size, got == 0 ? CAP_OP_UNREADABLE : CAP_OP_STRUCT);
+      u32 got = size > 0 ? cap_copy (s, cs, h + 12, tp, size) : 0;
+      e->want = size;
+      if (got == size || got == 0)
+        cap_rec_op (s, tp, size, got == 0 ? CAP_OP_UNREADABLE : CAP_OP_STRUCT);
       else
         s->rec_ok = 0;
       if (got > 0) {
@@ -144,37 +238,20 @@ static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8
         e->data = h + 12;
         e->len = got;
         e->op = s->rec != 0 ? s->rec->n_ops - 1 : 0;
-        if (got == g->size)
+        if (got == size)
           cap_big_note (s, tp, h + 12, got);
         pos += 12 + got;
       }
     }
-    e->depth = g->depth;
-    /* Children pushed last-edge first: popped in field order. */
-    u32 k = g->n;
-    while (k-- > 0) {
-      const CapEdge * ed = &pl->edges[g->first + k];
-      u32 c = ed->count;
-      while (c-- > 0) {
-        u32 off = ed->off + c * ed->stride;
-        u64 q;
-        if (off + 8 > e->len)
-          continue;
-        if (sp >= CAP_STACK) {
-          s->rec_ok = 0;
-          continue;
-        }
-        __builtin_memcpy (&q, e->data + off, 8);
-        cap_rec_check (s, e->op, off, q);
-        if (q == 0)
-          continue;
-        s->todo[sp].p = q;
-        s->todo[sp].kind = ed->kind;
-        s->todo[sp].prog = ed->child;
-        sp++;
-        pushes++;
-      }
+    e->depth = depth;
+    if (g == 0 || g->n == 0)
+      continue;
+    if (td.kind != CAP_KIND_ARRAY) {
+      sp = cap_push (s, pl, g, e->data, e->len, 0, e->op, sp, &pushes);
+      continue;
     }
+    for (i = td.n; i-- > 0;) /* last element first: popped in order */
+      sp = cap_push (s, pl, g, e->data, e->len, i * td.elem, e->op, sp, &pushes);
   }
   cs->visits += s->visits;
   cs->pushes += pushes;
@@ -512,7 +589,8 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
   t->kept_len = t->misses = t->pause = 0;
   s->rec = t;
   s->rec_ok = 1;
-  end = cap_walk (s, cs, pl, out, pos, p, 0, prog);
+  CapTodo start = { p, CAP_KIND_STRUCT, prog, 0, 0 };
+  end = cap_walk (s, cs, pl, out, pos, &start);
   s->rec = 0;
   /* A sub-walk that read no pointer word has nothing a replay would save. */
   if (s->rec_ok && t->n_checks > 0) {
@@ -704,15 +782,24 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     for (u32 k = 0; k < g->n; k++) {
       const CapEdge * ed = &pl.edges[g->first + k];
       for (u32 c = 0; c < ed->count; c++) {
-        u32 off = ed->off + c * ed->stride;
+        u32 d = c * ed->stride, off = ed->off + d;
         u64 q;
+        CapTodo td;
         if (off + 8 > got)
           break;
+        if (!cap_guard_ok (s, ed, data, got, d, 0))
+          continue;
         __builtin_memcpy (&q, data + off, 8);
         if (!cap_plausible (q))
           continue;
-        if (ed->kind != 0) {
+        if (ed->kind == CAP_KIND_CSTRING) {
           cap_root_string (s, cs, out, &pos, q);
+          continue;
+        }
+        if (!cap_todo_of (s, ed, data, got, d, 0, q, &td))
+          continue;
+        if (ed->kind == CAP_KIND_ARRAY) { /* a Rust buffer: walked, not remembered */
+          pos = cap_walk (s, cs, &pl, out, pos, &td);
           continue;
         }
         if (ed->child >= plan->n_progs)

@@ -10,8 +10,10 @@ import { currentDepth } from "./serialize.js";
 import { CAPTURE_WALK_CODE, CAPTURE_WALK_SYMBOLS } from "./capture_walk.js";
 
 export interface CaptureSpec {
-    /** Per (struct type, depth left): [typeKey, depth, size, [[off, count, stride, kind, child], …]]. */
-    progs: [number, number, number, [number, number, number, number, number][]][];
+    /** Per (struct type, depth left): [typeKey, depth, size, [edge, …]], an edge as CapEdge's
+     *  fourteen u32s: off, count, stride, kind, child, len_off, elem, max, guard off, guard
+     *  size | inside << 8, guard lo low, high, mask low, high (capture_plan.rs Edge::to_agent). */
+    progs: [number, number, number, number[][]][];
     /** [reg, kind, prog] per walk start: the enter roots, then the exit roots. */
     roots: [number, number, number][];
     /** How many of `roots` start at enter. */
@@ -21,7 +23,7 @@ export interface CaptureSpec {
 }
 
 /** capture_c.ts: CapPlan header, CapRoot, CapProg and CapEdge sizes. */
-const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 24;
+const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 56;
 
 /** The walk's machine code in the target (build.rs compiles agent/native/capture_walk.c). */
 let walk: NativePointer | null = null;
@@ -174,7 +176,7 @@ export function capturePlan(capture: CaptureSpec): NativePointer {
     let first = 0;
     progs.forEach(([typeKey, depth, size, edges], i) => {
         u32s(progsAt.add(PROG_SIZE * i), [typeKey, depth, size, first, edges.length, 0]);
-        edges.forEach(([off, count, stride, kind, child], j) => u32s(edgesAt.add(EDGE_SIZE * (first + j)), [off, count, stride, kind, child, 0]));
+        edges.forEach((edge, j) => u32s(edgesAt.add(EDGE_SIZE * (first + j)), edge.slice(0, EDGE_SIZE / 4)));
         first += edges.length;
     });
     plans.set(key, block);

@@ -6,10 +6,14 @@
 // Plan (built by capture.ts): a header {u32 n_enter, n_exit, n_progs, n_edges}, then the
 // roots {u32 reg, kind, prog, pad} (enter roots, then exit roots: reg 0 is rax), the
 // programs {u32 key, depth, size, first edge, n edges, pad} and the edges {u32 off, count,
-// stride, kind, child, pad}. A program says what to do with a struct of one type (key)
-// reached with `depth` left: copy `size` bytes and follow its pointer edges (`count`
-// pointers `stride` apart from `off`; kind 0: a struct, run program `child`; kind 1: a C
-// string, up to 1,025 bytes, stopping at NUL).
+// stride, kind, child, len_off, elem, max, goff, gspec, glo lo, hi, gmask lo, hi}. A program says what
+// to do with a struct of one type (key) reached with `depth` left: copy `size` bytes and
+// follow its pointer edges (`count` pointers `stride` apart from `off`; kind 0: a struct,
+// run program `child`; kind 1: a C string, up to 1,025 bytes, stopping at NUL; kind 2: a
+// Rust buffer, min(u64 at len_off, max) elements of elem bytes, each run through program
+// `child` unless it is ~0). gspec's low byte, when not 0, is the size of a Rust enum's
+// discriminant at goff: the edge is followed only when it is in the set {glo + i: bit i
+// of gmask} (bit 8 of gspec set) or not (clear).
 //
 // The walk (strobe_cap_walk in agent/native/capture_walk.c, compiled ahead of time at -O2
 // by build.rs and copied into the target by capture.ts: TinyCC's code made it twice as

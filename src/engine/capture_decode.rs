@@ -93,6 +93,11 @@ fn ret_json(plan: &CapturePlan, rax: u64, payload: &[u8]) -> String {
     with_reader(plan, &[rax], payload, |r| r.read(REG_ADDR, ty, plan.depth as i64))
 }
 
+/// serialize.ts lengthAt: a length word, capped so a garbage one reads no gigabytes.
+fn length_at(v: &View, addr: u64) -> Result<u64, ()> {
+    Ok(v.u64_at(addr, 8)?.min(0x7fff_ffff))
+}
+
 struct Reader<'a> {
     plan: &'a CapturePlan,
     view: &'a View<'a>,
@@ -186,6 +191,15 @@ impl<'a> Reader<'a> {
             }
             TypeKind::Struct { .. } => return self.structure(addr, t, depth),
             TypeKind::Array { element, count } => self.array(addr, *element, count.unwrap_or(0), depth),
+            TypeKind::RustStr { ptr, len } | TypeKind::RustVec { ptr, len, utf8: true, .. } => {
+                let (p, n) = (v.u64_at(addr + ptr, 8)?, length_at(v, addr + len)?);
+                self.utf8(p, n);
+            }
+            TypeKind::RustVec { ptr, len, element, .. } | TypeKind::RustSlice { ptr, len, element } => {
+                let (p, n) = (v.u64_at(addr + ptr, 8)?, length_at(v, addr + len)?);
+                self.array(p, *element, n, depth);
+            }
+            TypeKind::RustEnum { discr, variants } => return self.rust_enum(addr, t, *discr, variants, depth),
             TypeKind::Void => out.push_str("null"),
             TypeKind::Function => json::hex(out, addr),
             _ => json::string(out, &[&format!("<{} @0x{addr:x}>", t.name)]),
@@ -201,10 +215,75 @@ impl<'a> Reader<'a> {
         if crate::symbols::types::is_c_char(tt) {
             return self.cstring(p);
         }
-        if matches!(tt.kind, TypeKind::Struct { .. }) {
+        // serialize.ts `followable`: structs and Rust containers.
+        if matches!(tt.kind, TypeKind::Struct { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. } | TypeKind::RustEnum { .. }) {
             return self.read(p, target.unwrap(), depth);
         }
         json::hex(&mut self.out, p)
+    }
+
+    /// serialize.ts readUtf8: `len` bytes of text at `p`, cut at MAX_STRING.
+    fn utf8(&mut self, p: u64, len: u64) {
+        if len == 0 {
+            return self.out.push_str("\"\"");
+        }
+        let n = len.min(MAX_STRING as u64);
+        match (p, self.view.bytes(p, n)) {
+            (1.., Ok(b)) => json::text(&mut self.out, b, len > MAX_STRING as u64),
+            _ => json::unreadable(&mut self.out, p),
+        }
+    }
+
+    /// serialize.ts readRustEnum: the variant the discriminant names (or the default one),
+    /// printed as its name, its one tuple field's value, or `{name: value}`.
+    fn rust_enum(&mut self, addr: u64, t: &'a Arc<Type>, discr: Option<crate::symbols::types::Discr>, variants: &'a [crate::symbols::types::Variant], depth: i64) -> Result<(), ()> {
+        let mut chosen = variants.iter().find(|v| v.value.is_none());
+        match discr {
+            Some(d) => {
+                if matches!(d.size, 1 | 2 | 4 | 8) {
+                    let raw = self.view.u64_at(addr + d.offset, d.size)?;
+                    if let Some(hit) = variants.iter().find(|v| v.value == Some(raw)) {
+                        chosen = Some(hit);
+                    }
+                }
+            }
+            None => chosen = variants.first().or(chosen),
+        }
+        let Some(v) = chosen else {
+            json::string(&mut self.out, &["<", &t.name, ": unknown variant>"]);
+            return Ok(());
+        };
+        let members: &'a [crate::symbols::Member] = match self.ty(v.ty).map(|vt| &vt.kind) {
+            Some(TypeKind::Struct { members, .. }) => members,
+            _ => &[],
+        };
+        let is_option = t.name.starts_with("Option<");
+        if members.is_empty() {
+            if is_option && v.name == "None" {
+                self.out.push_str("null");
+            } else {
+                json::string(&mut self.out, &[&v.name]);
+            }
+            return Ok(());
+        }
+        let base = addr + v.offset;
+        let tuple = members.iter().all(|m| m.name.strip_prefix("__").is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit())));
+        if tuple && members.len() == 1 {
+            if is_option {
+                self.read(base + members[0].offset, members[0].ty, depth);
+                return Ok(());
+            }
+            self.out.push('{');
+            json::key(&mut self.out, &v.name);
+            self.read(base + members[0].offset, members[0].ty, depth);
+            self.out.push('}');
+            return Ok(());
+        }
+        self.out.push('{');
+        json::key(&mut self.out, &v.name);
+        self.read(base, v.ty, depth);
+        self.out.push('}');
+        Ok(())
     }
 
     fn cstring(&mut self, p: u64) {
@@ -401,5 +480,59 @@ mod tests {
         assert_eq!(ret_json(&plan, 0, &payload), "null");
         // Again, with the repeated names remembered, and a struct cut short.
         assert_eq!(args_json(&plan, &[0x1000, 0], &payload[..12 + 20]), r#"{"s":"<unreadable 0x1000>","t":null}"#);
+    }
+
+    /// `struct R {name: String, tags: &[u16], next: Option<&R>, shape: Shape}` with
+    /// `enum Shape {Dot, Circle(u32)}` (discriminant u32 at 0): what serialize.ts prints for
+    /// its Rust kinds — text, a buffer of elements, the niche-encoded `None`, a unit variant
+    /// and a one-field tuple variant — and a text buffer that was not copied.
+    #[test]
+    fn prints_rust_containers_and_enums_as_the_serializer() {
+        use crate::symbols::types::{Discr, Variant};
+        let r = TypeKind::Struct {
+            members: vec![member("name", 0, 1, None), member("tags", 24, 3, None), member("next", 40, 5, None), member("shape", 48, 9, None)],
+            is_union: false,
+        };
+        let types = [
+            ty("R", 56, r),
+            ty("String", 24, TypeKind::RustVec { ptr: 8, len: 16, element: 2, utf8: true }),
+            ty("u16", 2, TypeKind::Int { signed: false }),
+            ty("&[u16]", 16, TypeKind::RustSlice { ptr: 0, len: 8, element: 2 }),
+            ty("&R", 8, TypeKind::Pointer { target: Some(0) }),
+            ty("Option<&R>", 8, TypeKind::RustEnum {
+                discr: Some(Discr { offset: 0, size: 8 }),
+                variants: vec![Variant { value: Some(0), name: "None".into(), ty: 6, offset: 0 }, Variant { value: None, name: "Some".into(), ty: 7, offset: 0 }],
+            }),
+            ty("None", 8, TypeKind::Struct { members: vec![], is_union: false }),
+            ty("Some", 8, TypeKind::Struct { members: vec![member("__0", 0, 4, None)], is_union: false }),
+            ty("u32", 4, TypeKind::Int { signed: false }),
+            ty("Shape", 8, TypeKind::RustEnum {
+                discr: Some(Discr { offset: 0, size: 4 }),
+                variants: vec![Variant { value: Some(0), name: "Dot".into(), ty: 10, offset: 0 }, Variant { value: Some(1), name: "Circle".into(), ty: 11, offset: 0 }],
+            }),
+            ty("Dot", 8, TypeKind::Struct { members: vec![], is_union: false }),
+            ty("Circle", 8, TypeKind::Struct { members: vec![member("__0", 4, 8, None)], is_union: false }),
+        ];
+        let plan = CapturePlan {
+            depth: 3,
+            params: vec![("r".into(), 4)],
+            ret: None,
+            programs: Vec::new(),
+            enter: Vec::new(),
+            exit: Vec::new(),
+            types: types.into_iter().enumerate().map(|(i, t)| (i as TypeId, t)).collect(),
+        };
+        let words = |w: &[u64]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        // r at 0x1000: name "héllo" at 0x2000, tags [7, 8] at 0x3000, next -> 0x1100, shape Dot.
+        let mut payload = Vec::new();
+        block(&mut payload, 0x1000, 56, &words(&[5, 0x2000, 6, 0x3000, 2, 0x1100, 0]));
+        block(&mut payload, 0x2000, 6, "héllo".as_bytes());
+        block(&mut payload, 0x3000, 4, &[7, 0, 8, 0]);
+        // 0x1100: name at 0x4000 not copied, no tags, next None, shape Circle(9).
+        block(&mut payload, 0x1100, 56, &words(&[3, 0x4000, 3, 0x2, 0, 0, 1 | 9 << 32]));
+        assert_eq!(
+            args_json(&plan, &[0x1000], &payload),
+            r#"{"r":{"name":"héllo","tags":[7,8],"next":{"name":"<unreadable 0x4000>","tags":[],"next":null,"shape":{"Circle":9}},"shape":"Dot"}}"#
+        );
     }
 }

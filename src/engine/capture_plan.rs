@@ -1,10 +1,12 @@
-//! Typed capture at native speed (issue 18 item 1): for a C function whose parameters and
-//! result each travel in one integer register, the daemon compiles from DWARF a *capture
+//! Typed capture at native speed (issue 18 item 1): for a C, C++ or Rust function whose
+//! parameters and result each travel in one integer register, the daemon compiles from DWARF a *capture
 //! plan* — which pointees the agent's JavaScript serializer (`agent/src/serialize.ts`) would
 //! read at the session's depth — and ships it with the hook spec (`capture`). The agent's
 //! native hook runs the plan on every call (`agent/native/capture_walk.c`, from
 //! `agent/src/capture_c.ts`): it copies each pointee
-//! (struct bytes up to the last field printed, C strings up to 1,025 bytes) into the record,
+//! (struct bytes up to the last field printed, C strings up to 1,025 bytes, a Rust buffer's
+//! first 1,024 bytes of text or 100 elements, each element walked in turn; a Rust enum's
+//! edges only under the variant its discriminant selects) into the record,
 //! reading through a fault-safe copy. The daemon rebuilds the very JSON the serializer would
 //! print from those bytes (`capture_decode.rs`), so nothing the LLM sees changes.
 //!
@@ -40,16 +42,64 @@ const MAX_STRUCT: u64 = 64 * 1024;
 pub(crate) const BLOCK_HEADER: u64 = 12;
 pub(crate) const KIND_STRUCT: u32 = 0;
 pub(crate) const KIND_CSTRING: u32 = 1;
+/// A Rust buffer: pointer at `off`, element count at `len_off` (`&str`, `String`, slices, `Vec`).
+pub(crate) const KIND_ARRAY: u32 = 2;
+/// An array edge whose elements have nothing to follow: their bytes are the whole read.
+pub(crate) const NO_CHILD: u32 = u32::MAX;
 
 /// A pointer field a program follows: `count` pointers `stride` bytes apart from `off`.
+/// Offsets (`off`, `len_off`, the guard's) are from the same base and move together when an
+/// edge is repeated over an array or placed inside an enclosing struct.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Edge {
     pub off: u64,
     pub count: u64,
     pub stride: u64,
     pub kind: u32,
-    /// The pointee's program (structs only).
+    /// The pointee's program (structs; for arrays, one element's, or `NO_CHILD`).
     pub child: u32,
+    /// Arrays: where the element count is, the element size, and most elements read.
+    #[serde(default)]
+    pub len_off: u64,
+    #[serde(default)]
+    pub elem: u64,
+    #[serde(default)]
+    pub max: u64,
+    /// Followed only when a Rust enum's discriminant selects the variant holding the edge.
+    #[serde(default)]
+    pub guard: Option<Guard>,
+}
+
+/// serialize.ts readRustEnum's choice, for one variant: whether the `size`-byte
+/// discriminant at `off` is one of a set of values — `lo + i` for each bit `i` of `mask` —
+/// is `inside`: a variant's own value (one bit), or for the default variant of a
+/// niche-encoded enum none of the others' (`Option<&T>`, `Result<T, String>`,
+/// `enum {A(String), B, C}`: rustc lays their values out within a few of each other).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Guard {
+    pub off: u64,
+    pub size: u64,
+    pub lo: u64,
+    pub mask: u64,
+    pub inside: bool,
+}
+
+impl Edge {
+    fn pointer(off: u64, kind: u32, child: u32) -> Edge {
+        Edge { off, count: 1, stride: 0, kind, child, len_off: 0, elem: 0, max: 0, guard: None }
+    }
+
+    /// The same edge `d` bytes further on.
+    fn shifted(self, d: u64) -> Edge {
+        Edge { off: self.off + d, len_off: self.len_off + d, guard: self.guard.map(|g| Guard { off: g.off + d, ..g }), ..self }
+    }
+
+    /// `[off, count, stride, kind, child, len_off, elem, max, guard off, guard size | inside
+    /// << 8, guard lo low, high, guard mask low, high]` (capture.ts CapEdge).
+    fn to_agent(self) -> Value {
+        let (goff, gspec, lo, mask) = self.guard.map_or((0, 0, 0, 0), |g| (g.off, g.size | (g.inside as u64) << 8, g.lo, g.mask));
+        json!([self.off, self.count, self.stride, self.kind, self.child, self.len_off, self.elem, self.max, goff, gspec, lo & 0xffff_ffff, lo >> 32, mask & 0xffff_ffff, mask >> 32])
+    }
 }
 
 /// What the walk does with a struct of one type reached with `depth` left.
@@ -87,14 +137,14 @@ pub(crate) struct CapturePlan {
 }
 
 impl CapturePlan {
-    /// The hook spec's `capture` field: `{progs: [[typeKey, depth, size, [[off, count,
-    /// stride, kind, child], …]], …], roots: [[reg, kind, prog], …], enter: n, depth}`
-    /// (the enter roots, then the exit roots).
+    /// The hook spec's `capture` field: `{progs: [[typeKey, depth, size, [edge, …]], …],
+    /// roots: [[reg, kind, prog], …], enter: n, depth}` (the enter roots, then the exit
+    /// roots; an edge as `Edge::to_agent`).
     pub fn to_agent(&self) -> Value {
         let progs: Vec<Value> = self
             .programs
             .iter()
-            .map(|p| json!([p.type_key, p.depth, p.size, p.edges.iter().map(|e| json!([e.off, e.count, e.stride, e.kind, e.child])).collect::<Vec<_>>()]))
+            .map(|p| json!([p.type_key, p.depth, p.size, p.edges.iter().map(|e| e.to_agent()).collect::<Vec<_>>()]))
             .collect();
         let roots: Vec<Value> = self.enter.iter().chain(&self.exit).map(|r| json!([r.reg, r.kind, r.program])).collect();
         json!({ "progs": progs, "roots": roots, "enter": self.enter.len(), "depth": self.depth })
@@ -105,19 +155,27 @@ impl CapturePlan {
     }
 }
 
+/// serialize.ts `followable` beyond structs: what a pointer to it prints at any depth.
+fn is_rust_container(t: &Type) -> bool {
+    matches!(t.kind, TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. } | TypeKind::RustEnum { .. })
+}
+
 /// A value that travels in one integer register (symbols/abi.rs: what the wrapper forwards).
 fn register_scalar(t: &Type) -> bool {
     matches!(t.kind, TypeKind::Int { .. } | TypeKind::Bool | TypeKind::Char { .. } | TypeKind::Enum { .. } | TypeKind::Pointer { .. }) && (1..=8).contains(&t.size)
 }
 
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
-/// serves (not C or C++ on x86-64, a `std::string` or `std::optional` within reach, a parameter or result not in one integer register, more than
-/// six parameters, or a plan beyond the edge / program budget).
+/// serves (not C, C++ or Rust on x86-64, a `std::string` or `std::optional` within reach, a
+/// parameter or result not in one integer register — Rust's `&str` and slices take two —
+/// more than six parameters, a Rust enum whose default variant stands beside several others,
+/// or a plan beyond the edge / program budget). Rust passes references and integers in the
+/// System V registers, as C does.
 pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<CapturePlan> {
-    if !info.x86_64 || !(sig.c_language || sig.cxx_language) || sig.rust || sig.variadic || sig.closure_env || sig.params.len() > 6 {
+    if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) || sig.variadic || sig.closure_env || sig.params.len() > 6 {
         return None;
     }
-    let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), type_keys: HashMap::new(), edges: 0, over: false };
+    let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
     let mut params = Vec::new();
     for (i, p) in sig.params.iter().enumerate() {
         let ty = p.ty?;
@@ -161,6 +219,11 @@ struct Compiler<'a> {
     programs: Vec<Program>,
     /// (struct type, depth) -> program.
     memo: HashMap<(TypeId, i64), u32>,
+    /// (element type, depth) -> the program of one element of a Rust buffer.
+    element_memo: HashMap<(TypeId, i64), u32>,
+    /// Visit-table keys: one per struct type, one per buffer element type (an array at an
+    /// address is not the struct at its start).
+    next_key: u32,
     type_keys: HashMap<TypeId, u32>,
     edges: usize,
     /// Beyond the edge or program budget: abandoned.
@@ -183,12 +246,17 @@ impl Compiler<'_> {
         let TypeKind::Pointer { target: Some(to) } = self.ty(id).kind else { return None };
         let tt = self.ty(to);
         if crate::symbols::types::is_c_char(&tt) {
-            return Some(Edge { off, count: 1, stride: 0, kind: KIND_CSTRING, child: 0 });
+            return Some(Edge::pointer(off, KIND_CSTRING, 0));
         }
         if matches!(tt.kind, TypeKind::Struct { .. }) && depth > 0 {
             // Followed without spending depth; the struct spends it.
             let child = self.program(to, depth)?;
-            return Some(Edge { off, count: 1, stride: 0, kind: KIND_STRUCT, child });
+            return Some(Edge::pointer(off, KIND_STRUCT, child));
+        }
+        if is_rust_container(&tt) {
+            // serialize.ts `followable`: read at any depth (what they hold spends it).
+            let child = self.program(to, depth.max(0))?;
+            return Some(Edge::pointer(off, KIND_STRUCT, child));
         }
         None
     }
@@ -203,14 +271,34 @@ impl Compiler<'_> {
             return None;
         }
         let index = self.programs.len() as u32;
-        let next_key = self.type_keys.len() as u32;
-        let type_key = *self.type_keys.entry(id).or_insert(next_key);
+        let type_key = match self.type_keys.get(&id) {
+            Some(&k) => k,
+            None => {
+                let k = self.new_key();
+                self.type_keys.insert(id, k);
+                k
+            }
+        };
         // In the memo before its body: a struct reaching itself at the same depth (only
         // through a `__0` wrapper) ends here instead of recursing.
         self.memo.insert((id, depth), index);
         self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
         let mut body = Body::default();
-        self.structure(&mut body, 0, id, depth);
+        if matches!(self.ty(id).kind, TypeKind::Struct { .. }) {
+            self.structure(&mut body, 0, id, depth);
+        } else {
+            self.value(&mut body, 0, id, depth); // a Rust container behind a pointer
+        }
+        self.finish(index, body);
+        Some(index)
+    }
+
+    fn new_key(&mut self) -> u32 {
+        self.next_key += 1;
+        self.next_key - 1
+    }
+
+    fn finish(&mut self, index: u32, body: Body) {
         self.edges += body.edges.len();
         if self.edges > MAX_EDGES || body.size > MAX_STRUCT {
             self.over = true;
@@ -218,7 +306,113 @@ impl Compiler<'_> {
         let p = &mut self.programs[index as usize];
         p.size = body.size;
         p.edges = body.edges;
+    }
+
+    /// The program of one element of a Rust buffer of `element`s read with `depth` left
+    /// (serialize.ts readArray: elements keep the buffer's depth), or `None` when an element
+    /// reads nothing (a struct at depth 0 prints its name).
+    fn element_program(&mut self, element: TypeId, depth: i64) -> Option<u32> {
+        let depth = depth.max(0);
+        if let Some(&p) = self.element_memo.get(&(element, depth)) {
+            return (p != NO_CHILD).then_some(p);
+        }
+        if self.over || self.programs.len() >= MAX_PROGRAMS {
+            self.over = true;
+            return None;
+        }
+        let index = self.programs.len() as u32;
+        let type_key = self.new_key();
+        self.element_memo.insert((element, depth), index);
+        self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
+        let mut one = Body::default();
+        self.value(&mut one, 0, element, depth);
+        if one.size == 0 && one.edges.is_empty() {
+            self.element_memo.insert((element, depth), NO_CHILD);
+            // Left in place (programs are indexed) but never reached.
+            return None;
+        }
+        self.finish(index, one);
         Some(index)
+    }
+
+    /// A Rust buffer at `off`: its pointer and length words are read, then up to `max`
+    /// elements of `element` (`None`: bytes of UTF-8 text, up to MAX_STRING).
+    fn buffer(&mut self, b: &mut Body, off: u64, ptr: u64, len: u64, element: Option<TypeId>, depth: i64) {
+        b.touch(off + ptr, 8);
+        b.touch(off + len, 8);
+        let (child, elem, max) = match element {
+            None => (NO_CHILD, 1, MAX_STRING as u64),
+            Some(e) => {
+                let es = self.elem_size(e);
+                match self.element_program(e, depth) {
+                    Some(p) => (p, es, MAX_ELEMENTS),
+                    None => return,
+                }
+            }
+        };
+        if elem == 0 {
+            return;
+        }
+        b.edges.push(Edge { kind: KIND_ARRAY, child, len_off: off + len, elem, max, ..Edge::pointer(off + ptr, KIND_ARRAY, child) });
+    }
+
+    /// serialize.ts readRustEnum: the discriminant, then what the chosen variant reads; the
+    /// variants' edges are guarded by the discriminant, so the walk follows the chosen one's.
+    fn rust_enum(&mut self, b: &mut Body, off: u64, discr: Option<crate::symbols::types::Discr>, variants: &[crate::symbols::types::Variant], depth: i64) {
+        if let Some(d) = discr {
+            if !matches!(d.size, 1 | 2 | 4 | 8) {
+                self.over = true; // read as `<intN>`: no variant matches (rare; the serializer's)
+                return;
+            }
+            b.touch(off + d.offset, d.size);
+        }
+        let mut explicit: Vec<u64> = variants.iter().filter_map(|v| v.value).collect();
+        explicit.sort_unstable();
+        explicit.dedup();
+        // The values the default variant is not, as a set of at most 64 consecutive values.
+        let others = match (explicit.first(), explicit.last()) {
+            (Some(&lo), Some(&hi)) if hi - lo < 64 => Some((lo, explicit.iter().fold(0u64, |m, v| m | 1 << (v - lo)))),
+            _ => None,
+        };
+        for (i, v) in variants.iter().enumerate() {
+            let guard = match (discr, v.value) {
+                (None, _) if i > 0 => continue, // no discriminant: the first variant
+                (None, _) => None,
+                (Some(d), Some(value)) => Some(Guard { off: d.offset, size: d.size, lo: value, mask: 1, inside: true }),
+                (Some(_), None) if variants[..i].iter().any(|w| w.value.is_none()) => continue, // the first default is chosen
+                (Some(_), None) if explicit.is_empty() => None,
+                (Some(d), None) => match others {
+                    Some((lo, mask)) => Some(Guard { off: d.offset, size: d.size, lo, mask, inside: false }),
+                    None => {
+                        self.over = true;
+                        return;
+                    }
+                },
+            };
+            let vt = self.ty(v.ty);
+            let TypeKind::Struct { members, .. } = &vt.kind else { continue };
+            if members.is_empty() {
+                continue;
+            }
+            let mut vb = Body::default();
+            let tuple = members.iter().all(|m| m.name.strip_prefix("__").is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit())));
+            if tuple && members.len() == 1 {
+                self.value(&mut vb, v.offset + members[0].offset, members[0].ty, depth);
+            } else {
+                self.value(&mut vb, v.offset, v.ty, depth);
+            }
+            if vb.size > 0 {
+                b.touch(off, vb.size);
+            }
+            for e in vb.edges {
+                if guard.is_some() && e.guard.is_some() {
+                    self.over = true; // an enum inside a variant: one guard per edge
+                    return;
+                }
+                let e = Edge { guard: e.guard.or(guard), ..e };
+                b.edges.push(e.shifted(off));
+            }
+        }
     }
 
     /// serialize.ts `typeSize`: what an array steps by.
@@ -248,6 +442,10 @@ impl Compiler<'_> {
                 }
             }
             TypeKind::Struct { .. } => self.structure(b, off, id, depth),
+            TypeKind::RustStr { ptr, len } => self.buffer(b, off, *ptr, *len, None, depth),
+            TypeKind::RustVec { ptr, len, utf8: true, .. } => self.buffer(b, off, *ptr, *len, None, depth),
+            TypeKind::RustVec { ptr, len, element, .. } | TypeKind::RustSlice { ptr, len, element } => self.buffer(b, off, *ptr, *len, Some(*element), depth),
+            TypeKind::RustEnum { discr, variants } => self.rust_enum(b, off, *discr, variants, depth),
             TypeKind::Array { element, count } => {
                 let n = count.unwrap_or(0).min(MAX_ELEMENTS);
                 if n == 0 {
@@ -263,9 +461,9 @@ impl Compiler<'_> {
                 }
                 for e in one.edges {
                     if e.count == 1 {
-                        b.edges.push(Edge { off: off + e.off, count: n, stride: es, ..e });
+                        b.edges.push(Edge { count: n, stride: es, ..e.shifted(off) });
                     } else {
-                        b.edges.extend((0..n).map(|i| Edge { off: off + i * es + e.off, ..e }));
+                        b.edges.extend((0..n).map(|i| e.shifted(off + i * es)));
                     }
                     if b.edges.len() > MAX_EDGES {
                         self.over = true;
