@@ -13,6 +13,7 @@ use strobe::store::{EventQuery, EventType};
 use crate::sqlite_driver::{launch_waiting, repo, run_traced, workload_cpu_ns, workload_ns};
 
 /// uftrace on PATH, installing the Debian package when missing (as root).
+#[allow(dead_code)] // rust_real has no uftrace row
 pub fn uftrace() -> Option<PathBuf> {
     let found = || Command::new("sh").args(["-c", "command -v uftrace"]).output().ok().filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
     if let Some(p) = found() {
@@ -30,6 +31,7 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 
 /// uftrace's run of `exe args` tracing `functions` with `-A` specs `arg_specs` and every
 /// return value: workload ns, its CPU ns and the traced calls it counted.
+#[allow(dead_code)]
 pub fn uftrace_run(uftrace: &Path, exe: &Path, args: &[String], functions: &[&str], arg_specs: &[&str]) -> (f64, f64, u64) {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(uftrace);
@@ -146,7 +148,7 @@ pub fn print_table(base: (f64, f64), calls: f64, uf: Option<(f64, f64)>, rows: &
     println!("{:<32} {:>12.1} {:>14} {:>10} {:>12} {:>12} {:>10} {:>12}", "untraced", base.0 / 1e6, "-", "-", "-", "-", "-", "-");
     match uf {
         Some((ns, cpu)) => println!("{:<32} {:>12.1} {:>14.0} {:>10.2} {:>12.0} {:>12} {:>10} {:>12}", "uftrace -A/-R", ns / 1e6, uf_per_call, 1.0, cpu_per_call(cpu), "-", "-", "-"),
-        None => println!("uftrace: not available (apt-get install uftrace failed); its row is skipped"),
+        None => println!("uftrace: no row (not installed, or it cannot patch this program)"),
     }
     for (name, runs) in rows {
         if runs.is_empty() {
