@@ -260,15 +260,15 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 /// faults: the agent resumes the copy (capture_walk.c strobe_safe_copy, capture.ts), the
 /// target lives on, and what is stored is still what the serializer prints.
 /// rust_captured's functions and their calls per round.
-const RUST_FUNCTIONS: usize = 9;
-const RUST_CALLS: usize = 13;
+const RUST_FUNCTIONS: usize = 12;
+const RUST_CALLS: usize = 16;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
     let fixture = ("rust_captured", "captured::cap_*", RUST_FUNCTIONS, RUST_CALLS);
     let (js_events, native_events, native_settings) = run_both_with(&engine, fixture, json!({}), 3).await;
-    // One plan per function: no two take the same types.
+    // One plan per function: no two take the same types (and `&str`, slices: two registers).
     assert_eq!(native_settings["capture"]["plans"], json!(RUST_FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
     let after = &native_settings["after"]["capture"];
     assert!(after["records"].as_u64().unwrap() >= 3 * RUST_CALLS as u64 * 2, "the native hook recorded them: {after}");
@@ -307,6 +307,12 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     assert_eq!(texts["many"].as_array().map(Vec::len), Some(101), "100 elements and a count of the rest: {}", texts["many"]);
     assert_eq!(texts["many"][100], json!("<50 more>"));
     assert_eq!(enters("captured::cap_name")[0]["s"], json!("second-é"));
+    // `&str` and slices travel in two registers each.
+    assert_eq!(enters("captured::cap_str")[1], json!({ "s": "second-é", "n": 1 }));
+    let slices = enters("captured::cap_slice");
+    assert_eq!(slices[0], json!({ "v": [{ "id": 1, "tag": "one" }, { "id": 2, "tag": "two" }], "tag": "grüße ✓ 日本" }));
+    assert_eq!(slices[1]["v"], json!([{ "id": 2, "tag": "two" }]), "a subslice");
+    assert_eq!(enters("captured::cap_shorts")[0], json!({ "xs": [] }));
     assert_eq!(enters("captured::cap_opt")[..2], [json!({ "o": { "id": 77, "tag": "lone" } }), json!({ "o": null })]);
     let picked = native.iter().find(|e| e.0 == EventType::FunctionExit && e.1 == "captured::cap_pick").unwrap();
     assert_eq!(picked.3.as_ref().unwrap()["name"], json!("first"), "a returned reference, followed");

@@ -763,21 +763,32 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     s->next_key = (cap_ticks () << 8) & 0xffffffffffffUL;
   for (i = 0; i < nr; i++) {
     u64 p = regs[r[i].reg];
-    if (!cap_plausible (p))
-      continue;
-    if (r[i].kind != 0) {
-      cap_root_string (s, cs, out, &pos, p);
-      continue;
-    }
-    if (r[i].prog >= plan->n_progs)
-      continue;
-    const CapProg * g = &pl.progs[r[i].prog];
-    if (cap_root_seen (s, p, g->key, g->depth))
-      continue;
+    const CapProg * g;
+    const u8 * data;
     u32 got = 0;
-    const u8 * data = cap_root (s, cs, &pl, out, &pos, p, r[i].prog, g->size, &got);
-    if (data == 0)
-      continue;
+    if (r[i].kind == CAP_KIND_INLINE) {
+      /* A value in two argument registers (Rust's &str, &[T]): its bytes are the words. */
+      if (at_exit || r[i].reg + 2 > 6 || r[i].prog >= plan->n_progs)
+        continue;
+      g = &pl.progs[r[i].prog];
+      data = (const u8 *) &regs[r[i].reg];
+      got = g->size < 16 ? g->size : 16;
+    } else {
+      if (!cap_plausible (p))
+        continue;
+      if (r[i].kind != 0) {
+        cap_root_string (s, cs, out, &pos, p);
+        continue;
+      }
+      if (r[i].prog >= plan->n_progs)
+        continue;
+      g = &pl.progs[r[i].prog];
+      if (cap_root_seen (s, p, g->key, g->depth))
+        continue;
+      data = cap_root (s, cs, &pl, out, &pos, p, r[i].prog, g->size, &got);
+      if (data == 0)
+        continue;
+    }
     /* Its pointees in field order, as the walk pops them. */
     for (u32 k = 0; k < g->n; k++) {
       const CapEdge * ed = &pl.edges[g->first + k];

@@ -75,7 +75,7 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
             let k = r.out.len();
             json::key(&mut r.out, name);
             let v = r.out.len();
-            r.read(REG_ADDR + 16 * i as u64, *ty, plan.depth as i64);
+            r.read(REG_ADDR + 16 * plan.reg_of(i) as u64, *ty, plan.depth as i64);
             if repeated {
                 spans.push((k, v, r.out.len()));
             }
@@ -449,6 +449,7 @@ mod tests {
         CapturePlan {
             depth: 3,
             params: vec![("s".into(), 2), ("t".into(), 2)],
+            regs: Vec::new(),
             ret: Some(4),
             programs: Vec::new(),
             enter: Vec::new(),
@@ -516,6 +517,7 @@ mod tests {
         let plan = CapturePlan {
             depth: 3,
             params: vec![("r".into(), 4)],
+            regs: Vec::new(),
             ret: None,
             programs: Vec::new(),
             enter: Vec::new(),

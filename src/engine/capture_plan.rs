@@ -46,6 +46,11 @@ pub(crate) const KIND_CSTRING: u32 = 1;
 pub(crate) const KIND_ARRAY: u32 = 2;
 /// An array edge whose elements have nothing to follow: their bytes are the whole read.
 pub(crate) const NO_CHILD: u32 = u32::MAX;
+/// A root that is a value in argument registers `reg`, `reg + 1` (Rust's `&str`, `&[T]`),
+/// read in place by its program.
+pub(crate) const KIND_INLINE: u32 = 3;
+/// The System V integer argument registers.
+const MAX_REG_ARGS: usize = 6;
 
 /// A pointer field a program follows: `count` pointers `stride` bytes apart from `off`.
 /// Offsets (`off`, `len_off`, the guard's) are from the same base and move together when an
@@ -127,6 +132,10 @@ pub(crate) struct CapturePlan {
     pub depth: u32,
     /// Declared parameters: display name (`arg{i}` when unnamed) and type.
     pub params: Vec<(String, TypeId)>,
+    /// Each parameter's (first) argument register; empty in plans stored before Rust's
+    /// two-register parameters, whose parameter i is in register i.
+    #[serde(default)]
+    pub regs: Vec<u8>,
     /// The result's type; `None` for `void`.
     pub ret: Option<TypeId>,
     pub programs: Vec<Program>,
@@ -153,11 +162,25 @@ impl CapturePlan {
     pub fn ty(&self, id: TypeId) -> Option<&Arc<Type>> {
         self.types.get(&id)
     }
+
+    /// The argument register parameter `i` starts in.
+    pub fn reg_of(&self, i: usize) -> usize {
+        self.regs.get(i).map_or(i, |&r| r as usize)
+    }
 }
 
 /// serialize.ts `followable` beyond structs: what a pointer to it prints at any depth.
 fn is_rust_container(t: &Type) -> bool {
     matches!(t.kind, TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. } | TypeKind::RustEnum { .. })
+}
+
+/// A Rust `&str` or `&[T]`: passed as its pointer and length words, in two registers
+/// holding its bytes 0..8 and 8..16 (recipes.rs `locate`: a scalar pair).
+fn is_register_pair_buffer(t: &Type) -> bool {
+    match t.kind {
+        TypeKind::RustStr { ptr, len } | TypeKind::RustSlice { ptr, len, .. } => t.size == 16 && ((ptr, len) == (0, 8) || (ptr, len) == (8, 0)),
+        _ => false,
+    }
 }
 
 /// A value that travels in one integer register (symbols/abi.rs: what the wrapper forwards).
@@ -177,15 +200,28 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     }
     let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
     let mut params = Vec::new();
+    let (mut regs, mut enter, mut reg) = (Vec::new(), Vec::new(), 0u8);
+    let depth_i = depth as i64;
     for (i, p) in sig.params.iter().enumerate() {
         let ty = p.ty?;
-        if !register_scalar(&c.ty(ty)) {
+        let t = c.ty(ty);
+        regs.push(reg);
+        if register_scalar(&t) {
+            enter.extend(c.root(reg, ty, depth_i));
+            reg += 1;
+        } else if sig.rust && is_register_pair_buffer(&t) {
+            // `&str`, `&[T]`: pointer and length in two registers, laid out as in memory.
+            let program = c.program(ty, depth_i.max(0))?;
+            enter.push(Root { reg, kind: KIND_INLINE, program });
+            reg += 2;
+        } else {
             return None;
         }
         params.push((if p.name.is_empty() { format!("arg{i}") } else { p.name.clone() }, ty));
     }
-    let depth_i = depth as i64;
-    let enter: Vec<Root> = params.iter().enumerate().filter_map(|(i, (_, ty))| c.root(i as u8, *ty, depth_i)).collect();
+    if reg as usize > MAX_REG_ARGS {
+        return None;
+    }
     let ret = match sig.ret {
         Some(t) if matches!(c.ty(t).kind, TypeKind::Void) => None,
         Some(t) if register_scalar(&c.ty(t)) => Some(t),
@@ -196,7 +232,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if c.over {
         return None;
     }
-    Some(CapturePlan { depth, params, ret, programs: c.programs, enter, exit, types: c.types })
+    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types })
 }
 
 /// A program's body while it is compiled: bytes touched and pointer edges, offsets from 0.

@@ -14,7 +14,8 @@ use std::cell::Cell;
 use super::capture_plan::{BLOCK_HEADER, MAX_STRING};
 
 /// Where argument (or return) registers are placed for reading: register i at
-/// `REG_ADDR + 16 * i` (never a user-space address).
+/// `REG_ADDR + 16 * i` (never a user-space address); its 16 bytes are that register and the
+/// next (a value passed in two, as Rust's `&str`).
 pub(super) const REG_ADDR: u64 = 0xffff_ff00_0000_0000;
 pub(super) const META_CSTRING: u32 = 1 << 30;
 pub(super) const META_TERMINATED: u32 = 1 << 31;
@@ -117,7 +118,8 @@ impl<'a> View<'a> {
         let end = addr.checked_add(n).ok_or(())?;
         if addr >= REG_ADDR {
             let (i, off) = (((addr - REG_ADDR) / 16) as usize, (addr - REG_ADDR) % 16);
-            if i < self.nregs && off + n <= 8 {
+            // A value may span two registers (Rust's `&str`: pointer, then length).
+            if off + n <= 16 && 8 * i as u64 + off + n <= 8 * self.nregs as u64 {
                 let from = 8 * i + off as usize;
                 return Ok(&self.regs[from..from + n as usize]);
             }
@@ -201,6 +203,8 @@ mod tests {
         assert_eq!(v.u64_at(REG_ADDR, 8), Ok(0x1122));
         assert_eq!(v.u64_at(REG_ADDR + 16, 4), Ok(7));
         assert!(v.bytes(REG_ADDR + 32, 8).is_err(), "no third register");
+        assert_eq!(v.u64_at(REG_ADDR + 8, 8), Ok(7), "a two-register value's second word (Rust's &str length)");
+        assert!(v.bytes(REG_ADDR + 24, 8).is_err(), "nor the word after the last register");
         assert!(v.bytes(u64::MAX - 1, 4).is_err(), "no wrap-around");
     }
 
