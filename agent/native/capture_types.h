@@ -31,7 +31,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_KIND_STRUCT 0
 #define CAP_KIND_CSTRING 1
 #define CAP_KIND_ARRAY 2
-#define CAP_KIND_INLINE 3             /* a root in argument registers reg, reg + 1 */
+#define CAP_KIND_INLINE 3             /* a root in argument registers (reg, reg + 1) or rax, read in place */
 #define CAP_NO_CHILD 0xffffffffu
 #define CAP_SETS_BITS 8           /* pages known readable: 256 sets of 4, by hashed page number */
 #define CAP_WAYS 4

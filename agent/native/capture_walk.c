@@ -767,12 +767,16 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     const u8 * data;
     u32 got = 0;
     if (r[i].kind == CAP_KIND_INLINE) {
-      /* A value in two argument registers (Rust's &str, &[T]): its bytes are the words. */
-      if (at_exit || r[i].reg + 2 > 6 || r[i].prog >= plan->n_progs)
+      /* A value in argument registers (Rust's &str, &[T], Option<&T>; at exit in rax): its
+         bytes are the words. regs holds six words at enter, rax alone at exit. */
+      u32 avail = at_exit ? 8 : (r[i].reg < 6 ? 8 * (6 - r[i].reg) : 0);
+      if (r[i].prog >= plan->n_progs)
         continue;
       g = &pl.progs[r[i].prog];
       data = (const u8 *) &regs[r[i].reg];
       got = g->size < 16 ? g->size : 16;
+      if (got > avail)
+        got = avail;
     } else {
       if (!cap_plausible (p))
         continue;

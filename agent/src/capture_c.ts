@@ -5,7 +5,8 @@
 //
 // Plan (built by capture.ts): a header {u32 n_enter, n_exit, n_progs, n_edges}, then the
 // roots {u32 reg, kind, prog, pad} (enter roots, then exit roots: reg 0 is rax; kind 3: the
-// value in argument registers reg and reg + 1, a Rust &str or slice, read in place), the
+// value in argument registers from reg (a Rust &str, slice, Option<&T>) or in rax at exit,
+// read in place), the
 // programs {u32 key, depth, size, first edge, n edges, pad} and the edges {u32 off, count,
 // stride, kind, child, len_off, elem, max, goff, gspec, glo lo, hi, gmask lo, hi}. A program says what
 // to do with a struct of one type (key) reached with `depth` left: copy `size` bytes and

@@ -46,8 +46,8 @@ pub(crate) const KIND_CSTRING: u32 = 1;
 pub(crate) const KIND_ARRAY: u32 = 2;
 /// An array edge whose elements have nothing to follow: their bytes are the whole read.
 pub(crate) const NO_CHILD: u32 = u32::MAX;
-/// A root that is a value in argument registers `reg`, `reg + 1` (Rust's `&str`, `&[T]`),
-/// read in place by its program.
+/// A root that is a value in argument register `reg` (and `reg + 1`: Rust's `&str`,
+/// `&[T]`), or in rax at exit (`Option<&T>`), read in place by its program.
 pub(crate) const KIND_INLINE: u32 = 3;
 /// The System V integer argument registers.
 const MAX_REG_ARGS: usize = 6;
@@ -174,15 +174,6 @@ fn is_rust_container(t: &Type) -> bool {
     matches!(t.kind, TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. } | TypeKind::RustEnum { .. })
 }
 
-/// A Rust `&str` or `&[T]`: passed as its pointer and length words, in two registers
-/// holding its bytes 0..8 and 8..16 (recipes.rs `locate`: a scalar pair).
-fn is_register_pair_buffer(t: &Type) -> bool {
-    match t.kind {
-        TypeKind::RustStr { ptr, len } | TypeKind::RustSlice { ptr, len, .. } => t.size == 16 && ((ptr, len) == (0, 8) || (ptr, len) == (8, 0)),
-        _ => false,
-    }
-}
-
 /// A value that travels in one integer register (symbols/abi.rs: what the wrapper forwards).
 fn register_scalar(t: &Type) -> bool {
     matches!(t.kind, TypeKind::Int { .. } | TypeKind::Bool | TypeKind::Char { .. } | TypeKind::Enum { .. } | TypeKind::Pointer { .. }) && (1..=8).contains(&t.size)
@@ -209,11 +200,12 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
         if register_scalar(&t) {
             enter.extend(c.root(reg, ty, depth_i));
             reg += 1;
-        } else if sig.rust && is_register_pair_buffer(&t) {
-            // `&str`, `&[T]`: pointer and length in two registers, laid out as in memory.
+        } else if let Some(words) = sig.rust.then(|| super::recipes::rust_register_words(info, ty)).flatten() {
+            // `&str`, `&[T]` (pointer and length in two registers), `Option<&T>`, a small
+            // enum (one): the registers hold the value's bytes as laid out in memory.
             let program = c.program(ty, depth_i.max(0))?;
             enter.push(Root { reg, kind: KIND_INLINE, program });
-            reg += 2;
+            reg += words as u8;
         } else {
             return None;
         }
@@ -222,13 +214,21 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if reg as usize > MAX_REG_ARGS {
         return None;
     }
+    let mut exit = Vec::new();
     let ret = match sig.ret {
         Some(t) if matches!(c.ty(t).kind, TypeKind::Void) => None,
-        Some(t) if register_scalar(&c.ty(t)) => Some(t),
+        Some(t) if register_scalar(&c.ty(t)) => {
+            exit.extend(c.root(0, t, depth_i));
+            Some(t)
+        }
+        // A small Rust value returned in rax (`Option<&T>`).
+        Some(t) if sig.rust && super::recipes::rust_register_words(info, t) == Some(1) => {
+            exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))? });
+            Some(t)
+        }
         Some(_) => return None,
         None => None,
     };
-    let exit: Vec<Root> = ret.and_then(|t| c.root(0, t, depth_i)).into_iter().collect();
     if c.over {
         return None;
     }
