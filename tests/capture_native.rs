@@ -259,6 +259,26 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 /// `checkedReads: false`), every pointee is read with the safe copy and an unreadable one
 /// faults: the agent resumes the copy (capture_walk.c strobe_safe_copy, capture.ts), the
 /// target lives on, and what is stored is still what the serializer prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_capture_through_std_string_prints_what_the_javascript_serializer_prints() {
+    let (_home, engine) = engine();
+    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 4, 6), json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(4), "std::string no longer keeps the serializer: {native_settings}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * 6);
+    let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
+    let people = enters("cap_person");
+    assert_eq!(people[0]["p"]["name"], json!("Annabelle Longname-Smith"), "a heap string");
+    assert_eq!(people[2]["p"]["name"], json!("Ann"), "changed to a short one (in the object's own buffer) in round 1");
+    assert_eq!(people[1]["p"]["name"], json!("Bob Groß ✓"));
+    assert_eq!(people[1]["p"]["note"], json!(""));
+    assert_eq!(people[1]["p"]["buddy"]["note"], json!(format!("{}…", "x".repeat(1024))));
+    let team = &enters("cap_team")[0]["t"];
+    assert_eq!(team["members"][1]["name"], json!("Bob Groß ✓"), "{team}");
+    assert_eq!(team["motto"], json!("ship it"));
+    let picked: Vec<Value> = native.iter().filter(|e| e.0 == EventType::FunctionExit && e.1 == "cap_pick[abi:cxx11]").map(|e| e.3.clone().unwrap()).collect();
+    assert_eq!(picked[..2], [json!("the team with a title longer than fifteen"), json!("Bob Groß ✓")], "a std::string * result");
+}
+
 /// rust_captured's functions and their calls per round.
 const RUST_FUNCTIONS: usize = 14;
 const RUST_CALLS: usize = 18;

@@ -1,5 +1,5 @@
 //! Typed capture at native speed (issue 18 item 1): for a C, C++ or Rust function whose
-//! parameters and result each travel in one integer register, the daemon compiles from DWARF a *capture
+//! parameters and result travel in integer registers, the daemon compiles from DWARF a *capture
 //! plan* — which pointees the agent's JavaScript serializer (`agent/src/serialize.ts`) would
 //! read at the session's depth — and ships it with the hook spec (`capture`). The agent's
 //! native hook runs the plan on every call (`agent/native/capture_walk.c`, from
@@ -180,7 +180,7 @@ fn register_scalar(t: &Type) -> bool {
 }
 
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
-/// serves (not C, C++ or Rust on x86-64, a `std::string` or `std::optional` within reach, a
+/// serves (not C, C++ or Rust on x86-64, a `std::optional` within reach, a
 /// parameter or result not in one integer register — Rust's `&str` and slices take two —
 /// more than six parameters, a Rust enum whose default variant stands beside several others,
 /// or a plan beyond the edge / program budget). Rust passes references and integers in the
@@ -267,8 +267,21 @@ struct Compiler<'a> {
 }
 
 impl Compiler<'_> {
+    /// A type as the serializer reads it: `std::string` is its text, as Rust's `&str` is
+    /// (cxx_std.rs: the agent's `rstr` descriptor), so the walk and the decoder treat both
+    /// alike.
     fn ty(&mut self, id: TypeId) -> Arc<Type> {
-        self.types.entry(id).or_insert_with(|| self.info.ty(id)).clone()
+        let info = self.info;
+        self.types
+            .entry(id)
+            .or_insert_with(|| {
+                let t = info.ty(id);
+                match info.std_string_layout(id) {
+                    Some((ptr, len)) => Arc::new(Type { name: t.name.clone(), size: t.size, kind: TypeKind::RustStr { ptr, len } }),
+                    None => t,
+                }
+            })
+            .clone()
     }
 
     /// The walk a pointer value in register `reg` starts, if the serializer follows it.
@@ -516,7 +529,8 @@ impl Compiler<'_> {
         if depth <= 0 {
             return;
         }
-        // `std::string` / `std::optional` print as their values (cxx_std.rs): the serializer's.
+        // `std::optional` prints as its value (cxx_std.rs): the serializer's. (`std::string`
+        // never gets here: `ty` makes it text.)
         if self.info.is_std_special(id) {
             self.over = true;
             return;

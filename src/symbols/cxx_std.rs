@@ -21,6 +21,26 @@ fn find_member(store: &TypeStore, id: TypeId, name: &str, depth: u32) -> Option<
     })
 }
 
+/// `std::string`'s data pointer and length offsets, when `id` is one.
+pub(crate) fn string_layout(store: &TypeStore, id: TypeId) -> Option<(u64, u64)> {
+    let t = store.get(id);
+    if !matches!(t.kind, TypeKind::Struct { .. }) || !is_string_name(&t.name) {
+        return None;
+    }
+    Some((find_member(store, id, "_M_p", 0)?.0, find_member(store, id, "_M_string_length", 0)?.0))
+}
+
+/// The name without `class `/`struct `, `std::` and `__cxx11::`.
+fn bare_name(n: &str) -> &str {
+    let bare = n.trim_start_matches("class ").trim_start_matches("struct ");
+    bare.strip_prefix("std::").unwrap_or(bare).strip_prefix("__cxx11::").unwrap_or(bare)
+}
+
+fn is_string_name(n: &str) -> bool {
+    let bare = bare_name(n);
+    bare.starts_with("basic_string<char,") || bare == "string"
+}
+
 /// A descriptor for a libstdc++ type the agent reads specially, and the types it refers to.
 pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<TypeId>)> {
     let t = store.get(id);
@@ -28,11 +48,8 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
         return None;
     }
     let n = &t.name;
-    let bare = n.trim_start_matches("class ").trim_start_matches("struct ");
-    let bare = bare.strip_prefix("std::").unwrap_or(bare).strip_prefix("__cxx11::").unwrap_or(bare);
-    if bare.starts_with("basic_string<char,") || bare == "string" {
-        let (p, _) = find_member(store, id, "_M_p", 0)?;
-        let (l, _) = find_member(store, id, "_M_string_length", 0)?;
+    let bare = bare_name(n);
+    if let Some((p, l)) = string_layout(store, id) {
         return Some((json!({"k": "rstr", "n": n, "s": t.size, "p": p, "l": l}), vec![]));
     }
     if bare.starts_with("optional<") {

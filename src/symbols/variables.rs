@@ -297,6 +297,11 @@ impl DebugInfo {
 
     /// Whether the serializer prints struct `id` specially (`std::string`, `std::optional`:
     /// `cxx_std.rs`) rather than as its members.
+    /// `std::string`'s data pointer and length offsets, when `id` is one.
+    pub(crate) fn std_string_layout(&self, id: TypeId) -> Option<(u64, u64)> {
+        super::cxx_std::string_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
+    }
+
     pub(crate) fn is_std_special(&self, id: TypeId) -> bool {
         super::cxx_std::special_desc(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id).is_some()
     }
