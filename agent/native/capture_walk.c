@@ -82,7 +82,7 @@ static inline void cap_rec_check (CapScratch * s, u32 op, u32 off, u64 value) {
    guard, if any — a Rust enum's discriminant in the same block — selects its variant
    (serialize.ts readRustEnum). The discriminant's 8-byte window is a check of the sub-walk
    being recorded (op: the block's). */
-static inline int cap_guard_ok (CapScratch * s, const CapEdge * ed, const u8 * data, u32 len, u32 d, u32 op) {
+__attribute__ ((always_inline)) static inline int cap_guard_ok (CapScratch * s, const CapEdge * ed, const u8 * data, u32 len, u32 d, u32 op) {
   u32 gsize = ed->gspec & 0xff;
   if (gsize == 0)
     return 1;
@@ -108,7 +108,7 @@ static inline int cap_guard_ok (CapScratch * s, const CapEdge * ed, const u8 * d
 /* The todo entry edge ed (moved d bytes on) makes of the pointer word q it read from a block
    copy (data, len bytes): a Rust buffer's element count comes from the same block (a
    check of the recording); 0 when there is nothing to visit (no elements, or no length). */
-static inline int cap_todo_of (CapScratch * s, const CapEdge * ed, const u8 * data, u32 len, u32 d, u32 op, u64 q, CapTodo * t) {
+__attribute__ ((always_inline)) static inline int cap_todo_of (CapScratch * s, const CapEdge * ed, const u8 * data, u32 len, u32 d, u32 op, u64 q, CapTodo * t) {
   t->p = q;
   t->kind = ed->kind;
   t->prog = ed->child;
@@ -131,7 +131,7 @@ static inline int cap_todo_of (CapScratch * s, const CapEdge * ed, const u8 * da
 
 /* Pushes the edges of program g for the block copy at data (len bytes), from byte base on
    (an element of a Rust buffer), last edge first: popped in field order. */
-static inline u32 cap_push (CapScratch * s, const CapParts * pl, const CapProg * g, const u8 * data, u32 len, u32 base, u32 op, u32 sp, u64 * pushes) {
+__attribute__ ((always_inline)) static inline u32 cap_push (CapScratch * s, const CapParts * pl, const CapProg * g, const u8 * data, u32 len, u32 base, u32 op, u32 sp, u64 * pushes) {
   u32 k = g->n;
   while (k-- > 0) {
     const CapEdge * ed = &pl->edges[g->first + k];
@@ -163,7 +163,9 @@ static inline u32 cap_push (CapScratch * s, const CapParts * pl, const CapProg *
 /* The walk from pointee start (a struct of program prog, a C string, or a Rust buffer) into
    out from pos on; returns the new pos. Depth-first with an explicit stack; the visit table
    skips a pointee already visited with as much depth left. Records into s->rec when set. */
-static u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, const CapTodo * start) {
+/* Inlined at both callers: a call per sub-walk showed in the Lua bench (it was inlined
+   when it had one). */
+__attribute__ ((always_inline)) static inline u32 cap_walk (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, const CapTodo * start) {
   u32 sp = 0, i;
   u64 pushes = 0;
   if (++s->gen == 0) { /* wrapped: forget every slot once */
