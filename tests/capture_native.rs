@@ -263,7 +263,7 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 async fn native_capture_through_std_string_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
     let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 4, 6), json!({}), 3).await;
-    assert_eq!(native_settings["capture"]["plans"], json!(4), "std::string no longer keeps the serializer: {native_settings}");
+    assert_eq!(native_settings["capture"]["plans"], json!(4), "std::string and std::optional no longer keep the serializer: {native_settings}");
     let native = same_as_javascript_of(&js_events, &native_events, 3 * 6);
     let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
     let people = enters("cap_person");
@@ -272,6 +272,8 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
     assert_eq!(people[1]["p"]["name"], json!("Bob Groß ✓"));
     assert_eq!(people[1]["p"]["note"], json!(""));
     assert_eq!(people[1]["p"]["buddy"]["note"], json!(format!("{}…", "x".repeat(1024))));
+    assert_eq!((&people[0]["p"]["score"], &people[1]["p"]["score"], &people[1]["p"]["nick"]), (&json!(7), &json!(null), &json!("bobby")));
+    assert_eq!((&people[0]["p"]["nick"], &people[2]["p"]["nick"]), (&json!("annie, a nickname past the short buffer"), &json!(null)), "engaged, then not, by round");
     let team = &enters("cap_team")[0]["t"];
     assert_eq!(team["members"][1]["name"], json!("Bob Groß ✓"), "{team}");
     assert_eq!(team["motto"], json!("ship it"));

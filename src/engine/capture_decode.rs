@@ -129,6 +129,17 @@ impl<'a> Reader<'a> {
             return;
         };
         let start = self.out.len();
+        if !self.plan.optionals.is_empty() {
+            if let Some(&(g, p, of)) = self.plan.optionals.get(&id) {
+                // serialize.ts `opt`: the value, or null when not engaged.
+                match self.view.u64_at(addr + g, 1) {
+                    Ok(0) => self.out.push_str("null"),
+                    Ok(_) => self.read(addr + p, of, depth),
+                    Err(()) => json::unreadable(&mut self.out, addr),
+                }
+                return;
+            }
+        }
         if self.try_read(addr, t, depth).is_err() {
             self.out.truncate(start);
             json::unreadable(&mut self.out, addr);
@@ -455,6 +466,7 @@ mod tests {
             enter: Vec::new(),
             exit: Vec::new(),
             types: types.into_iter().enumerate().map(|(i, t)| (i as TypeId, t)).collect(),
+            optionals: Default::default(),
         }
     }
 
@@ -523,6 +535,7 @@ mod tests {
             enter: Vec::new(),
             exit: Vec::new(),
             types: types.into_iter().enumerate().map(|(i, t)| (i as TypeId, t)).collect(),
+            optionals: Default::default(),
         };
         let words = |w: &[u64]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         // r at 0x1000: name "héllo" at 0x2000, tags [7, 8] at 0x3000, next -> 0x1100, shape Dot.

@@ -143,6 +143,10 @@ pub(crate) struct CapturePlan {
     pub exit: Vec<Root>,
     /// Every type a decode may look at, resolved once (no DebugInfo lock per read).
     pub types: HashMap<TypeId, Arc<Type>>,
+    /// `std::optional` types among them: engaged flag offset, value offset, value type
+    /// (printed as the value or `null`, cxx_std.rs).
+    #[serde(default)]
+    pub optionals: HashMap<TypeId, (u64, u64, TypeId)>,
 }
 
 impl CapturePlan {
@@ -180,7 +184,7 @@ fn register_scalar(t: &Type) -> bool {
 }
 
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
-/// serves (not C, C++ or Rust on x86-64, a `std::optional` within reach, a
+/// serves (not C, C++ or Rust on x86-64, a
 /// parameter or result not in one integer register — Rust's `&str` and slices take two —
 /// more than six parameters, a Rust enum whose default variant stands beside several others,
 /// or a plan beyond the edge / program budget). Rust passes references and integers in the
@@ -189,7 +193,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) || sig.variadic || sig.closure_env || sig.params.len() > 6 {
         return None;
     }
-    let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
+    let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), optionals: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
     let mut params = Vec::new();
     let (mut regs, mut enter, mut reg) = (Vec::new(), Vec::new(), 0u8);
     let depth_i = depth as i64;
@@ -232,7 +236,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if c.over {
         return None;
     }
-    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types })
+    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals })
 }
 
 /// A program's body while it is compiled: bytes touched and pointer edges, offsets from 0.
@@ -257,6 +261,8 @@ struct Compiler<'a> {
     memo: HashMap<(TypeId, i64), u32>,
     /// (element type, depth) -> the program of one element of a Rust buffer.
     element_memo: HashMap<(TypeId, i64), u32>,
+    /// `std::optional` types met (CapturePlan::optionals).
+    optionals: HashMap<TypeId, (u64, u64, TypeId)>,
     /// Visit-table keys: one per struct type, one per buffer element type (an array at an
     /// address is not the struct at its start).
     next_key: u32,
@@ -271,17 +277,38 @@ impl Compiler<'_> {
     /// (cxx_std.rs: the agent's `rstr` descriptor), so the walk and the decoder treat both
     /// alike.
     fn ty(&mut self, id: TypeId) -> Arc<Type> {
-        let info = self.info;
-        self.types
-            .entry(id)
-            .or_insert_with(|| {
-                let t = info.ty(id);
-                match info.std_string_layout(id) {
-                    Some((ptr, len)) => Arc::new(Type { name: t.name.clone(), size: t.size, kind: TypeKind::RustStr { ptr, len } }),
-                    None => t,
-                }
-            })
-            .clone()
+        if let Some(t) = self.types.get(&id) {
+            return t.clone();
+        }
+        let t = self.info.ty(id);
+        let t = match self.info.std_string_layout(id) {
+            Some((ptr, len)) => Arc::new(Type { name: t.name.clone(), size: t.size, kind: TypeKind::RustStr { ptr, len } }),
+            None => t,
+        };
+        if let Some(o) = self.info.std_optional_layout(id) {
+            self.optionals.insert(id, o);
+        }
+        self.types.insert(id, t.clone());
+        t
+    }
+
+    /// serialize.ts on a `std::optional` at `off` (engaged flag at `g`, value of type `of` at
+    /// `p`): the flag, then the value's reads, its edges followed only while engaged.
+    fn optional(&mut self, b: &mut Body, off: u64, (g, p, of): (u64, u64, TypeId), depth: i64) {
+        b.touch(off + g, 1);
+        let mut vb = Body::default();
+        self.value(&mut vb, p, of, depth);
+        if vb.size > 0 {
+            b.touch(off, vb.size);
+        }
+        let engaged = Guard { off: g, size: 1, lo: 0, mask: 1, inside: false };
+        for e in vb.edges {
+            if e.guard.is_some() {
+                self.over = true; // one guard per edge
+                return;
+            }
+            b.edges.push(Edge { guard: Some(engaged), ..e }.shifted(off));
+        }
     }
 
     /// The walk a pointer value in register `reg` starts, if the serializer follows it.
@@ -296,6 +323,11 @@ impl Compiler<'_> {
         let tt = self.ty(to);
         if crate::symbols::types::is_c_char(&tt) {
             return Some(Edge::pointer(off, KIND_CSTRING, 0));
+        }
+        if self.optionals.contains_key(&to) {
+            // serialize.ts `followable` (`opt`): its value at any depth.
+            let child = self.program(to, depth.max(0))?;
+            return Some(Edge::pointer(off, KIND_STRUCT, child));
         }
         if matches!(tt.kind, TypeKind::Struct { .. }) && depth > 0 {
             // Followed without spending depth; the struct spends it.
@@ -333,10 +365,10 @@ impl Compiler<'_> {
         self.memo.insert((id, depth), index);
         self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
         let mut body = Body::default();
-        if matches!(self.ty(id).kind, TypeKind::Struct { .. }) {
+        if matches!(self.ty(id).kind, TypeKind::Struct { .. }) && !self.optionals.contains_key(&id) {
             self.structure(&mut body, 0, id, depth);
         } else {
-            self.value(&mut body, 0, id, depth); // a Rust container behind a pointer
+            self.value(&mut body, 0, id, depth); // a Rust container or std::optional behind a pointer
         }
         self.finish(index, body);
         Some(index)
@@ -480,6 +512,9 @@ impl Compiler<'_> {
             return;
         }
         let t = self.ty(id);
+        if let Some(&o) = self.optionals.get(&id) {
+            return self.optional(b, off, o, depth);
+        }
         match &t.kind {
             TypeKind::Int { .. } | TypeKind::Char { .. } | TypeKind::Enum { .. } => b.touch(off, t.size.clamp(1, 8)),
             TypeKind::Bool => b.touch(off, 1),
@@ -529,8 +564,8 @@ impl Compiler<'_> {
         if depth <= 0 {
             return;
         }
-        // `std::optional` prints as its value (cxx_std.rs): the serializer's. (`std::string`
-        // never gets here: `ty` makes it text.)
+        // Printed specially by the serializer and not known here (cxx_std.rs: `std::string`
+        // and `std::optional` never get here: `ty` and `value` read them as it does).
         if self.info.is_std_special(id) {
             self.over = true;
             return;

@@ -53,9 +53,19 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
         return Some((json!({"k": "rstr", "n": n, "s": t.size, "p": p, "l": l}), vec![]));
     }
     if bare.starts_with("optional<") {
-        let (engaged, _) = find_member(store, id, "_M_engaged", 0)?;
-        let (value, of) = find_member(store, id, "_M_value", 0)?;
+        let (engaged, value, of) = optional_layout(store, id)?;
         return Some((json!({"k": "opt", "n": n, "s": t.size, "g": engaged, "p": value, "of": of}), vec![of]));
     }
     None
+}
+
+/// `std::optional<T>`'s engaged flag offset, value offset and `T`, when `id` is one.
+pub(crate) fn optional_layout(store: &TypeStore, id: TypeId) -> Option<(u64, u64, TypeId)> {
+    let t = store.get(id);
+    if !matches!(t.kind, TypeKind::Struct { .. }) || !bare_name(&t.name).starts_with("optional<") {
+        return None;
+    }
+    let (engaged, _) = find_member(store, id, "_M_engaged", 0)?;
+    let (value, of) = find_member(store, id, "_M_value", 0)?;
+    Some((engaged, value, of))
 }

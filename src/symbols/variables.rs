@@ -302,6 +302,11 @@ impl DebugInfo {
         super::cxx_std::string_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
     }
 
+    /// `std::optional<T>`'s engaged flag offset, value offset and `T`, when `id` is one.
+    pub(crate) fn std_optional_layout(&self, id: TypeId) -> Option<(u64, u64, TypeId)> {
+        super::cxx_std::optional_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
+    }
+
     pub(crate) fn is_std_special(&self, id: TypeId) -> bool {
         super::cxx_std::special_desc(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id).is_some()
     }
