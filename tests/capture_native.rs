@@ -282,8 +282,8 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
 }
 
 /// rust_captured's functions and their calls per round.
-const RUST_FUNCTIONS: usize = 14;
-const RUST_CALLS: usize = 18;
+const RUST_FUNCTIONS: usize = 19;
+const RUST_CALLS: usize = 23;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_prints() {
@@ -343,6 +343,40 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     assert_eq!(enters("captured::cap_opt")[..2], [json!({ "o": { "id": 77, "tag": "lone" } }), json!({ "o": null })]);
     let picked = native.iter().find(|e| e.0 == EventType::FunctionExit && e.1 == "captured::cap_pick").unwrap();
     assert_eq!(picked.3.as_ref().unwrap()["name"], json!("first"), "a returned reference, followed");
+    // Past 16 bytes, by address: parameters, and results through the hidden pointer in rax.
+    assert_eq!(enters("captured::cap_owned")[2], json!({ "s": "owned-2", "v": [0, 1] }));
+    let exits = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionExit && e.1 == f).map(|e| e.3.clone().unwrap()).collect::<Vec<_>>();
+    assert_eq!(exits("captured::cap_make")[1], json!({ "id": 1, "tag": "made-1" }), "a struct returned through a hidden pointer");
+    assert_eq!(exits("captured::cap_label")[0], json!("lone#77"), "a String returned");
+    // Pairs in two registers: `Option<u32>` (4-byte halves), a slice returned in rax and rdx.
+    let halves: Vec<Value> = enters("captured::cap_half").iter().map(|a| a["n"].clone()).collect();
+    assert_eq!(halves[..3], [json!(10), json!(null), json!(12)], "Some, None, Some by round");
+    assert_eq!(exits("captured::cap_half")[..3], [json!(5), json!(null), json!(6)]);
+    assert_eq!(exits("captured::cap_window")[..3], [json!([{ "id": 1, "tag": "one" }, { "id": 2, "tag": "two" }]), json!([{ "id": 2, "tag": "two" }]), json!([])]);
+}
+
+/// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick, cap_tag.
+const BY_VALUE_FUNCTIONS: usize = 5;
+
+/// Structs by value in one or two registers and struct results (in rax, rax and rdx, or
+/// through the hidden pointer rax holds at exit) get native plans, and print what the serializer prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_capture_of_structs_by_value_prints_what_the_javascript_serializer_prints() {
+    let (_home, engine) = engine();
+    let fixture = ("c_by_value", "cap_*", BY_VALUE_FUNCTIONS, BY_VALUE_FUNCTIONS);
+    let (js_events, native_events, native_settings) = run_both_with(&engine, fixture, json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(BY_VALUE_FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * BY_VALUE_FUNCTIONS);
+    let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
+    let exits = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionExit && e.1 == f).map(|e| e.3.clone().unwrap()).collect::<Vec<_>>();
+    let made = exits("cap_make");
+    assert_eq!(made[1], json!({ "id": 1, "name": "beta-é", "leaf": { "id": 2, "tag": "leaf-two" }, "vals": [1, 2, -1] }), "a 40-byte result through the hidden pointer");
+    assert_eq!(enters("cap_make")[2], json!({ "seed": 2, "name": "" }), "the hidden pointer took rdi: seed is in rsi");
+    assert_eq!(enters("cap_small")[2], json!({ "s": { "a": 2, "b": -2, "c": "c" }, "t": { "label": "alpha", "n": 2000 } }), "8 and 16 bytes in registers");
+    assert_eq!(exits("cap_small")[2], json!({ "a": 2002, "b": -3, "c": "d" }), "an 8-byte struct in rax");
+    assert_eq!(enters("cap_sum")[0]["l"], json!({ "id": 2, "tag": "leaf-two" }));
+    assert_eq!(exits("cap_pick")[1], json!({ "id": 2, "tag": "leaf-two" }), "{:?}", exits("cap_pick"));
+    assert_eq!(exits("cap_tag")[..2], [json!({ "label": "leaf-one", "n": 0 }), json!({ "label": "leaf-two", "n": -7 })], "16 bytes in rax and rdx");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

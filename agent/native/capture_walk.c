@@ -768,9 +768,10 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     const u8 * data;
     u32 got = 0;
     if (r[i].kind == CAP_KIND_INLINE) {
-      /* A value in argument registers (Rust's &str, &[T], Option<&T>; at exit in rax): its
-         bytes are the words. regs holds six words at enter, rax alone at exit. */
-      u32 avail = at_exit ? 8 : (r[i].reg < 6 ? 8 * (6 - r[i].reg) : 0);
+      /* A value in argument registers (Rust's &str, &[T], Option<&T>, a small C struct; at
+         exit in rax and rdx): its bytes are the words. regs holds six words at enter, rax
+         and rdx at exit. */
+      u32 avail = at_exit ? (r[i].reg == 0 ? 16 : 0) : (r[i].reg < 6 ? 8 * (6 - r[i].reg) : 0);
       if (r[i].prog >= plan->n_progs)
         continue;
       g = &pl.progs[r[i].prog];

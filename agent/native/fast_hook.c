@@ -283,26 +283,29 @@ static int hook_exit_plain (Shared * sh, Fn * f, Thread * t, Invocation * inv, u
 }
 
 /* A typed exit's record: bare (the plan reads nothing at exit) or with the return value's
-   pointees. */
-static void hook_exit_typed (const HookCtx * x, Fn * f, const CapPlan * plan, Thread * t, Invocation * inv, u64 ret, u64 ts) {
+   pointees. ret: rax and rdx (a result of two eightbytes); the latter travels as a third word
+   (nargs 3) of a typed exit. */
+static void hook_exit_typed (const HookCtx * x, Fn * f, const CapPlan * plan, Thread * t, Invocation * inv, const u64 * ret, u64 ts) {
   if (plan->n_exit == 0) {
-    if (hook_exit_plain (x->shared, f, t, inv, ret, ts, KIND_TYPED_EXIT_BARE))
+    if (hook_exit_plain (x->shared, f, t, inv, ret[0], ts, KIND_TYPED_EXIT_BARE))
       x->capture->records++;
     return;
   }
   u32 pos;
-  Rec * r = hook_walk_record (x, plan, 1, &ret, &pos);
+  Rec * r = hook_walk_record (x, plan, 1, ret, &pos);
   if (r == 0)
     return;
-  hook_header (r, KIND_TYPED_EXIT, inv, 0, f->id, t->tid, ts);
-  r->v[0] = ret;
+  hook_header (r, KIND_TYPED_EXIT, inv, 3, f->id, t->tid, ts);
+  r->v[0] = ret[0];
   r->v[1] = ts - inv->ts;
+  r->v[2] = ret[1];
   hook_commit (r, pos);
 }
 
-/* The exit half: pop the call, record the return value (rax) and the duration. */
+/* The exit half: pop the call, record the return value (ret[0]: rax; ret[1]: rdx, read by
+   typed exits only) and the duration. */
 __attribute__ ((force_align_arg_pointer))
-void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, u64 ret) {
+void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const u64 * ret) {
   u64 call = inv->call;
   if (call == 0)
     return;
@@ -310,7 +313,7 @@ void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocati
   Thread * t = inv->thread;
   strobe_call_pop (t, call);
   if (plan == 0) {
-    hook_exit_plain (x->shared, f, t, inv, ret, ts, KIND_EXIT);
+    hook_exit_plain (x->shared, f, t, inv, ret[0], ts, KIND_EXIT);
     return;
   }
   hook_exit_typed (x, f, plan, t, inv, ret, ts);

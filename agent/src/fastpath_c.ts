@@ -150,7 +150,7 @@ static const HookCtx hook_ctx = { &shared, &capture, thread_state, pthread_getsp
 /* a: the six argument registers; plan: the function's capture plan, read once (NULL: a
    plain record). inv->call stays 0 when nothing is to be recorded at exit. */
 extern void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * a);
-extern void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, guint64 ret);
+extern void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * ret);
 extern guint64 strobe_call_push (Thread * t, guint64 * parent);
 extern void strobe_call_pop (Thread * t, guint64 call);
 
@@ -170,7 +170,8 @@ void on_enter (GumInvocationContext * ic) {
 void on_leave (GumInvocationContext * ic) {
   Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
   Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
-  record_exit (f, inv, ic->cpu_context->rax);
+  guint64 ret[2] = { ic->cpu_context->rax, ic->cpu_context->rdx }; /* rdx: a result's second eightbyte */
+  record_exit (f, inv, ret);
 }
 
 /* The replaceFast path (wrappers.ts): a per-hook wrapper passes its slot and the six integer
@@ -197,9 +198,9 @@ guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
     asm volatile ("pause" : : : "memory");
     orig = s->orig;
   }
-  guint64 ret = orig (a[0], a[1], a[2], a[3], a[4], a[5]);
+  guint64 ret[2] = { orig (a[0], a[1], a[2], a[3], a[4], a[5]), 0 }; /* results in rax alone (abi.rs) */
   record_exit (f, &inv, ret);
-  return ret;
+  return ret[0];
 }
 
 /* The JS path's side of the shared stack: out[0] = call id (0: no thread state), out[1] =
@@ -222,7 +223,7 @@ void strobe_js_leave (guint64 call) {
 
 /* Words a record uses: an enter's arguments, two for the others. */
 static guint32 words_of (const Rec * r) {
-  guint32 n = (r->kind == 0 || r->kind == KIND_TYPED_ENTER) ? r->nargs : 2;
+  guint32 n = (r->kind == 0 || r->kind == KIND_TYPED_ENTER) ? r->nargs : r->kind == KIND_TYPED_EXIT ? 3 : 2;
   return n > MAX_ARGS ? MAX_ARGS : n;
 }
 

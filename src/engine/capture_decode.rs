@@ -9,6 +9,7 @@
 //! written straight into one `String` (`capture_json.rs`) instead of a `serde_json::Value`
 //! tree, and the index's storage is reused across records.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -54,14 +55,42 @@ fn with_reader(plan: &CapturePlan, regs: &[u64], payload: &[u8], f: impl FnOnce(
 /// words), the return value of an exit (`regs[0]`: rax).
 pub(crate) fn record_json(plan: &CapturePlan, exit: bool, regs: &[u64], payload: &[u8]) -> String {
     if exit {
-        ret_json(plan, regs.first().copied().unwrap_or(0), payload)
+        ret_json(plan, regs, payload)
     } else {
         args_json(plan, regs, payload)
     }
 }
 
+/// `regs` with the halves of each split pair of the arguments (`result` false) or the
+/// result put together at their offsets in the pair's two registers, where it is read.
+fn joined<'r>(plan: &CapturePlan, result: bool, regs: &'r [u64]) -> Cow<'r, [u64]> {
+    let mut pairs = plan.split_pairs.iter().filter(|p| p.param.is_none() == result).peekable();
+    if pairs.peek().is_none() {
+        return Cow::Borrowed(regs);
+    }
+    let mut out = regs.to_vec();
+    for p in pairs {
+        let first = p.halves[0].0 as usize;
+        if out.len() < first + 2 {
+            out.resize(first + 2, 0);
+        }
+        let mut value = [0u8; 16];
+        for (reg, off, size) in p.halves {
+            let (off, size) = (off as usize, (size as usize).min(8));
+            let word = regs.get(reg as usize).copied().unwrap_or(0).to_le_bytes();
+            if off + size <= 16 {
+                value[off..off + size].copy_from_slice(&word[..size]);
+            }
+        }
+        out[first] = u64::from_le_bytes(value[..8].try_into().unwrap());
+        out[first + 1] = u64::from_le_bytes(value[8..].try_into().unwrap());
+    }
+    Cow::Owned(out)
+}
+
 /// `{name: value}` of the arguments of a captured enter (`regs`: the argument words).
 fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
+    let regs = &*joined(plan, false, regs);
     with_reader(plan, regs, payload, |r| {
         // `(int arg1, int)`: two parameters print as `arg1`.
         let repeated = plan.params.iter().enumerate().any(|(i, p)| plan.params[..i].iter().any(|q| q.0 == p.0));
@@ -75,7 +104,10 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
             let k = r.out.len();
             json::key(&mut r.out, name);
             let v = r.out.len();
-            r.read(REG_ADDR + 16 * plan.reg_of(i) as u64, *ty, plan.depth as i64);
+            let reg = plan.reg_of(i);
+            // Passed by address: the register holds where the walk copied the value from.
+            let at = if plan.by_address.contains(&i) { regs.get(reg).copied().unwrap_or(0) } else { REG_ADDR + 16 * reg as u64 };
+            r.read(at, *ty, plan.depth as i64);
             if repeated {
                 spans.push((k, v, r.out.len()));
             }
@@ -87,10 +119,14 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
     })
 }
 
-/// The return value of a captured exit (`rax`).
-fn ret_json(plan: &CapturePlan, rax: u64, payload: &[u8]) -> String {
+/// The return value of a captured exit (`regs`: rax, then rdx when the record has it).
+fn ret_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
     let Some(ty) = plan.ret else { return "null".into() };
-    with_reader(plan, &[rax], payload, |r| r.read(REG_ADDR, ty, plan.depth as i64))
+    let rax = regs.first().copied().unwrap_or(0);
+    let regs = &*joined(plan, true, regs);
+    // Returned through a hidden pointer: rax holds its address.
+    let at = if plan.ret_by_address { rax } else { REG_ADDR };
+    with_reader(plan, &regs[..regs.len().min(2)], payload, |r| r.read(at, ty, plan.depth as i64))
 }
 
 /// serialize.ts lengthAt: a length word, capped so a garbage one reads no gigabytes.
@@ -467,6 +503,9 @@ mod tests {
             exit: Vec::new(),
             types: types.into_iter().enumerate().map(|(i, t)| (i as TypeId, t)).collect(),
             optionals: Default::default(),
+            by_address: Vec::new(),
+            ret_by_address: false,
+            split_pairs: Vec::new(),
         }
     }
 
@@ -489,8 +528,8 @@ mod tests {
             args_json(&plan, &[0x1000, 0x3000], &payload),
             r#"{"s":{"a":1,"<anonymous>":{"x":3},"next":"<circular ref to struct S>","name":"hi\"\n","e":"B","flag":1},"t":"<unreadable 0x3000>"}"#
         );
-        assert_eq!(ret_json(&plan, 0x2000, &payload), r#""hi\"\n""#);
-        assert_eq!(ret_json(&plan, 0, &payload), "null");
+        assert_eq!(ret_json(&plan, &[0x2000], &payload), r#""hi\"\n""#);
+        assert_eq!(ret_json(&plan, &[0], &payload), "null");
         // Again, with the repeated names remembered, and a struct cut short.
         assert_eq!(args_json(&plan, &[0x1000, 0], &payload[..12 + 20]), r#"{"s":"<unreadable 0x1000>","t":null}"#);
     }
@@ -536,6 +575,9 @@ mod tests {
             exit: Vec::new(),
             types: types.into_iter().enumerate().map(|(i, t)| (i as TypeId, t)).collect(),
             optionals: Default::default(),
+            by_address: Vec::new(),
+            ret_by_address: false,
+            split_pairs: Vec::new(),
         };
         let words = |w: &[u64]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         // r at 0x1000: name "héllo" at 0x2000, tags [7, 8] at 0x3000, next -> 0x1100, shape Dot.

@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::recipes;
 use crate::symbols::{DebugInfo, Signature, Type, TypeId, TypeKind};
 
 /// What the serializer prints at most (serialize.ts MAX_KEYS / MAX_ELEMENTS / MAX_STRING).
@@ -147,6 +148,28 @@ pub(crate) struct CapturePlan {
     /// (printed as the value or `null`, cxx_std.rs).
     #[serde(default)]
     pub optionals: HashMap<TypeId, (u64, u64, TypeId)>,
+    /// Parameters passed by address (Rust aggregates past 16 bytes), by index: their
+    /// register holds the value's address.
+    #[serde(default)]
+    pub by_address: Vec<usize>,
+    /// The result came back through a hidden pointer, which rax holds at exit.
+    #[serde(default)]
+    pub ret_by_address: bool,
+    /// Rust scalar pairs whose halves are not two 8-byte words (`Option<u32>`).
+    #[serde(default)]
+    pub split_pairs: Vec<SplitPair>,
+}
+
+/// A Rust scalar pair passed or returned with each half in its own register (the
+/// serializer's `pair` recipe): the decoder puts the halves together at their offsets in
+/// the two registers where the value is read. Only pairs without a pointer to follow: the
+/// walk, which reads registers as they are, has nothing to do for them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SplitPair {
+    /// The parameter, or `None` for the result.
+    pub param: Option<usize>,
+    /// (register, offset in the value, size) of each half; the second register follows the first.
+    pub halves: [(u8, u8, u8); 2],
 }
 
 impl CapturePlan {
@@ -183,60 +206,125 @@ fn register_scalar(t: &Type) -> bool {
     matches!(t.kind, TypeKind::Int { .. } | TypeKind::Bool | TypeKind::Char { .. } | TypeKind::Enum { .. } | TypeKind::Pointer { .. }) && (1..=8).contains(&t.size)
 }
 
+/// Where a recipe location (recipes.rs `locate`) puts a value, among the places the native
+/// hook records: integer registers at enter, rax at exit.
+enum Place {
+    /// One register.
+    Reg(u8),
+    /// Two consecutive registers holding the value's two eightbytes (`r2`, or a Rust pair
+    /// of two 8-byte halves).
+    Regs(u8),
+    /// The register holds the value's address (`ind`).
+    Address(u8),
+    /// A Rust scalar pair with a half smaller than 8 bytes: (register, offset, size) each.
+    Split([(u8, u8, u8); 2]),
+}
+
+fn place(at: &Value) -> Option<Place> {
+    let reg = |v: &Value| v.as_u64().filter(|r| *r < MAX_REG_ARGS as u64).map(|r| r as u8);
+    if let Some(r) = at.get("r") {
+        return reg(r).map(Place::Reg);
+    }
+    if let Some(r) = at.get("ind") {
+        return reg(r).map(Place::Address);
+    }
+    let first_of_two = |a: Option<u8>, b: Option<u8>| a.filter(|a| b == Some(a + 1)).map(Place::Regs);
+    if let Some(rs) = at.get("r2") {
+        return first_of_two(reg(&rs[0]), reg(&rs[1]));
+    }
+    // A Rust scalar pair lies as in memory only when its halves are 8 bytes at 0 and 8.
+    let pair = at.get("pair")?;
+    let half = |h: &Value, off: u64| (h[1].as_u64() == Some(off) && h[2].as_u64() == Some(8)).then(|| reg(&h[0])).flatten();
+    if let Some(p) = first_of_two(half(&pair[0], 0), half(&pair[1], 8)) {
+        return Some(p);
+    }
+    let split = |h: &Value| Some((reg(&h[0])?, u8::try_from(h[1].as_u64()?).ok().filter(|o| *o < 16)?, u8::try_from(h[2].as_u64()?).ok().filter(|s| (1..=8).contains(s))?));
+    let halves = [split(&pair[0])?, split(&pair[1])?];
+    (halves[1].0 == halves[0].0 + 1).then_some(Place::Split(halves))
+}
+
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
-/// serves (not C, C++ or Rust on x86-64, a
-/// parameter or result not in one integer register — Rust's `&str` and slices take two —
-/// more than six parameters, a Rust enum whose default variant stands beside several others,
-/// or a plan beyond the edge / program budget). Rust passes references and integers in the
-/// System V registers, as C does.
+/// serves: not C, C++ or Rust on x86-64, more than six parameters, a value the hook does not
+/// record (on the stack, in xmm or x87 registers, a result in rax and rdx, a Rust pair of
+/// halves smaller than 8 bytes), a Rust enum whose default variant stands beside several
+/// others, or a plan beyond the edge / program budget. Values are placed as the serializer's
+/// recipe places them: in one or two integer registers (scalars, small structs, `&str`),
+/// or at the address a register holds (Rust aggregates past 16 bytes, results through a
+/// hidden pointer).
 pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<CapturePlan> {
     if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) || sig.variadic || sig.closure_env || sig.params.len() > 6 {
         return None;
     }
     let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), optionals: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
+    // Where each value lives, as the serializer's recipe says (recipes.rs `locate`: the
+    // System V classes, Rust's scalar pairs, hidden result pointers).
+    let (recipe, _) = super::recipes::serialize_recipe(info, sig);
     let mut params = Vec::new();
-    let (mut regs, mut enter, mut reg) = (Vec::new(), Vec::new(), 0u8);
+    let (mut regs, mut enter, mut by_address, mut split_pairs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let depth_i = depth as i64;
     for (i, p) in sig.params.iter().enumerate() {
         let ty = p.ty?;
         let t = c.ty(ty);
+        let reg = match place(&recipe["args"][i]["at"])? {
+            Place::Reg(r) if register_scalar(&t) => {
+                enter.extend(c.root(r, ty, depth_i));
+                r
+            }
+            // An aggregate in one or two registers (a small C struct, Rust's `&str`, `&[T]`,
+            // `Option<&T>`): the registers hold its bytes as laid out in memory.
+            Place::Reg(r) | Place::Regs(r) if recipes::is_aggregate(&t.kind) => {
+                enter.push(Root { reg: r, kind: KIND_INLINE, program: c.program(ty, depth_i.max(0))? });
+                r
+            }
+            // Passed by address (Rust aggregates past 16 bytes): the register points at it.
+            Place::Address(r) => {
+                enter.push(Root { reg: r, kind: KIND_STRUCT, program: c.program(ty, depth_i.max(0))? });
+                by_address.push(i);
+                r
+            }
+            Place::Split(halves) if c.leaf_only(ty, depth_i)? => {
+                split_pairs.push(SplitPair { param: Some(i), halves });
+                halves[0].0
+            }
+            _ => return None,
+        };
         regs.push(reg);
-        if register_scalar(&t) {
-            enter.extend(c.root(reg, ty, depth_i));
-            reg += 1;
-        } else if let Some(words) = sig.rust.then(|| super::recipes::rust_register_words(info, ty)).flatten() {
-            // `&str`, `&[T]` (pointer and length in two registers), `Option<&T>`, a small
-            // enum (one): the registers hold the value's bytes as laid out in memory.
-            let program = c.program(ty, depth_i.max(0))?;
-            enter.push(Root { reg, kind: KIND_INLINE, program });
-            reg += words as u8;
-        } else {
-            return None;
-        }
         params.push((if p.name.is_empty() { format!("arg{i}") } else { p.name.clone() }, ty));
     }
-    if reg as usize > MAX_REG_ARGS {
-        return None;
-    }
     let mut exit = Vec::new();
+    let mut ret_by_address = false;
     let ret = match sig.ret {
         Some(t) if matches!(c.ty(t).kind, TypeKind::Void) => None,
-        Some(t) if register_scalar(&c.ty(t)) => {
-            exit.extend(c.root(0, t, depth_i));
+        Some(t) => {
+            let tt = c.ty(t);
+            match place(&recipe["ret"]["at"])? {
+                Place::Reg(0) if register_scalar(&tt) => exit.extend(c.root(0, t, depth_i)),
+                // A small aggregate returned in rax, or rax and rdx (`Option<&T>`, `&str`, a C
+                // struct of up to 16 bytes).
+                Place::Reg(0) | Place::Regs(0) if recipes::is_aggregate(&tt.kind) => exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))? }),
+                // A root reading nothing, so that the exit is not a bare one: its record
+                // carries rdx.
+                Place::Split(halves) if halves[0].0 == 0 && c.leaf_only(t, depth_i)? => {
+                    exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))? });
+                    split_pairs.push(SplitPair { param: None, halves });
+                }
+                // Returned through a hidden pointer (C's MEMORY class, Rust past 16 bytes),
+                // which rax holds at exit.
+                Place::Address(0) => {
+                    exit.push(Root { reg: 0, kind: KIND_STRUCT, program: c.program(t, depth_i.max(0))? });
+                    ret_by_address = true;
+                }
+                // xmm or x87 registers.
+                _ => return None,
+            }
             Some(t)
         }
-        // A small Rust value returned in rax (`Option<&T>`).
-        Some(t) if sig.rust && super::recipes::rust_register_words(info, t) == Some(1) => {
-            exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))? });
-            Some(t)
-        }
-        Some(_) => return None,
         None => None,
     };
     if c.over {
         return None;
     }
-    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals })
+    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs })
 }
 
 /// A program's body while it is compiled: bytes touched and pointer edges, offsets from 0.
@@ -343,6 +431,13 @@ impl Compiler<'_> {
     }
 
     /// The program of struct `id` reached with `depth` (>= 1) left, compiled once.
+    /// Does the value of `id` hold no pointer the serializer would follow? Its types are
+    /// noted for the decoder on the way.
+    fn leaf_only(&mut self, id: TypeId, depth: i64) -> Option<bool> {
+        let p = self.program(id, depth.max(0))?;
+        Some(self.programs[p as usize].edges.is_empty())
+    }
+
     fn program(&mut self, id: TypeId, depth: i64) -> Option<u32> {
         if let Some(&p) = self.memo.get(&(id, depth)) {
             return Some(p);

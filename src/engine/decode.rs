@@ -56,12 +56,12 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// Words a record carries on the wire: an enter's arguments, two for the others (exit:
-/// return value and duration; sampling: on/off and rate).
+/// return value and duration; sampling: on/off and rate), three for a typed exit (then rdx).
 fn words_of(kind: u8, nargs: u8) -> usize {
-    if kind == KIND_ENTER || kind == KIND_TYPED_ENTER {
-        (nargs as usize).min(MAX_ARGS)
-    } else {
-        2
+    match kind {
+        KIND_ENTER | KIND_TYPED_ENTER => (nargs as usize).min(MAX_ARGS),
+        KIND_TYPED_EXIT => 3, // and rdx, a result's second eightbyte
+        _ => 2,
     }
 }
 
@@ -261,7 +261,9 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             words[1] = 0; // v[1] of an exit is its duration, not a word to store
         }
         if typed_kind {
-            let regs = if exit { &r.v[..1] } else { &r.v[..(r.nargs as usize).min(MAX_ARGS)] };
+            // At exit: rax and rdx (a result in two eightbytes; typed exits with a payload carry it).
+            let exit_regs = [r.v[0], if r.kind == KIND_TYPED_EXIT { r.v[2] } else { 0 }];
+            let regs = if exit { &exit_regs[..] } else { &r.v[..(r.nargs as usize).min(MAX_ARGS)] };
             let state = &mut *st;
             match (&plan, out) {
                 (Some(plan), Out::Referenced) => {
@@ -278,7 +280,9 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
                     if let (Some(plan), Some(kept)) = (&plan, state.typed_samples.as_mut()) {
                         kept.push(plan, exit, regs, &payload);
                     }
-                    typed.push(Typed { record: batch.records.len(), plan, words: r.v, nregs: regs.len(), payload });
+                    let mut words = [0u64; MAX_ARGS];
+                    words[..regs.len()].copy_from_slice(regs);
+                    typed.push(Typed { record: batch.records.len(), plan, words, nregs: regs.len(), payload });
                 }
             }
         }
@@ -298,13 +302,13 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
     drop(st);
     // Rows of the same batch as the integer records around them: the writer binds the text.
     // A typed exit without payload (a scalar or void return) prints as a function of its
-    // plan and rax alone: a batch's repeats (SQLite's `rc` 0, a `void`) are decoded once.
-    let mut bare: FxHashMap<(usize, u64), usize> = FxHashMap::default();
+    // plan and rax (and rdx) alone: a batch's repeats (SQLite's `rc` 0, a `void`) are decoded once.
+    let mut bare: FxHashMap<(usize, u64, u64), usize> = FxHashMap::default();
     let mut texts: Vec<(u32, String)> = Vec::with_capacity(typed.len());
     for t in &typed {
         let exit = batch.records[t.record].exit;
         let memo = match &t.plan {
-            Some(plan) if exit && t.payload.is_empty() => Some((Arc::as_ptr(plan) as usize, t.words[0])),
+            Some(plan) if exit && t.payload.is_empty() => Some((Arc::as_ptr(plan) as usize, t.words[0], t.words[1])),
             _ => None,
         };
         let text = match memo.and_then(|k| bare.get(&k)) {

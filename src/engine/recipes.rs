@@ -61,31 +61,7 @@ fn leaves(info: &DebugInfo, ty: TypeId, base: u64, out: &mut Vec<Leaf>, depth: u
     }
 }
 
-/// How many integer registers a Rust aggregate passed by value fills with its bytes as laid
-/// out in memory (`locate`'s rules): 1 for one of at most 8 bytes that is not a scalar
-/// pair (`Option<&T>`, a fieldless enum, a newtype), 2 for a pointer-and-length pair
-/// (`&str`, `&[T]`); `None` otherwise (a pair of smaller halves, floats, passed by address).
-pub(super) fn rust_register_words(info: &DebugInfo, ty: TypeId) -> Option<usize> {
-    let t = info.ty(ty);
-    if !is_aggregate(&t.kind) || t.size == 0 || t.size > 16 {
-        return None;
-    }
-    let mut ls = Vec::new();
-    leaves(info, ty, 0, &mut ls, 0);
-    ls.sort_by_key(|l| l.0);
-    ls.dedup_by_key(|l| l.0);
-    if ls.iter().any(|l| l.2) {
-        return None;
-    }
-    match (t.size, ls.len()) {
-        (1..=8, 2) => None,
-        (1..=8, _) => Some(1),
-        (16, 2) if ls[0].0 == 0 && ls[0].1 == 8 && ls[1].0 == 8 && ls[1].1 == 8 => Some(2),
-        _ => None,
-    }
-}
-
-fn is_aggregate(kind: &TypeKind) -> bool {
+pub(super) fn is_aggregate(kind: &TypeKind) -> bool {
     matches!(
         kind,
         TypeKind::Struct { .. } | TypeKind::Array { .. } | TypeKind::RustEnum { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. }
