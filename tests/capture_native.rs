@@ -355,11 +355,12 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     assert_eq!(exits("captured::cap_window")[..3], [json!([{ "id": 1, "tag": "one" }, { "id": 2, "tag": "two" }]), json!([{ "id": 2, "tag": "two" }]), json!([])]);
 }
 
-/// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick, cap_tag.
-const BY_VALUE_FUNCTIONS: usize = 5;
+/// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick,
+/// cap_tag, cap_scale, cap_mix.
+const BY_VALUE_FUNCTIONS: usize = 7;
 
-/// Structs by value in one or two registers and struct results (in rax, rax and rdx, or
-/// through the hidden pointer rax holds at exit) get native plans, and print what the serializer prints.
+/// Structs by value in one or two registers, struct results (in rax, rax and rdx, or
+/// through the hidden pointer rax holds at exit) and floats in xmm registers get native plans, and print what the serializer prints.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_structs_by_value_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
@@ -377,6 +378,10 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     assert_eq!(enters("cap_sum")[0]["l"], json!({ "id": 2, "tag": "leaf-two" }));
     assert_eq!(exits("cap_pick")[1], json!({ "id": 2, "tag": "leaf-two" }), "{:?}", exits("cap_pick"));
     assert_eq!(exits("cap_tag")[..2], [json!({ "label": "leaf-one", "n": 0 }), json!({ "label": "leaf-two", "n": -7 })], "16 bytes in rax and rdx");
+    assert_eq!(enters("cap_scale")[2], json!({ "x": 3, "k": 3, "f": 0.5 }), "doubles and floats in xmm0 and xmm1");
+    assert_eq!(exits("cap_scale")[2], json!(9.5), "a double result in xmm0");
+    assert_eq!(enters("cap_mix")[1], json!({ "l": { "id": 2, "tag": "leaf-two" }, "a": -1.5 }));
+    assert_eq!(exits("cap_mix")[1], json!(-3), "a float result");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -32,6 +32,10 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_KIND_CSTRING 1
 #define CAP_KIND_ARRAY 2
 #define CAP_KIND_INLINE 3             /* a root in argument registers (reg, reg + 1) or rax, read in place */
+#define CAP_KIND_XMM 4                /* a root in xmm register reg: its 16 bytes copied from where the interceptor saved it */
+/* The address an xmm root's copy is labelled with (never a user-space one): CAP_XMM_ADDR +
+   16 * register (capture_view.rs XMM_ADDR). */
+#define CAP_XMM_ADDR 0xfffffe0000000000UL
 #define CAP_NO_CHILD 0xffffffffu
 #define CAP_SETS_BITS 8           /* pages known readable: 256 sets of 4, by hashed page number */
 #define CAP_WAYS 4

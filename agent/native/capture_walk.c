@@ -741,7 +741,7 @@ static void cap_root_string (CapScratch * s, CaptureShared * cs, u8 * out, u32 *
    (a row's value, a cursor's position) that points to the same, unchanged ones (the
    connection, its schema). A small pointee two sub-walks reach is copied by both (the
    daemon reads either copy: capture_view.rs), a big one once (cap_big_find). */
-u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScratch * s, CaptureShared * cs) {
+u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const u8 * xmm, CapScratch * s, CaptureShared * cs) {
   CapParts pl;
   pl.plan = plan;
   pl.roots = (const CapRoot *) (plan + 1);
@@ -767,6 +767,16 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, CapScr
     const CapProg * g;
     const u8 * data;
     u32 got = 0;
+    if (r[i].kind == CAP_KIND_XMM) {
+      /* A float in an xmm register: the 16 bytes the interceptor saved (none where that
+         place is unknown: the decoder says so, as the serializer does). */
+      if (xmm != 0 && r[i].reg < 8 && pos + 12 + 16 <= CAP_BUDGET) {
+        __builtin_memcpy (out + pos + 12, xmm + 16 * r[i].reg, 16);
+        cap_header (out + pos, CAP_XMM_ADDR + 16 * r[i].reg, 16);
+        pos += 12 + 16;
+      }
+      continue;
+    }
     if (r[i].kind == CAP_KIND_INLINE) {
       /* A value in argument registers (Rust's &str, &[T], Option<&T>, a small C struct; at
          exit in rax and rdx): its bytes are the words. regs holds six words at enter, rax

@@ -26,6 +26,7 @@
 import { flush } from "./events.js";
 import { FASTPATH_C, MAX_FAST_ARGS, NEW_TID_SLOT, NEW_TIDS, RECORD_SIZE } from "./fastpath_c.js";
 import { announceThread } from "./threads.js";
+import { xmmSavedCell } from "./xmm.js";
 import { forkGateStats, isForkedCopy, onPiggybackedAck, requestReceipt, sendBatch, sendThroughGate } from "./forksafe.js";
 import { installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
 import { costOptions, setCostOptions } from "./cost_sampling.js";
@@ -324,6 +325,7 @@ function setUp(): Native | null {
             memcpy: libc("memcpy"),
             prctl: libc("prctl"),
             ...captureSymbols(libc),
+            xmm_saved: xmmSavedCell(),
         });
         setUpTsc(cm, shared);
         const drain = new NativeFunction(cm.strobe_drain, "uint32", ["pointer", "uint32", "pointer"], {

@@ -157,6 +157,11 @@ extern void strobe_call_pop (Thread * t, guint64 call);
 #define record_enter(f, inv, a) strobe_hook_enter (&hook_ctx, (f), FN_PLAN (f), (inv), (a))
 #define record_exit(f, inv, ret) do { if ((inv)->call != 0) strobe_hook_exit (&hook_ctx, (f), FN_PLAN (f), (inv), (ret)); } while (0)
 
+/* Where the interceptor saved xmm0-7, from the context's rsp: {known, at enter, at leave}
+   (xmm.ts measures it once; Frida's CpuContext has no xmm fields). */
+extern const gint32 xmm_saved[3];
+#define XMM_SAVED(c, half) (xmm_saved[0] ? (const guint8 *) (c)->rsp + xmm_saved[half] : NULL)
+
 void on_enter (GumInvocationContext * ic) {
   /* The System V argument registers, read straight from the saved context: calling
      gum_invocation_context_get_nth_argument() six times costs more than the rest. */
@@ -164,12 +169,15 @@ void on_enter (GumInvocationContext * ic) {
   guint64 a[MAX_ARGS];
   a[0] = c->rdi; a[1] = c->rsi; a[2] = c->rdx; a[3] = c->rcx; a[4] = c->r8; a[5] = c->r9;
   Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
-  record_enter (f, GUM_IC_GET_INVOCATION_DATA (ic, Invocation), a);
+  Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
+  inv->xmm = XMM_SAVED (c, 1);
+  record_enter (f, inv, a);
 }
 
 void on_leave (GumInvocationContext * ic) {
   Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
   Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
+  inv->xmm = XMM_SAVED (ic->cpu_context, 2);
   guint64 ret[2] = { ic->cpu_context->rax, ic->cpu_context->rdx }; /* rdx: a result's second eightbyte */
   record_exit (f, inv, ret);
 }
@@ -187,6 +195,7 @@ guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
   Fn * f = s->fn;
   Invocation inv;
   inv.call = 0;
+  inv.xmm = NULL; /* only functions of integer registers are wrapped (abi.rs) */
   if (!s->off)
     record_enter (f, &inv, a);
   /* Read right before the call: a demotion (wrappers.ts) repoints it while every thread is

@@ -27,6 +27,17 @@ export function xmmAddress(ctx: CpuContext, index: number, leaving: boolean): Na
     return ctx.sp.add((leaving ? offsets.leave : offsets.enter) + 16 * index);
 }
 
+/** The offsets for the native hooks (fastpath_c.ts `xmm_saved`): three int32s, whether
+ *  they are known, then the onEnter and onLeave distances from `sp`. */
+export function xmmSavedCell(): NativePointer {
+    const cell = Memory.alloc(12);
+    const known = prepareXmm() && offsets !== null && offsets !== undefined;
+    cell.writeS32(known ? 1 : 0);
+    cell.add(4).writeS32(known ? offsets!.enter : 0);
+    cell.add(8).writeS32(known ? offsets!.leave : 0);
+    return cell;
+}
+
 export const XMM_UNAVAILABLE = "float in an xmm register (not captured: this Frida's saved-register layout is unknown)";
 
 const SCAN_BYTES = 4096;

@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 
 use super::capture_json as json;
 use super::capture_plan::{CapturePlan, MAX_ELEMENTS, MAX_KEYS, MAX_STRING};
-use super::capture_view::{Index, View, REG_ADDR};
+use super::capture_view::{Index, View, REG_ADDR, XMM_ADDR};
 use crate::symbols::{Type, TypeId, TypeKind};
 
 /// Per decoding thread: the block index's storage, and which struct types have a member
@@ -105,9 +105,13 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
             json::key(&mut r.out, name);
             let v = r.out.len();
             let reg = plan.reg_of(i);
-            // Passed by address: the register holds where the walk copied the value from.
-            let at = if plan.by_address.contains(&i) { regs.get(reg).copied().unwrap_or(0) } else { REG_ADDR + 16 * reg as u64 };
-            r.read(at, *ty, plan.depth as i64);
+            if let Some(&(_, x)) = plan.floats.iter().find(|f| f.0 == Some(i)) {
+                r.xmm(x, *ty);
+            } else {
+                // Passed by address: the register holds where the walk copied the value from.
+                let at = if plan.by_address.contains(&i) { regs.get(reg).copied().unwrap_or(0) } else { REG_ADDR + 16 * reg as u64 };
+                r.read(at, *ty, plan.depth as i64);
+            }
             if repeated {
                 spans.push((k, v, r.out.len()));
             }
@@ -126,6 +130,9 @@ fn ret_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
     let regs = &*joined(plan, true, regs);
     // Returned through a hidden pointer: rax holds its address.
     let at = if plan.ret_by_address { rax } else { REG_ADDR };
+    if plan.floats.iter().any(|f| f.0.is_none()) {
+        return with_reader(plan, &[], payload, |r| r.xmm(0, ty));
+    }
     with_reader(plan, &regs[..regs.len().min(2)], payload, |r| r.read(at, ty, plan.depth as i64))
 }
 
@@ -159,6 +166,17 @@ impl<'a> Reader<'a> {
     }
 
     /// The value of type `id` at `addr`; what cannot be read prints `<unreadable 0x…>`.
+    /// A float the hook copied from xmm register `x`; where it could not (the interceptor's
+    /// saved registers not found), what the serializer prints then (xmm.ts XMM_UNAVAILABLE).
+    fn xmm(&mut self, x: u8, id: TypeId) {
+        let at = XMM_ADDR + 16 * x as u64;
+        if self.view.bytes(at, 4).is_ok() {
+            self.read(at, id, 0);
+        } else {
+            json::string(&mut self.out, &["<float in an xmm register (not captured: this Frida's saved-register layout is unknown)>"]);
+        }
+    }
+
     fn read(&mut self, addr: u64, id: TypeId, depth: i64) {
         let Some(t) = self.ty(id) else {
             let _ = std::fmt::Write::write_fmt(&mut self.out, format_args!("\"<unknown type {id}>\""));
@@ -506,6 +524,7 @@ mod tests {
             by_address: Vec::new(),
             ret_by_address: false,
             split_pairs: Vec::new(),
+            floats: Vec::new(),
         }
     }
 
@@ -578,6 +597,7 @@ mod tests {
             by_address: Vec::new(),
             ret_by_address: false,
             split_pairs: Vec::new(),
+            floats: Vec::new(),
         };
         let words = |w: &[u64]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         // r at 0x1000: name "héllo" at 0x2000, tags [7, 8] at 0x3000, next -> 0x1100, shape Dot.

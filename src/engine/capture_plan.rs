@@ -50,8 +50,13 @@ pub(crate) const NO_CHILD: u32 = u32::MAX;
 /// A root that is a value in argument register `reg` (and `reg + 1`: Rust's `&str`,
 /// `&[T]`), or in rax at exit (`Option<&T>`), read in place by its program.
 pub(crate) const KIND_INLINE: u32 = 3;
+/// A root that is a float in xmm register `reg`: the hook copies the 16 bytes the interceptor
+/// saved, labelled `capture_view::XMM_ADDR + 16 * reg`.
+pub(crate) const KIND_XMM: u32 = 4;
 /// The System V integer argument registers.
 const MAX_REG_ARGS: usize = 6;
+/// The System V float argument registers.
+const MAX_XMM_ARGS: u64 = 8;
 
 /// A pointer field a program follows: `count` pointers `stride` bytes apart from `off`.
 /// Offsets (`off`, `len_off`, the guard's) are from the same base and move together when an
@@ -158,6 +163,9 @@ pub(crate) struct CapturePlan {
     /// Rust scalar pairs whose halves are not two 8-byte words (`Option<u32>`).
     #[serde(default)]
     pub split_pairs: Vec<SplitPair>,
+    /// Floats in xmm registers: (the parameter, or `None` for the result; the register).
+    #[serde(default)]
+    pub floats: Vec<(Option<usize>, u8)>,
 }
 
 /// A Rust scalar pair passed or returned with each half in its own register (the
@@ -206,6 +214,11 @@ fn register_scalar(t: &Type) -> bool {
     matches!(t.kind, TypeKind::Int { .. } | TypeKind::Bool | TypeKind::Char { .. } | TypeKind::Enum { .. } | TypeKind::Pointer { .. }) && (1..=8).contains(&t.size)
 }
 
+/// A `float` or `double` (a `long double` is x87's, and 16 bytes).
+fn float_scalar(t: &Type) -> bool {
+    matches!(t.kind, TypeKind::Float) && (t.size == 4 || t.size == 8)
+}
+
 /// Where a recipe location (recipes.rs `locate`) puts a value, among the places the native
 /// hook records: integer registers at enter, rax at exit.
 enum Place {
@@ -218,6 +231,8 @@ enum Place {
     Address(u8),
     /// A Rust scalar pair with a half smaller than 8 bytes: (register, offset, size) each.
     Split([(u8, u8, u8); 2]),
+    /// A float or double in an xmm register.
+    Xmm(u8),
 }
 
 fn place(at: &Value) -> Option<Place> {
@@ -227,6 +242,9 @@ fn place(at: &Value) -> Option<Place> {
     }
     if let Some(r) = at.get("ind") {
         return reg(r).map(Place::Address);
+    }
+    if let Some(x) = at.get("x") {
+        return x.as_u64().filter(|x| *x < MAX_XMM_ARGS).map(|x| Place::Xmm(x as u8));
     }
     let first_of_two = |a: Option<u8>, b: Option<u8>| a.filter(|a| b == Some(a + 1)).map(Place::Regs);
     if let Some(rs) = at.get("r2") {
@@ -260,7 +278,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     // System V classes, Rust's scalar pairs, hidden result pointers).
     let (recipe, _) = super::recipes::serialize_recipe(info, sig);
     let mut params = Vec::new();
-    let (mut regs, mut enter, mut by_address, mut split_pairs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut regs, mut enter, mut by_address, mut split_pairs, mut floats) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let depth_i = depth as i64;
     for (i, p) in sig.params.iter().enumerate() {
         let ty = p.ty?;
@@ -285,6 +303,11 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
             Place::Split(halves) if c.leaf_only(ty, depth_i)? => {
                 split_pairs.push(SplitPair { param: Some(i), halves });
                 halves[0].0
+            }
+            Place::Xmm(x) if float_scalar(&t) => {
+                enter.push(Root { reg: x, kind: KIND_XMM, program: 0 });
+                floats.push((Some(i), x));
+                x
             }
             _ => return None,
         };
@@ -314,7 +337,11 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
                     exit.push(Root { reg: 0, kind: KIND_STRUCT, program: c.program(t, depth_i.max(0))? });
                     ret_by_address = true;
                 }
-                // xmm or x87 registers.
+                Place::Xmm(0) if float_scalar(&tt) => {
+                    exit.push(Root { reg: 0, kind: KIND_XMM, program: 0 });
+                    floats.push((None, 0));
+                }
+                // A struct in xmm registers (`eb`), x87.
                 _ => return None,
             }
             Some(t)
@@ -324,7 +351,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if c.over {
         return None;
     }
-    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs })
+    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs, floats })
 }
 
 /// A program's body while it is compiled: bytes touched and pointer edges, offsets from 0.
