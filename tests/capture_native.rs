@@ -356,11 +356,12 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
 }
 
 /// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick,
-/// cap_tag, cap_scale, cap_mix.
-const BY_VALUE_FUNCTIONS: usize = 7;
+/// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide.
+const BY_VALUE_FUNCTIONS: usize = 9;
 
 /// Structs by value in one or two registers, struct results (in rax, rax and rdx, or
-/// through the hidden pointer rax holds at exit) and floats in xmm registers get native plans, and print what the serializer prints.
+/// through the hidden pointer rax holds at exit), floats in xmm registers and values on the
+/// stack get native plans, and print what the serializer prints.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_structs_by_value_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
@@ -382,6 +383,9 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     assert_eq!(exits("cap_scale")[2], json!(9.5), "a double result in xmm0");
     assert_eq!(enters("cap_mix")[1], json!({ "l": { "id": 2, "tag": "leaf-two" }, "a": -1.5 }));
     assert_eq!(exits("cap_mix")[1], json!(-3), "a float result");
+    let seven = &enters("cap_seven")[1];
+    assert_eq!((&seven["f"], &seven["g"], &seven["h"], &seven["x"]), (&json!(1), &json!({ "id": 1, "tag": "leaf-one" }), &json!("beta-é"), &json!(1.5)), "on the stack: {seven}");
+    assert_eq!(enters("cap_wide")[2], json!({ "b": { "id": 2, "name": "", "leaf": { "id": 1, "tag": "leaf-one" }, "vals": [2, 4, -2] }, "k": 102 }), "a struct passed in memory");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@ typedef unsigned long u64;
 typedef unsigned short u16;
 
 typedef struct { u32 n_enter; u32 n_exit; u32 n_progs; u32 n_edges; } CapPlan;
-typedef struct { u32 reg; u32 kind; u32 prog; u32 pad; } CapRoot;
+typedef struct { u32 reg; u32 kind; u32 prog; u32 size; } CapRoot; /* size: a stack root's bytes */
 typedef struct { u32 key; u32 depth; u32 size; u32 first; u32 n; u32 pad; } CapProg;
 /* An edge (capture_c.ts): count pointers stride apart from off; a Rust buffer (kind
    CAP_KIND_ARRAY) also has its length word at len_off, elem-byte elements, at most max;
@@ -36,6 +36,13 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 /* The address an xmm root's copy is labelled with (never a user-space one): CAP_XMM_ADDR +
    16 * register (capture_view.rs XMM_ADDR). */
 #define CAP_XMM_ADDR 0xfffffe0000000000UL
+#define CAP_KIND_STACK 5              /* a value in the stack arguments at byte reg, size bytes (a struct: prog) */
+#define CAP_KIND_STACK_POINTER 6      /* a pointer there, to a struct (prog) */
+#define CAP_KIND_STACK_STRING 7       /* a pointer there, to a C string */
+/* The label of a stack argument's copy: CAP_STACK_ADDR + its offset from the first stack
+   argument (capture_view.rs STACK_ADDR). */
+#define CAP_STACK_ADDR 0xfffffd0000000000UL
+#define CAP_STACK_VALUE 4096          /* most bytes of one stack argument copied */
 #define CAP_NO_CHILD 0xffffffffu
 #define CAP_SETS_BITS 8           /* pages known readable: 256 sets of 4, by hashed page number */
 #define CAP_WAYS 4

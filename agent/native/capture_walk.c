@@ -741,7 +741,7 @@ static void cap_root_string (CapScratch * s, CaptureShared * cs, u8 * out, u32 *
    (a row's value, a cursor's position) that points to the same, unchanged ones (the
    connection, its schema). A small pointee two sub-walks reach is copied by both (the
    daemon reads either copy: capture_view.rs), a big one once (cap_big_find). */
-u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const u8 * xmm, CapScratch * s, CaptureShared * cs) {
+u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const u8 * xmm, const u8 * stack, CapScratch * s, CaptureShared * cs) {
   CapParts pl;
   pl.plan = plan;
   pl.roots = (const CapRoot *) (plan + 1);
@@ -763,11 +763,39 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
   if (s->next_key == 0)
     s->next_key = (cap_ticks () << 8) & 0xffffffffffffUL;
   for (i = 0; i < nr; i++) {
-    u64 p = regs[r[i].reg];
+    u32 kind = r[i].kind;
+    u64 p = 0;
     const CapProg * g;
     const u8 * data;
     u32 got = 0;
-    if (r[i].kind == CAP_KIND_XMM) {
+    if (kind >= CAP_KIND_STACK) {
+      /* A value among the stack arguments at enter (a seventh parameter, a struct passed in
+         memory): its bytes copied and labelled CAP_STACK_ADDR + offset; a struct's pointers
+         are followed from that copy, a pointer's pointee as a register's would be. */
+      u32 size = r[i].size;
+      if (stack == 0 || at_exit || size == 0 || size > CAP_STACK_VALUE || pos + 12 + size > CAP_BUDGET)
+        continue;
+      u8 * h = out + pos;
+      got = cap_copy (s, cs, h + 12, (u64) (stack + r[i].reg), size);
+      if (got == 0)
+        continue;
+      cap_header (h, CAP_STACK_ADDR + r[i].reg, got);
+      pos += 12 + got;
+      if (kind == CAP_KIND_STACK) {
+        if (r[i].prog >= plan->n_progs)
+          continue;
+        g = &pl.progs[r[i].prog];
+        data = h + 12;
+        goto edges;
+      }
+      if (got < 8)
+        continue;
+      __builtin_memcpy (&p, h + 12, 8);
+      kind = kind == CAP_KIND_STACK_STRING ? CAP_KIND_CSTRING : CAP_KIND_STRUCT;
+    } else if (kind != CAP_KIND_XMM) {
+      p = regs[r[i].reg];
+    }
+    if (kind == CAP_KIND_XMM) {
       /* A float in an xmm register: the 16 bytes the interceptor saved (none where that
          place is unknown: the decoder says so, as the serializer does). */
       if (xmm != 0 && r[i].reg < 8 && pos + 12 + 16 <= CAP_BUDGET) {
@@ -792,7 +820,7 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
     } else {
       if (!cap_plausible (p))
         continue;
-      if (r[i].kind != 0) {
+      if (kind != CAP_KIND_STRUCT) {
         cap_root_string (s, cs, out, &pos, p);
         continue;
       }
@@ -805,6 +833,7 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
       if (data == 0)
         continue;
     }
+  edges:
     /* Its pointees in field order, as the walk pops them. */
     for (u32 k = 0; k < g->n; k++) {
       const CapEdge * ed = &pl.edges[g->first + k];

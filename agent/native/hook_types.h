@@ -73,8 +73,10 @@ typedef struct {
 /* One call between its enter and exit. measure: its typed capture is timed for cost
    sampling; thread: the caller's thread state, looked up once at enter for the exit too;
    xmm: where the interceptor saved xmm0-7 for the half being recorded (set by on_enter and
-   on_leave before they record; NULL under a wrapper or where Frida's layout is unknown). */
-typedef struct { u64 call; u64 parent; u64 ts; u32 flags; u32 measure; Thread * thread; const u8 * xmm; } Invocation;
+   on_leave before they record; NULL under a wrapper or where Frida's layout is unknown);
+   stack: the first stack argument at enter (rsp + 8; NULL under a wrapper, whose functions
+   take none: abi.rs). */
+typedef struct { u64 call; u64 parent; u64 ts; u32 flags; u32 measure; Thread * thread; const u8 * xmm; const u8 * stack; } Invocation;
 
 /* What the hook image needs from the CModule and libc (fastpath_c.ts hook_ctx). */
 typedef struct {
@@ -96,7 +98,7 @@ HOOK_CHECK (shared_is_104_bytes, sizeof (Shared) == 104);
 HOOK_CHECK (shared_use_tsc_at_96, __builtin_offsetof (Shared, use_tsc) == 96);
 HOOK_CHECK (shared_ring_at_48, __builtin_offsetof (Shared, ring) == 48);
 HOOK_CHECK (thread_stack_at_24, __builtin_offsetof (Thread, stack) == 24);
-HOOK_CHECK (invocation_is_48_bytes, sizeof (Invocation) == 48);
+HOOK_CHECK (invocation_is_56_bytes, sizeof (Invocation) == 56);
 HOOK_CHECK (ctx_is_56_bytes, sizeof (HookCtx) == 56);
 HOOK_CHECK (capture_shared_is_104_bytes, sizeof (CaptureShared) == 104); /* capture.ts CAPTURE_SHARED_SIZE */
 

@@ -14,8 +14,9 @@ export interface CaptureSpec {
      *  fourteen u32s: off, count, stride, kind, child, len_off, elem, max, guard off, guard
      *  size | inside << 8, guard lo low, high, mask low, high (capture_plan.rs Edge::to_agent). */
     progs: [number, number, number, number[][]][];
-    /** [reg, kind, prog] per walk start: the enter roots, then the exit roots. */
-    roots: [number, number, number][];
+    /** [reg, kind, prog, size?] per walk start: the enter roots, then the exit roots (size:
+     *  a stack root's bytes). */
+    roots: [number, number, number, number?][];
     /** How many of `roots` start at enter. */
     enter: number;
     /** serializationDepth the plan was compiled for. */
@@ -170,7 +171,7 @@ export function capturePlan(capture: CaptureSpec): NativePointer {
     const block = Memory.alloc(PLAN_HEADER + ROOT_SIZE * roots.length + PROG_SIZE * progs.length + EDGE_SIZE * Math.max(1, nEdges));
     const u32s = (at: NativePointer, values: number[]) => values.forEach((v, i) => at.add(4 * i).writeU32(v));
     u32s(block, [capture.enter, roots.length - capture.enter, progs.length, nEdges]);
-    roots.forEach(([reg, kind, prog], i) => u32s(block.add(PLAN_HEADER + ROOT_SIZE * i), [reg, kind, prog, 0]));
+    roots.forEach(([reg, kind, prog, size], i) => u32s(block.add(PLAN_HEADER + ROOT_SIZE * i), [reg, kind, prog, size ?? 0]));
     const progsAt = block.add(PLAN_HEADER + ROOT_SIZE * roots.length);
     const edgesAt = progsAt.add(PROG_SIZE * progs.length);
     let first = 0;

@@ -171,6 +171,7 @@ void on_enter (GumInvocationContext * ic) {
   Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
   Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
   inv->xmm = XMM_SAVED (c, 1);
+  inv->stack = (const guint8 *) c->rsp + 8; /* past the return address */
   record_enter (f, inv, a);
 }
 
@@ -196,6 +197,7 @@ guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
   Invocation inv;
   inv.call = 0;
   inv.xmm = NULL; /* only functions of integer registers are wrapped (abi.rs) */
+  inv.stack = NULL;
   if (!s->off)
     record_enter (f, &inv, a);
   /* Read right before the call: a demotion (wrappers.ts) repoints it while every thread is

@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 
 use super::capture_json as json;
 use super::capture_plan::{CapturePlan, MAX_ELEMENTS, MAX_KEYS, MAX_STRING};
-use super::capture_view::{Index, View, REG_ADDR, XMM_ADDR};
+use super::capture_view::{Index, View, REG_ADDR, STACK_ADDR, XMM_ADDR};
 use crate::symbols::{Type, TypeId, TypeKind};
 
 /// Per decoding thread: the block index's storage, and which struct types have a member
@@ -107,6 +107,8 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
             let reg = plan.reg_of(i);
             if let Some(&(_, x)) = plan.floats.iter().find(|f| f.0 == Some(i)) {
                 r.xmm(x, *ty);
+            } else if let Some(&(_, off)) = plan.on_stack.iter().find(|s| s.0 == i) {
+                r.read(STACK_ADDR + off as u64, *ty, plan.depth as i64);
             } else {
                 // Passed by address: the register holds where the walk copied the value from.
                 let at = if plan.by_address.contains(&i) { regs.get(reg).copied().unwrap_or(0) } else { REG_ADDR + 16 * reg as u64 };
@@ -525,6 +527,7 @@ mod tests {
             ret_by_address: false,
             split_pairs: Vec::new(),
             floats: Vec::new(),
+            on_stack: Vec::new(),
         }
     }
 
@@ -598,6 +601,7 @@ mod tests {
             ret_by_address: false,
             split_pairs: Vec::new(),
             floats: Vec::new(),
+            on_stack: Vec::new(),
         };
         let words = |w: &[u64]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         // r at 0x1000: name "héllo" at 0x2000, tags [7, 8] at 0x3000, next -> 0x1100, shape Dot.

@@ -53,10 +53,19 @@ pub(crate) const KIND_INLINE: u32 = 3;
 /// A root that is a float in xmm register `reg`: the hook copies the 16 bytes the interceptor
 /// saved, labelled `capture_view::XMM_ADDR + 16 * reg`.
 pub(crate) const KIND_XMM: u32 = 4;
+/// Roots among the stack arguments at enter (a seventh parameter, a C struct passed in
+/// memory), `reg` bytes past the first: the value's `size` bytes, labelled
+/// `capture_view::STACK_ADDR + reg` (a struct's pointers followed from there, `program`), or
+/// a pointer there to a struct (`program`) or to a C string.
+pub(crate) const KIND_STACK: u32 = 5;
+pub(crate) const KIND_STACK_POINTER: u32 = 6;
+pub(crate) const KIND_STACK_STRING: u32 = 7;
 /// The System V integer argument registers.
 const MAX_REG_ARGS: usize = 6;
 /// The System V float argument registers.
 const MAX_XMM_ARGS: u64 = 8;
+/// Parameters the serializer's recipe places (recipes.rs `serialize_recipe`).
+const MAX_PARAMS: usize = 10;
 
 /// A pointer field a program follows: `count` pointers `stride` bytes apart from `off`.
 /// Offsets (`off`, `len_off`, the guard's) are from the same base and move together when an
@@ -130,6 +139,9 @@ pub(crate) struct Root {
     pub reg: u8,
     pub kind: u32,
     pub program: u32,
+    /// A stack root's bytes (`reg`: its offset among the stack arguments).
+    #[serde(default)]
+    pub size: u32,
 }
 
 /// A function's capture plan, with the types its decoder needs.
@@ -166,6 +178,9 @@ pub(crate) struct CapturePlan {
     /// Floats in xmm registers: (the parameter, or `None` for the result; the register).
     #[serde(default)]
     pub floats: Vec<(Option<usize>, u8)>,
+    /// Parameters among the stack arguments: (the parameter, its offset from the first).
+    #[serde(default)]
+    pub on_stack: Vec<(usize, u32)>,
 }
 
 /// A Rust scalar pair passed or returned with each half in its own register (the
@@ -190,7 +205,7 @@ impl CapturePlan {
             .iter()
             .map(|p| json!([p.type_key, p.depth, p.size, p.edges.iter().map(|e| e.to_agent()).collect::<Vec<_>>()]))
             .collect();
-        let roots: Vec<Value> = self.enter.iter().chain(&self.exit).map(|r| json!([r.reg, r.kind, r.program])).collect();
+        let roots: Vec<Value> = self.enter.iter().chain(&self.exit).map(|r| json!([r.reg, r.kind, r.program, r.size])).collect();
         json!({ "progs": progs, "roots": roots, "enter": self.enter.len(), "depth": self.depth })
     }
 
@@ -233,6 +248,8 @@ enum Place {
     Split([(u8, u8, u8); 2]),
     /// A float or double in an xmm register.
     Xmm(u8),
+    /// Among the stack arguments, this many bytes past the first.
+    Stack(u8),
 }
 
 fn place(at: &Value) -> Option<Place> {
@@ -242,6 +259,9 @@ fn place(at: &Value) -> Option<Place> {
     }
     if let Some(r) = at.get("ind") {
         return reg(r).map(Place::Address);
+    }
+    if let Some(off) = at.get("stack") {
+        return off.as_u64().and_then(|o| u8::try_from(o).ok()).map(Place::Stack);
     }
     if let Some(x) = at.get("x") {
         return x.as_u64().filter(|x| *x < MAX_XMM_ARGS).map(|x| Place::Xmm(x as u8));
@@ -262,15 +282,16 @@ fn place(at: &Value) -> Option<Place> {
 }
 
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
-/// serves: not C, C++ or Rust on x86-64, more than six parameters, a value the hook does not
-/// record (on the stack, in xmm or x87 registers, a result in rax and rdx, a Rust pair of
-/// halves smaller than 8 bytes), a Rust enum whose default variant stands beside several
-/// others, or a plan beyond the edge / program budget. Values are placed as the serializer's
-/// recipe places them: in one or two integer registers (scalars, small structs, `&str`),
-/// or at the address a register holds (Rust aggregates past 16 bytes, results through a
-/// hidden pointer).
+/// serves: not C, C++ or Rust on x86-64, variadic, more than ten parameters, a value the
+/// hook does not record (a struct of floats, x87's `long double` result, a Rust pair of
+/// smaller halves holding a pointer, a Rust value on the stack), a Rust enum whose default
+/// variant stands beside several others, or a plan beyond the edge / program budget. Values
+/// are placed as the serializer's recipe places them: in one or two integer registers
+/// (scalars, small structs, `&str`), at the address a register holds (Rust aggregates past
+/// 16 bytes, results through a hidden pointer), in xmm registers, or among the stack
+/// arguments.
 pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<CapturePlan> {
-    if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) || sig.variadic || sig.closure_env || sig.params.len() > 6 {
+    if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) || sig.variadic || sig.closure_env || sig.params.len() > MAX_PARAMS {
         return None;
     }
     let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), optionals: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
@@ -278,7 +299,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     // System V classes, Rust's scalar pairs, hidden result pointers).
     let (recipe, _) = super::recipes::serialize_recipe(info, sig);
     let mut params = Vec::new();
-    let (mut regs, mut enter, mut by_address, mut split_pairs, mut floats) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut regs, mut enter, mut by_address, mut split_pairs, mut floats, mut on_stack) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let depth_i = depth as i64;
     for (i, p) in sig.params.iter().enumerate() {
         let ty = p.ty?;
@@ -291,12 +312,12 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
             // An aggregate in one or two registers (a small C struct, Rust's `&str`, `&[T]`,
             // `Option<&T>`): the registers hold its bytes as laid out in memory.
             Place::Reg(r) | Place::Regs(r) if recipes::is_aggregate(&t.kind) => {
-                enter.push(Root { reg: r, kind: KIND_INLINE, program: c.program(ty, depth_i.max(0))? });
+                enter.push(Root { reg: r, kind: KIND_INLINE, program: c.program(ty, depth_i.max(0))?, size: 0 });
                 r
             }
             // Passed by address (Rust aggregates past 16 bytes): the register points at it.
             Place::Address(r) => {
-                enter.push(Root { reg: r, kind: KIND_STRUCT, program: c.program(ty, depth_i.max(0))? });
+                enter.push(Root { reg: r, kind: KIND_STRUCT, program: c.program(ty, depth_i.max(0))?, size: 0 });
                 by_address.push(i);
                 r
             }
@@ -305,9 +326,14 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
                 halves[0].0
             }
             Place::Xmm(x) if float_scalar(&t) => {
-                enter.push(Root { reg: x, kind: KIND_XMM, program: 0 });
+                enter.push(Root { reg: x, kind: KIND_XMM, program: 0, size: 0 });
                 floats.push((Some(i), x));
                 x
+            }
+            Place::Stack(off) => {
+                enter.push(c.stack_root(off, ty, depth_i)?);
+                on_stack.push((i, off as u32));
+                0
             }
             _ => return None,
         };
@@ -324,21 +350,21 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
                 Place::Reg(0) if register_scalar(&tt) => exit.extend(c.root(0, t, depth_i)),
                 // A small aggregate returned in rax, or rax and rdx (`Option<&T>`, `&str`, a C
                 // struct of up to 16 bytes).
-                Place::Reg(0) | Place::Regs(0) if recipes::is_aggregate(&tt.kind) => exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))? }),
+                Place::Reg(0) | Place::Regs(0) if recipes::is_aggregate(&tt.kind) => exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))?, size: 0 }),
                 // A root reading nothing, so that the exit is not a bare one: its record
                 // carries rdx.
                 Place::Split(halves) if halves[0].0 == 0 && c.leaf_only(t, depth_i)? => {
-                    exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))? });
+                    exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))?, size: 0 });
                     split_pairs.push(SplitPair { param: None, halves });
                 }
                 // Returned through a hidden pointer (C's MEMORY class, Rust past 16 bytes),
                 // which rax holds at exit.
                 Place::Address(0) => {
-                    exit.push(Root { reg: 0, kind: KIND_STRUCT, program: c.program(t, depth_i.max(0))? });
+                    exit.push(Root { reg: 0, kind: KIND_STRUCT, program: c.program(t, depth_i.max(0))?, size: 0 });
                     ret_by_address = true;
                 }
                 Place::Xmm(0) if float_scalar(&tt) => {
-                    exit.push(Root { reg: 0, kind: KIND_XMM, program: 0 });
+                    exit.push(Root { reg: 0, kind: KIND_XMM, program: 0, size: 0 });
                     floats.push((None, 0));
                 }
                 // A struct in xmm registers (`eb`), x87.
@@ -351,7 +377,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if c.over {
         return None;
     }
-    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs, floats })
+    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs, floats, on_stack })
 }
 
 /// A program's body while it is compiled: bytes touched and pointer edges, offsets from 0.
@@ -429,7 +455,7 @@ impl Compiler<'_> {
     /// The walk a pointer value in register `reg` starts, if the serializer follows it.
     fn root(&mut self, reg: u8, id: TypeId, depth: i64) -> Option<Root> {
         let edge = self.pointer(0, id, depth)?;
-        Some(Root { reg, kind: edge.kind, program: edge.child })
+        Some(Root { reg, kind: edge.kind, program: edge.child, size: 0 })
     }
 
     /// serialize.ts on a pointer at `off`: a C string at any depth, a struct while depth is left.
@@ -458,6 +484,25 @@ impl Compiler<'_> {
     }
 
     /// The program of struct `id` reached with `depth` (>= 1) left, compiled once.
+    /// The root of a value at `off` among the stack arguments: a pointer the serializer
+    /// follows (to a struct or a C string), else the value's bytes (a struct's pointers
+    /// followed from them).
+    fn stack_root(&mut self, off: u8, id: TypeId, depth: i64) -> Option<Root> {
+        let t = self.ty(id);
+        if register_scalar(&t) {
+            return Some(match self.root(0, id, depth) {
+                Some(r) if r.kind == KIND_CSTRING => Root { reg: off, kind: KIND_STACK_STRING, program: 0, size: 8 },
+                Some(r) => Root { reg: off, kind: KIND_STACK_POINTER, program: r.program, size: 8 },
+                None => Root { reg: off, kind: KIND_STACK, program: NO_CHILD, size: t.size as u32 },
+            });
+        }
+        match t.kind {
+            TypeKind::Float if matches!(t.size, 4 | 8 | 16) => Some(Root { reg: off, kind: KIND_STACK, program: NO_CHILD, size: t.size as u32 }),
+            _ if recipes::is_aggregate(&t.kind) && (1..=4096).contains(&t.size) => Some(Root { reg: off, kind: KIND_STACK, program: self.program(id, depth.max(0))?, size: t.size as u32 }),
+            _ => None,
+        }
+    }
+
     /// Does the value of `id` hold no pointer the serializer would follow? Its types are
     /// noted for the decoder on the way.
     fn leaf_only(&mut self, id: TypeId, depth: i64) -> Option<bool> {

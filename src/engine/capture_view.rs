@@ -20,6 +20,9 @@ pub(super) const REG_ADDR: u64 = 0xffff_ff00_0000_0000;
 /// The label of the copy of xmm register i in a payload: `XMM_ADDR + 16 * i` (capture_types.h
 /// CAP_XMM_ADDR; a kernel address, never a pointee's).
 pub(super) const XMM_ADDR: u64 = 0xffff_fe00_0000_0000;
+/// The label of a stack argument's copy: `STACK_ADDR + ` its offset from the first
+/// (capture_types.h CAP_STACK_ADDR).
+pub(super) const STACK_ADDR: u64 = 0xffff_fd00_0000_0000;
 pub(super) const META_CSTRING: u32 = 1 << 30;
 pub(super) const META_TERMINATED: u32 = 1 << 31;
 const META_LEN: u32 = (1 << 30) - 1;
