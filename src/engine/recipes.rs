@@ -161,6 +161,17 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
             _ => int_slot(slots),
         };
     }
+    if !rust && info.passed_by_reference(ty) {
+        // A C++ class not trivial for calls: the caller's copy is passed by its address, a
+        // result is built where the hidden first argument points.
+        if ret {
+            return json!({ "ind": 0 });
+        }
+        return match slots.take(1) {
+            Some(s) => json!({ "ind": s[0] }),
+            None => json!({ "none": "passed by address on the stack (not captured)" }),
+        };
+    }
     if rust {
         if t.size == 0 {
             return json!({ "none": "zero-sized" });

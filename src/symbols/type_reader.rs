@@ -80,6 +80,9 @@ impl TypeReader<'_> {
                 };
                 let mut under = (*self.store.get(t)).clone();
                 self.copy_templates(t, die);
+                if self.store.by_reference.contains(&t) {
+                    self.note_by_reference(die);
+                }
                 if e.tag() == gimli::DW_TAG_typedef {
                     if let Some(n) = name {
                         // `typedef struct {...} Clock` reads better as Clock; so does `Mode`.
@@ -104,6 +107,9 @@ impl TypeReader<'_> {
                 };
                 let (members, template_t, variant_part) = self.members(unit, off, nesting)?;
                 self.template_params(unit, off, die, nesting);
+                if !ud.rust && !is_union && self.passed_by_reference(unit, off, name.as_deref(), &members) {
+                    self.note_by_reference(die);
+                }
                 let size = size.unwrap_or(0);
                 let kind = if ud.rust {
                     self.rust_kind(name.as_deref().unwrap_or(""), &members, template_t, variant_part)
@@ -274,6 +280,89 @@ impl TypeReader<'_> {
             members.push(Member { name, offset, ty, bits });
         }
         Some((members, template_t, variant_part))
+    }
+
+    fn note_by_reference(&mut self, die: u64) {
+        if let Some(&id) = self.store.by_die.get(&die) {
+            self.store.by_reference.insert(id);
+        }
+    }
+
+    /// Is the C++ class at `off` passed by invisible reference (Itanium C++ ABI: not trivial
+    /// for the purposes of calls)? It declares a virtual function, or a destructor or a copy or
+    /// move constructor of its own (not the compiler's, not `= default` in the class); or a
+    /// base or member (or an array of them) is such a class. (gdb decides the same way.)
+    fn passed_by_reference(&self, unit: &gimli::Unit<AR>, off: UnitOffset, name: Option<&str>, members: &[Member]) -> bool {
+        let holds = |ty: TypeId| {
+            let t = self.store.get(ty);
+            let inner = match t.kind {
+                TypeKind::Array { element, .. } => element,
+                _ => ty,
+            };
+            self.store.by_reference.contains(&inner)
+        };
+        if members.iter().any(|m| m.name.starts_with("_vptr") || holds(m.ty)) {
+            return true;
+        }
+        let bare = name.map(|n| n.split('<').next().unwrap_or(n));
+        let Ok(mut tree) = unit.entries_tree(Some(off)) else { return false };
+        let Ok(root) = tree.root() else { return false };
+        let mut children = root.children();
+        while let Ok(Some(node)) = children.next() {
+            let c = node.entry().clone();
+            if c.tag() != gimli::DW_TAG_subprogram {
+                continue;
+            }
+            let f = self.info.attr_string(unit, &c, gimli::DW_AT_name);
+            let is_virtual = match c.attr_value(gimli::DW_AT_virtuality).ok().flatten() {
+                Some(AttributeValue::Virtuality(v)) => v != gimli::DW_VIRTUALITY_none,
+                Some(v) => v.udata_value().is_some_and(|v| v != 0),
+                None => false,
+            };
+            if is_virtual {
+                return true;
+            }
+            // Declared by the compiler, or `= default` in the class: trivial unless a base or
+            // member is not (checked above).
+            let defaulted = c.attr_value(gimli::DW_AT_defaulted).ok().flatten().and_then(|v| v.udata_value()) == Some(gimli::DW_DEFAULTED_in_class.0 as u64);
+            if defaulted || c.attr_value(gimli::DW_AT_artificial).ok().flatten().is_some() {
+                continue;
+            }
+            if f.as_deref().is_some_and(|f| f.starts_with('~')) || (f.is_some() && f.as_deref() == bare && self.copies_itself(unit, node, off)) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Is this constructor's first declared parameter a reference to the class at `class`
+    /// (a copy or move constructor)?
+    fn copies_itself(&self, unit: &gimli::Unit<AR>, node: gimli::EntriesTreeNode<AR>, class: UnitOffset) -> bool {
+        let mut params = node.children();
+        while let Ok(Some(p)) = params.next() {
+            let p = p.entry();
+            if p.tag() != gimli::DW_TAG_formal_parameter || p.attr_value(gimli::DW_AT_artificial).ok().flatten().is_some() {
+                continue;
+            }
+            // The parameter's type: a reference, to the class, through const / volatile.
+            let mut at = p.attr_value(gimli::DW_AT_type).ok().flatten();
+            let mut through_reference = false;
+            for _ in 0..4 {
+                let Some(AttributeValue::UnitRef(o)) = at else { return false };
+                if o == class {
+                    return through_reference;
+                }
+                let Ok(e) = unit.entry(o) else { return false };
+                match e.tag() {
+                    gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type if !through_reference => through_reference = true,
+                    gimli::DW_TAG_const_type | gimli::DW_TAG_volatile_type if through_reference => {}
+                    _ => return false,
+                }
+                at = e.attr_value(gimli::DW_AT_type).ok().flatten();
+            }
+            return false;
+        }
+        false
     }
 
     fn variant_part(&mut self, unit: &gimli::Unit<AR>, node: gimli::EntriesTreeNode<AR>, nesting: u32) -> Option<(Option<Discr>, Vec<Variant>)> {

@@ -162,6 +162,10 @@ pub(crate) struct TypeStore {
     pub(crate) templates: HashMap<TypeId, Arc<[TemplateParam]>>,
     /// C++ `T &` / `T &&` (kind `Pointer`, like `T *`, but always valid to follow).
     pub(crate) references: std::collections::HashSet<TypeId>,
+    /// C++ classes passed and returned by invisible reference (the Itanium C++ ABI: a
+    /// non-trivial copy or move constructor or destructor, or virtual functions), and their
+    /// typedefs and cv-qualified versions.
+    pub(crate) by_reference: std::collections::HashSet<TypeId>,
     /// The first id of this store: each binary's types get ids of their own, so the type
     /// tables of a program and its shared libraries can meet in one agent (engine/modules.rs).
     base: TypeId,
@@ -176,7 +180,7 @@ impl Default for TypeStore {
         // Ids up to 0x10000 stay free for ad-hoc types (engine/memory.rs raw-address hints).
         static NEXT: AtomicU32 = AtomicU32::new(1);
         let n = NEXT.fetch_add(1, Ordering::Relaxed) % (u32::MAX / STORE_IDS);
-        TypeStore { types: Vec::new(), by_die: HashMap::new(), templates: HashMap::new(), references: Default::default(), base: n.max(1) * STORE_IDS }
+        TypeStore { types: Vec::new(), by_die: HashMap::new(), templates: HashMap::new(), references: Default::default(), by_reference: Default::default(), base: n.max(1) * STORE_IDS }
     }
 }
 

@@ -289,6 +289,13 @@ impl DebugInfo {
         store.templates.get(&id).cloned().unwrap_or_else(|| Arc::from(Vec::new()))
     }
 
+    /// Whether C++ class `id` is passed and returned by invisible reference (a non-trivial
+    /// copy or move constructor or destructor, or virtual functions: the Itanium C++ ABI).
+    pub fn passed_by_reference(&self, id: TypeId) -> bool {
+        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        store.by_reference.contains(&id)
+    }
+
     /// Whether pointer type `id` is a reference: C++ `T &` / `T &&`, Rust `&T` / `&mut T`.
     pub fn is_reference(&self, id: TypeId) -> bool {
         let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
