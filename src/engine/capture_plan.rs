@@ -213,6 +213,24 @@ impl CapturePlan {
         self.types.get(&id)
     }
 
+    /// How many argument registers a decode of an enter reads: through the last one a
+    /// parameter (or a split pair's second half) is in.
+    pub fn arg_words(&self) -> usize {
+        let mut n = 0;
+        for (i, (_, ty)) in self.params.iter().enumerate() {
+            if self.floats.iter().any(|f| f.0 == Some(i)) || self.on_stack.iter().any(|s| s.0 == i) {
+                continue;
+            }
+            let size = self.types.get(ty).map_or(8, |t| t.size);
+            let words = if self.by_address.contains(&i) { 1 } else { size.div_ceil(8).clamp(1, 2) as usize };
+            n = n.max(self.reg_of(i) + words);
+        }
+        for p in self.split_pairs.iter().filter(|p| p.param.is_some()) {
+            n = n.max(p.halves[1].0 as usize + 1);
+        }
+        n.min(MAX_REG_ARGS)
+    }
+
     /// The argument register parameter `i` starts in.
     pub fn reg_of(&self, i: usize) -> usize {
         self.regs.get(i).map_or(i, |&r| r as usize)
