@@ -362,8 +362,8 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
 }
 
 /// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick,
-/// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide.
-const BY_VALUE_FUNCTIONS: usize = 9;
+/// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many.
+const BY_VALUE_FUNCTIONS: usize = 11;
 
 /// Structs by value in one or two registers, struct results (in rax, rax and rdx, or
 /// through the hidden pointer rax holds at exit), floats in xmm registers and values on the
@@ -392,6 +392,9 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     let seven = &enters("cap_seven")[1];
     assert_eq!((&seven["f"], &seven["g"], &seven["h"], &seven["x"]), (&json!(1), &json!({ "id": 1, "tag": "leaf-one" }), &json!("beta-é"), &json!(1.5)), "on the stack: {seven}");
     assert_eq!(enters("cap_wide")[2], json!({ "b": { "id": 2, "name": "", "leaf": { "id": 1, "tag": "leaf-one" }, "vals": [2, 4, -2] }, "k": 102 }), "a struct passed in memory");
+    assert_eq!(enters("cap_note")[1], json!({ "l": { "id": 2, "tag": "leaf-two" }, "fmt": "round %d of %s" }), "a variadic function's declared parameters");
+    let many = &enters("cap_many")[1];
+    assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &Value::Null), "the first ten of twelve: {many}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -179,7 +179,9 @@ void on_leave (GumInvocationContext * ic) {
   Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
   Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
   inv->xmm = XMM_SAVED (ic->cpu_context, 2);
-  guint64 ret[2] = { ic->cpu_context->rax, ic->cpu_context->rdx }; /* rdx: a result's second eightbyte */
+  guint64 ret[2];
+  ret[0] = ic->cpu_context->rax;
+  ret[1] = ic->cpu_context->rdx; /* a result's second eightbyte */
   record_exit (f, inv, ret);
 }
 
@@ -209,7 +211,12 @@ guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
     asm volatile ("pause" : : : "memory");
     orig = s->orig;
   }
-  guint64 ret[2] = { orig (a[0], a[1], a[2], a[3], a[4], a[5]), 0 }; /* results in rax alone (abi.rs) */
+  /* Nothing between the read of orig and the call: TinyCC would zero an initialized array
+     with a call to memset, outside this function's code, where a parked thread holding an
+     old trampoline does not count as inside it (wrappers.ts wrapperCode). */
+  guint64 ret[2];
+  ret[0] = orig (a[0], a[1], a[2], a[3], a[4], a[5]);
+  ret[1] = 0; /* results in rax alone (abi.rs) */
   record_exit (f, &inv, ret);
   return ret[0];
 }

@@ -27,14 +27,19 @@ export function xmmAddress(ctx: CpuContext, index: number, leaving: boolean): Na
     return ctx.sp.add((leaving ? offsets.leave : offsets.enter) + 16 * index);
 }
 
+/** Kept here for the agent's life: a CModule holds only the address. */
+let savedCell: NativePointer | null = null;
+
 /** The offsets for the native hooks (fastpath_c.ts `xmm_saved`): three int32s, whether
  *  they are known, then the onEnter and onLeave distances from `sp`. */
 export function xmmSavedCell(): NativePointer {
+    if (savedCell !== null) return savedCell;
     const cell = Memory.alloc(12);
     const known = prepareXmm() && offsets !== null && offsets !== undefined;
     cell.writeS32(known ? 1 : 0);
     cell.add(4).writeS32(known ? offsets!.enter : 0);
     cell.add(8).writeS32(known ? offsets!.leave : 0);
+    savedCell = cell;
     return cell;
 }
 

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::recipes;
+use super::recipes::{self, MAX_PARAMS};
 use crate::symbols::{DebugInfo, Signature, Type, TypeId, TypeKind};
 
 /// What the serializer prints at most (serialize.ts MAX_KEYS / MAX_ELEMENTS / MAX_STRING).
@@ -64,8 +64,6 @@ pub(crate) const KIND_STACK_STRING: u32 = 7;
 const MAX_REG_ARGS: usize = 6;
 /// The System V float argument registers.
 const MAX_XMM_ARGS: u64 = 8;
-/// Parameters the serializer's recipe places (recipes.rs `serialize_recipe`).
-const MAX_PARAMS: usize = 10;
 
 /// A pointer field a program follows: `count` pointers `stride` bytes apart from `off`.
 /// Offsets (`off`, `len_off`, the guard's) are from the same base and move together when an
@@ -300,16 +298,17 @@ fn place(at: &Value) -> Option<Place> {
 }
 
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
-/// serves: not C, C++ or Rust on x86-64, variadic, more than ten parameters, a value the
-/// hook does not record (a struct of floats, x87's `long double` result, a Rust pair of
-/// smaller halves holding a pointer, a Rust value on the stack), a Rust enum whose default
+/// serves: not C, C++ or Rust on x86-64, a value the hook does not record (a struct of
+/// floats, x87's `long double` result, a Rust pair of smaller halves holding a pointer, a
+/// Rust value on the stack), a Rust enum whose default
 /// variant stands beside several others, or a plan beyond the edge / program budget. Values
 /// are placed as the serializer's recipe places them: in one or two integer registers
 /// (scalars, small structs, `&str`), at the address a register holds (Rust aggregates past
 /// 16 bytes, results through a hidden pointer), in xmm registers, or among the stack
-/// arguments.
+/// arguments. A variadic function's declared parameters are placed as any function's (what
+/// follows them is not printed, by either path), and so are a long list's first ten.
 pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<CapturePlan> {
-    if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) || sig.variadic || sig.closure_env || sig.params.len() > MAX_PARAMS {
+    if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) || sig.closure_env {
         return None;
     }
     let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), optionals: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
@@ -319,7 +318,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     let mut params = Vec::new();
     let (mut regs, mut enter, mut by_address, mut split_pairs, mut floats, mut on_stack) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let depth_i = depth as i64;
-    for (i, p) in sig.params.iter().enumerate() {
+    for (i, p) in sig.params.iter().take(MAX_PARAMS).enumerate() {
         let ty = p.ty?;
         let t = c.ty(ty);
         let reg = match place(&recipe["args"][i]["at"])? {

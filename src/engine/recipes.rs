@@ -18,6 +18,8 @@ use crate::symbols::{DebugInfo, Signature, TypeId, TypeKind};
 
 const INT_REGS: usize = 6;
 const XMM_REGS: usize = 8;
+/// Parameters a recipe places and an event prints: the first ten (the native plan follows).
+pub(crate) const MAX_PARAMS: usize = 10;
 
 /// A scalar leaf of a type: offset, size, float?
 type Leaf = (u64, u64, bool);
@@ -260,7 +262,7 @@ pub(crate) fn serialize_recipe(info: &DebugInfo, sig: &Signature) -> (Value, Vec
     let args: Vec<Value> = sig
         .params
         .iter()
-        .take(10)
+        .take(MAX_PARAMS)
         .map(|p| match p.ty {
             Some(t) => {
                 roots.push(t);
