@@ -288,8 +288,8 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
 }
 
 /// rust_captured's functions and their calls per round.
-const RUST_FUNCTIONS: usize = 19;
-const RUST_CALLS: usize = 23;
+const RUST_FUNCTIONS: usize = 20;
+const RUST_CALLS: usize = 24;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_prints() {
@@ -359,11 +359,26 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     assert_eq!(halves[..3], [json!(10), json!(null), json!(12)], "Some, None, Some by round");
     assert_eq!(exits("captured::cap_half")[..3], [json!(5), json!(null), json!(6)]);
     assert_eq!(exits("captured::cap_window")[..3], [json!([{ "id": 1, "tag": "one" }, { "id": 2, "tag": "two" }]), json!([{ "id": 2, "tag": "two" }]), json!([])]);
+    assert_eq!(enters("captured::cap_count")[0]["arg2"], json!("<zero-sized>"), "a zero-sized parameter (unnamed in DWARF) prints the serializer's reason");
+    assert_eq!(enters("captured::cap_count")[0]["min"], json!(5));
+}
+
+/// A closure's environment pointer takes rdi without a DWARF entry: its listed parameters
+/// follow, in the registers the serializer's recipe names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_capture_of_rust_closures_prints_what_the_javascript_serializer_prints() {
+    let (_home, engine) = engine();
+    let fixture = ("rust_captured", "captured::cap_count::**", 1, 3);
+    let (js_events, native_events, native_settings) = run_both_with(&engine, fixture, json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(1), "the closure has a native plan: {native_settings}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * 3);
+    let names: Vec<Value> = native.iter().filter(|e| e.0 == EventType::FunctionEnter).map(|e| e.2.clone().unwrap()["it"]["name"].clone()).collect();
+    assert_eq!(names[..3], [json!("first"), json!("second-é"), json!("third")], "each item in turn, past the environment pointer");
 }
 
 /// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick,
-/// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many.
-const BY_VALUE_FUNCTIONS: usize = 11;
+/// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many, cap_wider.
+const BY_VALUE_FUNCTIONS: usize = 12;
 
 /// Structs by value in one or two registers, struct results (in rax, rax and rdx, or
 /// through the hidden pointer rax holds at exit), floats in xmm registers and values on the
@@ -393,6 +408,7 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     assert_eq!((&seven["f"], &seven["g"], &seven["h"], &seven["x"]), (&json!(1), &json!({ "id": 1, "tag": "leaf-one" }), &json!("beta-é"), &json!(1.5)), "on the stack: {seven}");
     assert_eq!(enters("cap_wide")[2], json!({ "b": { "id": 2, "name": "", "leaf": { "id": 1, "tag": "leaf-one" }, "vals": [2, 4, -2] }, "k": 102 }), "a struct passed in memory");
     assert_eq!(enters("cap_note")[1], json!({ "l": { "id": 2, "tag": "leaf-two" }, "fmt": "round %d of %s" }), "a variadic function's declared parameters");
+    assert_eq!(exits("cap_wider")[1], json!("<long double in an x87 register (not captured)>"), "an x87 result says why it is missing");
     let many = &enters("cap_many")[1];
     assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &Value::Null), "the first ten of twelve: {many}");
 }

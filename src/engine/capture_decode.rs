@@ -105,7 +105,9 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
             json::key(&mut r.out, name);
             let v = r.out.len();
             let reg = plan.reg_of(i);
-            if let Some(&(_, x)) = plan.floats.iter().find(|f| f.0 == Some(i)) {
+            if let Some((_, why)) = plan.unavailable.iter().find(|u| u.0 == Some(i)) {
+                json::string(&mut r.out, &["<", why, ">"]);
+            } else if let Some(&(_, x)) = plan.floats.iter().find(|f| f.0 == Some(i)) {
                 r.xmm(x, *ty);
             } else if let Some(&(_, off)) = plan.on_stack.iter().find(|s| s.0 == i) {
                 r.read(STACK_ADDR + off as u64, *ty, plan.depth as i64);
@@ -128,6 +130,11 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
 /// The return value of a captured exit (`regs`: rax, then rdx when the record has it).
 fn ret_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
     let Some(ty) = plan.ret else { return "null".into() };
+    if let Some((_, why)) = plan.unavailable.iter().find(|u| u.0.is_none()) {
+        let mut out = String::new();
+        json::string(&mut out, &["<", why, ">"]);
+        return out;
+    }
     let rax = regs.first().copied().unwrap_or(0);
     let regs = &*joined(plan, true, regs);
     // Returned through a hidden pointer: rax holds its address.
@@ -528,6 +535,7 @@ mod tests {
             split_pairs: Vec::new(),
             floats: Vec::new(),
             on_stack: Vec::new(),
+            unavailable: Vec::new(),
         }
     }
 
@@ -602,6 +610,7 @@ mod tests {
             split_pairs: Vec::new(),
             floats: Vec::new(),
             on_stack: Vec::new(),
+            unavailable: Vec::new(),
         };
         let words = |w: &[u64]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         // r at 0x1000: name "héllo" at 0x2000, tags [7, 8] at 0x3000, next -> 0x1100, shape Dot.

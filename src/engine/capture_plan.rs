@@ -179,6 +179,11 @@ pub(crate) struct CapturePlan {
     /// Parameters among the stack arguments: (the parameter, its offset from the first).
     #[serde(default)]
     pub on_stack: Vec<(usize, u32)>,
+    /// Values the serializer's recipe places nowhere (a zero-sized one, a Rust value on the
+    /// stack, x87's `long double`): (the parameter, or `None` for the result; the reason it
+    /// prints, `<why>`, as the serializer does).
+    #[serde(default)]
+    pub unavailable: Vec<(Option<usize>, String)>,
 }
 
 /// A Rust scalar pair passed or returned with each half in its own register (the
@@ -216,7 +221,7 @@ impl CapturePlan {
     pub fn arg_words(&self) -> usize {
         let mut n = 0;
         for (i, (_, ty)) in self.params.iter().enumerate() {
-            if self.floats.iter().any(|f| f.0 == Some(i)) || self.on_stack.iter().any(|s| s.0 == i) {
+            if self.floats.iter().any(|f| f.0 == Some(i)) || self.on_stack.iter().any(|s| s.0 == i) || self.unavailable.iter().any(|u| u.0 == Some(i)) {
                 continue;
             }
             let size = self.types.get(ty).map_or(8, |t| t.size);
@@ -299,16 +304,18 @@ fn place(at: &Value) -> Option<Place> {
 
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
 /// serves: not C, C++ or Rust on x86-64, a value the hook does not record (a struct of
-/// floats, x87's `long double` result, a Rust pair of smaller halves holding a pointer, a
-/// Rust value on the stack), a Rust enum whose default
+/// floats, a Rust pair of smaller halves holding a pointer), a Rust enum whose default
 /// variant stands beside several others, or a plan beyond the edge / program budget. Values
 /// are placed as the serializer's recipe places them: in one or two integer registers
 /// (scalars, small structs, `&str`), at the address a register holds (Rust aggregates past
 /// 16 bytes, results through a hidden pointer), in xmm registers, or among the stack
 /// arguments. A variadic function's declared parameters are placed as any function's (what
-/// follows them is not printed, by either path), and so are a long list's first ten.
+/// follows them is not printed, by either path), and so are a long list's first ten. A value
+/// the recipe places nowhere (zero-sized, a Rust value on the stack, `long double`) prints
+/// the recipe's reason, as the serializer prints it; a closure's environment pointer, which
+/// the recipe counts, is not printed by either.
 pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<CapturePlan> {
-    if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) || sig.closure_env {
+    if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) {
         return None;
     }
     let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), optionals: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
@@ -317,8 +324,16 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     let (recipe, _) = super::recipes::serialize_recipe(info, sig);
     let mut params = Vec::new();
     let (mut regs, mut enter, mut by_address, mut split_pairs, mut floats, mut on_stack) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut unavailable = Vec::new();
     let depth_i = depth as i64;
     for (i, p) in sig.params.iter().take(MAX_PARAMS).enumerate() {
+        let name = if p.name.is_empty() { format!("arg{i}") } else { p.name.clone() };
+        if let Some(why) = recipe["args"][i]["at"]["none"].as_str() {
+            unavailable.push((Some(i), why.to_string()));
+            regs.push(0);
+            params.push((name, p.ty.unwrap_or(0)));
+            continue;
+        }
         let ty = p.ty?;
         let t = c.ty(ty);
         let reg = match place(&recipe["args"][i]["at"])? {
@@ -355,7 +370,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
             _ => return None,
         };
         regs.push(reg);
-        params.push((if p.name.is_empty() { format!("arg{i}") } else { p.name.clone() }, ty));
+        params.push((name, ty));
     }
     let mut exit = Vec::new();
     let mut ret_by_address = false;
@@ -363,29 +378,34 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
         Some(t) if matches!(c.ty(t).kind, TypeKind::Void) => None,
         Some(t) => {
             let tt = c.ty(t);
-            match place(&recipe["ret"]["at"])? {
-                Place::Reg(0) if register_scalar(&tt) => exit.extend(c.root(0, t, depth_i)),
-                // A small aggregate returned in rax, or rax and rdx (`Option<&T>`, `&str`, a C
-                // struct of up to 16 bytes).
-                Place::Reg(0) | Place::Regs(0) if recipes::is_aggregate(&tt.kind) => exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))?, size: 0 }),
-                // A root reading nothing, so that the exit is not a bare one: its record
-                // carries rdx.
-                Place::Split(halves) if halves[0].0 == 0 && c.leaf_only(t, depth_i)? => {
-                    exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))?, size: 0 });
-                    split_pairs.push(SplitPair { param: None, halves });
+            if let Some(why) = recipe["ret"]["at"]["none"].as_str() {
+                // x87's `long double`, a zero-sized result: the reason, as the serializer prints.
+                unavailable.push((None, why.to_string()));
+            } else {
+                match place(&recipe["ret"]["at"])? {
+                    Place::Reg(0) if register_scalar(&tt) => exit.extend(c.root(0, t, depth_i)),
+                    // A small aggregate returned in rax, or rax and rdx (`Option<&T>`, `&str`, a C
+                    // struct of up to 16 bytes).
+                    Place::Reg(0) | Place::Regs(0) if recipes::is_aggregate(&tt.kind) => exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))?, size: 0 }),
+                    // A root reading nothing, so that the exit is not a bare one: its record
+                    // carries rdx.
+                    Place::Split(halves) if halves[0].0 == 0 && c.leaf_only(t, depth_i)? => {
+                        exit.push(Root { reg: 0, kind: KIND_INLINE, program: c.program(t, depth_i.max(0))?, size: 0 });
+                        split_pairs.push(SplitPair { param: None, halves });
+                    }
+                    // Returned through a hidden pointer (C's MEMORY class, Rust past 16 bytes),
+                    // which rax holds at exit.
+                    Place::Address(0) => {
+                        exit.push(Root { reg: 0, kind: KIND_STRUCT, program: c.program(t, depth_i.max(0))?, size: 0 });
+                        ret_by_address = true;
+                    }
+                    Place::Xmm(0) if float_scalar(&tt) => {
+                        exit.push(Root { reg: 0, kind: KIND_XMM, program: 0, size: 0 });
+                        floats.push((None, 0));
+                    }
+                    // A struct in xmm registers (`eb`).
+                    _ => return None,
                 }
-                // Returned through a hidden pointer (C's MEMORY class, Rust past 16 bytes),
-                // which rax holds at exit.
-                Place::Address(0) => {
-                    exit.push(Root { reg: 0, kind: KIND_STRUCT, program: c.program(t, depth_i.max(0))?, size: 0 });
-                    ret_by_address = true;
-                }
-                Place::Xmm(0) if float_scalar(&tt) => {
-                    exit.push(Root { reg: 0, kind: KIND_XMM, program: 0, size: 0 });
-                    floats.push((None, 0));
-                }
-                // A struct in xmm registers (`eb`), x87.
-                _ => return None,
             }
             Some(t)
         }
@@ -394,7 +414,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if c.over {
         return None;
     }
-    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs, floats, on_stack })
+    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs, floats, on_stack, unavailable })
 }
 
 /// A program's body while it is compiled: bytes touched and pointer edges, offsets from 0.
