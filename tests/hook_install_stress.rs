@@ -35,6 +35,9 @@ async fn adding_and_removing_traces_on_busy_threads_never_crashes_the_target() {
             let bp = PointRequest { function: Some("never_called".into()), ..Default::default() };
             h.engine.set_points(&id, &[bp], &[]).await.expect("breakpoint");
             demoted = true;
+            if let Ok(settings) = h.engine.configure_tracing(&id, serde_json::json!({})).await {
+                eprintln!("after the demotion, patching: {}", settings["hookPaths"]["patching"]);
+            }
         }
         let r = if traced {
             h.engine.trace(Some(&id), &[], &["busy".to_string()]).await
@@ -53,6 +56,10 @@ async fn adding_and_removing_traces_on_busy_threads_never_crashes_the_target() {
         traced = !traced;
     }
     eprintln!("{ATTEMPTS} attempts in {:?}: {} crashed the target", started.elapsed(), crashes.len());
+    // How the patches went (parks retried, threads found in page faults, ...): for a failure's log.
+    if let Ok(settings) = h.engine.configure_tracing(&id, serde_json::json!({})).await {
+        eprintln!("patching: {}", settings["hookPaths"]["patching"]);
+    }
     assert_eq!(crashes, vec![], "hook changes crashed the target");
     quit_cleanly(&h, &id).await;
 }

@@ -88,7 +88,7 @@ typedef struct {
 } Park;
 
 extern Park park;
-extern volatile guint32 park_timeouts[4];
+extern volatile guint32 park_timeouts[5];
 extern volatile guint32 gate_hold; /* js_gate.ts: its waiters stay while this is 1 */
 
 struct ts_ { long sec; long nsec; };
@@ -154,7 +154,11 @@ int strobe_park_init (void) {
 }
 
 /* The last hexadecimal field of /proc/self/task/TID/syscall (a blocked thread's user PC);
-   0 when the thread is running (or gone). */
+   0 when the thread is running (or gone), or blocked outside a system call: in a page fault
+   (mmap_lock, reclaim, a migrating page), "-1 sp pc". Such a thread is signalled, which
+   interrupts nothing (it parks on its way back to user code); noted as blocked, it would
+   resume from the fault while the patch is written (a CI run under load: a thread called
+   a trampoline the patch had just freed). */
 static guint64 blocked_pc (guint32 tid) {
   char path[64], buf[256];
   int n = 0, fd, i;
@@ -175,6 +179,10 @@ static guint64 blocked_pc (guint32 tid) {
   close (fd);
   if (len <= 0 || buf[0] == 'r')
     return 0;
+  if (buf[0] == '-') {
+    xadd32 (&park_timeouts[4], 1);
+    return 0;
+  }
   while (len > 0 && (buf[len - 1] == '\\n' || buf[len - 1] == ' ')) len--;
   long s = len;
   while (s > 0 && buf[s - 1] != ' ') s--;
@@ -271,8 +279,9 @@ void strobe_unpark (void) {
 
 // Park offsets (see `Park` above).
 const PK_N_PCS = 20, PK_PC = 24, PK_TID = 24 + MAX_PARKED * 8, PARK_SIZE = PK_TID + MAX_PARKED * 4;
-// park_timeouts: the threads that left the park on their own (count, last tid, pc low, pc high).
-const PARK_TIMEOUTS_SIZE = 16;
+// park_timeouts: the threads that left the park on their own (count, last tid, pc low, pc
+// high), then how many were found blocked outside a system call (signalled, blocked_pc).
+const PARK_TIMEOUTS_SIZE = 20;
 
 interface Parker {
     cm: CModule;
@@ -501,11 +510,26 @@ function lockingCode(frida: NativePointer): DangerRange[] {
     return out;
 }
 
+/** Code freed or left behind by an earlier patch that a thread may still run (a reverted
+ *  wrapper's trampoline, the wrapper code that may hold one it is about to call): kept out of
+ *  every later patch too, since Frida hands the freed bytes to the next trampoline. */
+const lasting: DangerRange[] = [];
+const MAX_LASTING = 4096;
+
+/** Keep threads out of `ranges` during every patch from now on (see `lasting`). */
+export function keepOutForGood(ranges: DangerRange[]): void {
+    for (const r of ranges) {
+        if (lasting.length >= MAX_LASTING) return;
+        if (!lasting.some(([a, b]) => a.equals(r[0]) && b.equals(r[1]))) lasting.push(r);
+    }
+}
+
 /** Why the parked program may not be patched now (null: it may). `early`: a thread parked in
  *  Frida's code counts too (on a busy hook path it often is, so only for the first tries). */
 function unsafe(p: Parker, ranges: DangerRange[], unknownThreads: boolean, early: boolean): string | null {
     if (unknownThreads) return "a thread did not park";
     if (inDanger(p, ranges)) return "a thread stands in a patched range";
+    if (inDanger(p, lasting)) return "a thread stands in code an earlier patch freed (or on its way to it)";
     if (early && inDanger(p, p.locking, true)) {
         stats.inLocking++;
         return "a thread stands in Frida's code or a mutex (it may hold a lock the patch needs)";
@@ -578,6 +602,7 @@ export function quiesceStats(): object {
         ...stats,
         ...gateStats(),
         parkTimeouts: parker?.timeouts.readU32() ?? 0,
+        blockedInFaults: parker?.timeouts.add(16).readU32() ?? 0,
         lastParkTimeout: parker === null ? null : lastParkTimeout(parker),
         unavailable,
         ...more,

@@ -30,7 +30,7 @@
 // removed first by the daemon. If replaceFast refuses a function (too small to
 // patch, ...) that hook attaches instead.
 
-import { DangerRange, patchParked, prologue, quiesceStats } from "./quiesce.js";
+import { DangerRange, keepOutForGood, patchParked, prologue, quiesceStats } from "./quiesce.js";
 
 /** The hook spec's abi value for which a wrapper may stand in (src/symbols/abi.rs). */
 export const WRAPPER_ABI = "sysv-int";
@@ -315,9 +315,12 @@ export function releaseIdleWrapper(address: NativePointer): void {
     const key = address.toString();
     const h = idle.get(key);
     if (h === undefined) return;
+    const trampoline = h.slot?.add(SLOT_ORIG).readPointer() ?? null;
     idle.delete(key);
     Interceptor.revert(address);
     h.slot?.add(SLOT_ORIG).writePointer(address);
+    // Its trampoline is freed (see demoteWrappers); the wrapper code stays in use by others.
+    if (trampoline !== null) keepOutForGood([[trampoline, trampoline.add(TRAMPOLINE_SPAN)]]);
 }
 
 /**
@@ -333,13 +336,15 @@ export function demoteWrappers(reason: string): number {
     // code), since the old trampolines are freed; all of it with the threads parked.
     const repoint: FastHook[] = [...idle.values()];
     for (const h of live) if (h.wrapped) repoint.push(h);
-    const danger: DangerRange[] = [wrapperCode(n)];
+    const freed: DangerRange[] = [wrapperCode(n)];
+    const danger: DangerRange[] = [];
     for (const h of repoint) {
         danger.push(prologue(h.target.address));
         if (h.slot === null) continue;
         const trampoline = h.slot.add(SLOT_ORIG).readPointer();
-        danger.push([trampoline, trampoline.add(TRAMPOLINE_SPAN)]);
+        freed.push([trampoline, trampoline.add(TRAMPOLINE_SPAN)]);
     }
+    danger.push(...freed);
     let moved = 0;
     patchParked(danger, () => {
         for (const h of repoint) {
@@ -359,6 +364,10 @@ export function demoteWrappers(reason: string): number {
             }
         }
     });
+    // A thread the park could not hold (one woken from a wait it could not see) may still be
+    // on its way through an old trampoline: later patches wait for it to leave. Wrappers are
+    // off for good, so none runs their code otherwise.
+    keepOutForGood(freed);
     return moved;
 }
 

@@ -48,7 +48,7 @@ pub async fn died_after(h: &Harness, id: &str, call_ok: bool, what: &str) -> Opt
     let how = how?;
     eprintln!("{what}: the target died: {how}");
     for c in super::events::query_all(&h.engine, id, Some(EventType::Crash), None) {
-        eprintln!("  crash: {}", format!("{c:?}").chars().take(2500).collect::<String>());
+        eprintln!("  crash: {c:?}");
     }
     Some(how)
 }
