@@ -154,11 +154,32 @@ int strobe_park_init (void) {
 }
 
 /* The last hexadecimal field of /proc/self/task/TID/syscall (a blocked thread's user PC);
-   0 when the thread is running (or gone), or blocked outside a system call: in a page fault
-   (mmap_lock, reclaim, a migrating page), "-1 sp pc". Such a thread is signalled, which
-   interrupts nothing (it parks on its way back to user code); noted as blocked, it would
-   resume from the fault while the patch is written (a CI run under load: a thread called
-   a trampoline the patch had just freed). */
+   0 when the thread is running (or gone), or waits uninterruptibly outside a system call:
+   in a page fault (mmap_lock, a locked or migrating page), "-1 sp pc" and state D. Such a
+   thread is signalled, which interrupts nothing (it parks on its way back to user code);
+   noted as blocked, it would resume from the fault while the patch is written (a CI run
+   under load: a thread called a trampoline the patch had just freed). */
+/* Whether the task whose /proc directory is path[0..dir) waits uninterruptibly ("D": a page
+   fault on a locked page or a migrating one, mmap_lock), as against stopped ("t" at a spawn's
+   first instruction, which a signal would not reach until it is resumed). */
+static int uninterruptible (char * path, int dir) {
+  char buf[512];
+  const char * suf = "/stat";
+  int i, n = dir;
+  for (i = 0; suf[i]; i++) path[n++] = suf[i];
+  path[n] = 0;
+  int fd = open (path, 0);
+  if (fd < 0)
+    return 0;
+  long len = read (fd, buf, sizeof (buf) - 1);
+  close (fd);
+  /* "pid (comm) S ...": the state follows the last ')' (comm may hold one). */
+  long at = -1;
+  for (i = 0; i < len; i++)
+    if (buf[i] == ')') at = i;
+  return at >= 0 && at + 2 < len && buf[at + 2] == 'D';
+}
+
 static guint64 blocked_pc (guint32 tid) {
   char path[64], buf[256];
   int n = 0, fd, i;
@@ -169,6 +190,7 @@ static guint64 blocked_pc (guint32 tid) {
   guint32 v = tid;
   do { digits[nd++] = '0' + v % 10; v /= 10; } while (v);
   while (nd) path[n++] = digits[--nd];
+  int dir = n;
   const char * suf = "/syscall";
   for (i = 0; suf[i]; i++) path[n++] = suf[i];
   path[n] = 0;
@@ -179,7 +201,7 @@ static guint64 blocked_pc (guint32 tid) {
   close (fd);
   if (len <= 0 || buf[0] == 'r')
     return 0;
-  if (buf[0] == '-') {
+  if (buf[0] == '-' && uninterruptible (path, dir)) {
     xadd32 (&park_timeouts[4], 1);
     return 0;
   }
