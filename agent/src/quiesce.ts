@@ -534,16 +534,26 @@ function lockingCode(frida: NativePointer): DangerRange[] {
 
 /** Code freed or left behind by an earlier patch that a thread may still run (a reverted
  *  wrapper's trampoline, the wrapper code that may hold one it is about to call): kept out of
- *  every later patch too, since Frida hands the freed bytes to the next trampoline. */
-const lasting: DangerRange[] = [];
+ *  later patches too for LASTING_MS, since Frida hands freed bytes to the next trampoline. A
+ *  straggler leaves them within microseconds once it runs; the limit keeps a new hot
+ *  trampoline in the same bytes from holding patches back for long. */
+let lasting: { range: DangerRange; until: number }[] = [];
+const LASTING_MS = 2000;
 const MAX_LASTING = 4096;
 
-/** Keep threads out of `ranges` during every patch from now on (see `lasting`). */
-export function keepOutForGood(ranges: DangerRange[]): void {
-    for (const r of ranges) {
+/** Keep threads out of `ranges` during the patches of the next LASTING_MS (see `lasting`). */
+export function keepOutAfterFree(ranges: DangerRange[]): void {
+    const until = Date.now() + LASTING_MS;
+    lasting = lasting.filter((l) => l.until > Date.now());
+    for (const range of ranges) {
         if (lasting.length >= MAX_LASTING) return;
-        if (!lasting.some(([a, b]) => a.equals(r[0]) && b.equals(r[1]))) lasting.push(r);
+        lasting.push({ range, until });
     }
+}
+
+function lastingRanges(): DangerRange[] {
+    const now = Date.now();
+    return lasting.filter((l) => l.until > now).map((l) => l.range);
 }
 
 /** Why the parked program may not be patched now (null: it may). `early`: a thread parked in
@@ -551,7 +561,7 @@ export function keepOutForGood(ranges: DangerRange[]): void {
 function unsafe(p: Parker, ranges: DangerRange[], unknownThreads: boolean, early: boolean): string | null {
     if (unknownThreads) return "a thread did not park";
     if (inDanger(p, ranges)) return "a thread stands in a patched range";
-    if (inDanger(p, lasting)) return "a thread stands in code an earlier patch freed (or on its way to it)";
+    if (lasting.length > 0 && inDanger(p, lastingRanges())) return "a thread stands in code an earlier patch freed (or on its way to it)";
     if (early && inDanger(p, p.locking, true)) {
         stats.inLocking++;
         return "a thread stands in Frida's code or a mutex (it may hold a lock the patch needs)";

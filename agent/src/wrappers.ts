@@ -30,7 +30,7 @@
 // removed first by the daemon. If replaceFast refuses a function (too small to
 // patch, ...) that hook attaches instead.
 
-import { DangerRange, keepOutForGood, patchParked, prologue, quiesceStats } from "./quiesce.js";
+import { DangerRange, keepOutAfterFree, patchParked, prologue, quiesceStats } from "./quiesce.js";
 
 /** The hook spec's abi value for which a wrapper may stand in (src/symbols/abi.rs). */
 export const WRAPPER_ABI = "sysv-int";
@@ -320,7 +320,7 @@ export function releaseIdleWrapper(address: NativePointer): void {
     Interceptor.revert(address);
     h.slot?.add(SLOT_ORIG).writePointer(address);
     // Its trampoline is freed (see demoteWrappers); the wrapper code stays in use by others.
-    if (trampoline !== null) keepOutForGood([[trampoline, trampoline.add(TRAMPOLINE_SPAN)]]);
+    if (trampoline !== null) keepOutAfterFree([[trampoline, trampoline.add(TRAMPOLINE_SPAN)]]);
 }
 
 /**
@@ -365,9 +365,9 @@ export function demoteWrappers(reason: string): number {
         }
     });
     // A thread the park could not hold (one woken from a wait it could not see) may still be
-    // on its way through an old trampoline: later patches wait for it to leave. Wrappers are
-    // off for good, so none runs their code otherwise.
-    keepOutForGood(freed);
+    // on its way through an old trampoline: patches of the next seconds wait for it to leave.
+    // Wrappers are off for good, so none runs their code otherwise.
+    keepOutAfterFree(freed);
     return moved;
 }
 
