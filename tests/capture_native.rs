@@ -377,8 +377,9 @@ async fn native_capture_of_rust_closures_prints_what_the_javascript_serializer_p
 }
 
 /// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick,
-/// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many, cap_wider.
-const BY_VALUE_FUNCTIONS: usize = 12;
+/// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many, cap_wider,
+/// cap_vadd, cap_mixd.
+const BY_VALUE_FUNCTIONS: usize = 14;
 
 /// Structs by value in one or two registers, struct results (in rax, rax and rdx, or
 /// through the hidden pointer rax holds at exit), floats in xmm registers and values on the
@@ -409,6 +410,12 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     assert_eq!(enters("cap_wide")[2], json!({ "b": { "id": 2, "name": "", "leaf": { "id": 1, "tag": "leaf-one" }, "vals": [2, 4, -2] }, "k": 102 }), "a struct passed in memory");
     assert_eq!(enters("cap_note")[1], json!({ "l": { "id": 2, "tag": "leaf-two" }, "fmt": "round %d of %s" }), "a variadic function's declared parameters");
     assert_eq!(exits("cap_wider")[1], json!("<long double in an x87 register (not captured)>"), "an x87 result says why it is missing");
+    // Structs of floats: in two xmm registers, in an xmm and an integer register, two floats
+    // in one xmm register; as parameters and results.
+    assert_eq!(enters("cap_vadd")[1], json!({ "a": { "x": 2, "y": -2 }, "b": { "x": 0.5, "y": 4 }, "l": { "id": 2, "tag": "leaf-two" } }));
+    assert_eq!(exits("cap_vadd")[1], json!({ "x": 4.5, "y": 2 }));
+    assert_eq!(enters("cap_mixd")[2], json!({ "m": { "w": 2.5, "id": 102 }, "p": { "a": 0.5, "b": -3 }, "f": 1.5 }));
+    assert_eq!(exits("cap_mixd")[2], json!({ "w": 2.75, "id": 99 }));
     let many = &enters("cap_many")[1];
     assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &Value::Null), "the first ten of twelve: {many}");
 }

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::capture_json as json;
-use super::capture_plan::{CapturePlan, MAX_ELEMENTS, MAX_KEYS, MAX_STRING};
-use super::capture_view::{Index, View, REG_ADDR, STACK_ADDR, XMM_ADDR};
+use super::capture_plan::{CapturePlan, SseStruct, MAX_ELEMENTS, MAX_KEYS, MAX_STRING};
+use super::capture_view::{self, Index, View, REG_ADDR, STACK_ADDR, XMM_ADDR};
 use crate::symbols::{Type, TypeId, TypeKind};
 
 /// Per decoding thread: the block index's storage, and which struct types have a member
@@ -88,9 +88,44 @@ fn joined<'r>(plan: &CapturePlan, result: bool, regs: &'r [u64]) -> Cow<'r, [u64
     Cow::Owned(out)
 }
 
+/// Where the decoder puts together small structs passed in xmm registers (`SseStruct`):
+/// two words each past the six argument registers, or past rax and rdx for a result.
+fn sse_word(plan: &CapturePlan, param: Option<usize>) -> Option<usize> {
+    let j = plan.sse_structs.iter().filter(|s| s.param.is_some()).position(|s| s.param == param);
+    match param {
+        None => plan.sse_structs.iter().any(|s| s.param.is_none()).then_some(2),
+        Some(_) => j.map(|j| 6 + 2 * j),
+    }
+}
+
+/// `regs` with each small struct of the arguments (`result` false) or the result that
+/// travelled in xmm registers put together from its eightbytes, at its `sse_word` (a
+/// missing xmm copy reads as 0 here; `Reader::sse_struct` says it is missing).
+fn with_sse_structs<'r>(plan: &CapturePlan, result: bool, regs: Cow<'r, [u64]>, payload: &[u8]) -> Cow<'r, [u64]> {
+    let mut structs = plan.sse_structs.iter().filter(|s| s.param.is_none() == result).peekable();
+    if structs.peek().is_none() {
+        return regs;
+    }
+    let mut out = regs.into_owned();
+    for s in structs {
+        let Some(w) = sse_word(plan, s.param) else { continue };
+        if out.len() < w + 2 {
+            out.resize(w + 2, 0);
+        }
+        for (k, &(xmm, n)) in s.eightbytes.iter().take(2).enumerate() {
+            out[w + k] = if xmm {
+                capture_view::block_at(payload, XMM_ADDR + 16 * n as u64, 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()))
+            } else {
+                out.get(n as usize).copied().unwrap_or(0)
+            };
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// `{name: value}` of the arguments of a captured enter (`regs`: the argument words).
 fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
-    let regs = &*joined(plan, false, regs);
+    let regs = &*with_sse_structs(plan, false, joined(plan, false, regs), payload);
     with_reader(plan, regs, payload, |r| {
         // `(int arg1, int)`: two parameters print as `arg1`.
         let repeated = plan.params.iter().enumerate().any(|(i, p)| plan.params[..i].iter().any(|q| q.0 == p.0));
@@ -107,6 +142,8 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
             let reg = plan.reg_of(i);
             if let Some((_, why)) = plan.unavailable.iter().find(|u| u.0 == Some(i)) {
                 json::string(&mut r.out, &["<", why, ">"]);
+            } else if let Some((s, w)) = plan.sse_structs.iter().find(|s| s.param == Some(i)).zip(sse_word(plan, Some(i))) {
+                r.sse_struct(s, w, *ty);
             } else if let Some(&(_, x)) = plan.floats.iter().find(|f| f.0 == Some(i)) {
                 r.xmm(x, *ty);
             } else if let Some(&(_, off)) = plan.on_stack.iter().find(|s| s.0 == i) {
@@ -136,7 +173,10 @@ fn ret_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
         return out;
     }
     let rax = regs.first().copied().unwrap_or(0);
-    let regs = &*joined(plan, true, regs);
+    let regs = &*with_sse_structs(plan, true, joined(plan, true, regs), payload);
+    if let Some((s, w)) = plan.sse_structs.iter().find(|s| s.param.is_none()).zip(sse_word(plan, None)) {
+        return with_reader(plan, regs, payload, |r| r.sse_struct(s, w, ty));
+    }
     // Returned through a hidden pointer: rax holds its address.
     let at = if plan.ret_by_address { rax } else { REG_ADDR };
     if plan.floats.iter().any(|f| f.0.is_none()) {
@@ -181,6 +221,16 @@ impl<'a> Reader<'a> {
         let at = XMM_ADDR + 16 * x as u64;
         if self.view.bytes(at, 4).is_ok() {
             self.read(at, id, 0);
+        } else {
+            json::string(&mut self.out, &["<float in an xmm register (not captured: this Frida's saved-register layout is unknown)>"]);
+        }
+    }
+
+    /// A small struct put together from xmm registers at word `w` (with_sse_structs); where
+    /// a register's copy is missing, what the serializer prints then.
+    fn sse_struct(&mut self, s: &SseStruct, w: usize, id: TypeId) {
+        if s.eightbytes.iter().all(|&(xmm, n)| !xmm || self.view.bytes(XMM_ADDR + 16 * n as u64, 8).is_ok()) {
+            self.read(REG_ADDR + 16 * w as u64, id, self.plan.depth as i64);
         } else {
             json::string(&mut self.out, &["<float in an xmm register (not captured: this Frida's saved-register layout is unknown)>"]);
         }
@@ -536,6 +586,7 @@ mod tests {
             floats: Vec::new(),
             on_stack: Vec::new(),
             unavailable: Vec::new(),
+            sse_structs: Vec::new(),
         }
     }
 
@@ -611,6 +662,7 @@ mod tests {
             floats: Vec::new(),
             on_stack: Vec::new(),
             unavailable: Vec::new(),
+            sse_structs: Vec::new(),
         };
         let words = |w: &[u64]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         // r at 0x1000: name "héllo" at 0x2000, tags [7, 8] at 0x3000, next -> 0x1100, shape Dot.

@@ -184,6 +184,22 @@ pub(crate) struct CapturePlan {
     /// prints, `<why>`, as the serializer does).
     #[serde(default)]
     pub unavailable: Vec<(Option<usize>, String)>,
+    /// C structs of up to 16 bytes with a float in an eightbyte (`struct { double x, y; }`),
+    /// passed or returned in xmm registers, or xmm and integer ones.
+    #[serde(default)]
+    pub sse_structs: Vec<SseStruct>,
+}
+
+/// A small C struct whose eightbytes travel in xmm registers (the low 8 bytes of each) or
+/// integer ones, in order (the serializer's `eb` recipe): the hook copies the xmm registers,
+/// the record holds the integer ones, and the decoder puts the eightbytes together. Only
+/// structs without a pointer to follow.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SseStruct {
+    /// The parameter, or `None` for the result.
+    pub param: Option<usize>,
+    /// Each eightbyte's register: (xmm, else integer; its number).
+    pub eightbytes: Vec<(bool, u8)>,
 }
 
 /// A Rust scalar pair passed or returned with each half in its own register (the
@@ -222,6 +238,10 @@ impl CapturePlan {
         let mut n = 0;
         for (i, (_, ty)) in self.params.iter().enumerate() {
             if self.floats.iter().any(|f| f.0 == Some(i)) || self.on_stack.iter().any(|s| s.0 == i) || self.unavailable.iter().any(|u| u.0 == Some(i)) {
+                continue;
+            }
+            if let Some(s) = self.sse_structs.iter().find(|s| s.param == Some(i)) {
+                n = s.eightbytes.iter().filter(|e| !e.0).fold(n, |n, e| n.max(e.1 as usize + 1));
                 continue;
             }
             let size = self.types.get(ty).map_or(8, |t| t.size);
@@ -271,6 +291,8 @@ enum Place {
     Xmm(u8),
     /// Among the stack arguments, this many bytes past the first.
     Stack(u8),
+    /// A C struct's eightbytes, each in an xmm register (true) or an integer one.
+    Eightbytes(Vec<(bool, u8)>),
 }
 
 fn place(at: &Value) -> Option<Place> {
@@ -286,6 +308,13 @@ fn place(at: &Value) -> Option<Place> {
     }
     if let Some(x) = at.get("x") {
         return x.as_u64().filter(|x| *x < MAX_XMM_ARGS).map(|x| Place::Xmm(x as u8));
+    }
+    if let Some(eb) = at.get("eb").and_then(Value::as_array) {
+        let one = |e: &Value| match e[0].as_u64()? {
+            0 => reg(&e[1]).map(|r| (false, r)),
+            _ => e[1].as_u64().filter(|x| *x < MAX_XMM_ARGS).map(|x| (true, x as u8)),
+        };
+        return (1..=2).contains(&eb.len()).then(|| eb.iter().map(one).collect::<Option<Vec<_>>>()).flatten().map(Place::Eightbytes);
     }
     let first_of_two = |a: Option<u8>, b: Option<u8>| a.filter(|a| b == Some(a + 1)).map(Place::Regs);
     if let Some(rs) = at.get("r2") {
@@ -304,12 +333,12 @@ fn place(at: &Value) -> Option<Place> {
 
 /// The plan of `sig` at `depth`, or `None` when the function is not one the native capture
 /// serves: not C, C++ or Rust on x86-64, a value the hook does not record (a struct of
-/// floats, a Rust pair of smaller halves holding a pointer), a Rust enum whose default
-/// variant stands beside several others, or a plan beyond the edge / program budget. Values
-/// are placed as the serializer's recipe places them: in one or two integer registers
-/// (scalars, small structs, `&str`), at the address a register holds (Rust aggregates past
-/// 16 bytes, results through a hidden pointer), in xmm registers, or among the stack
-/// arguments. A variadic function's declared parameters are placed as any function's (what
+/// floats holding a pointer, a Rust pair of smaller halves holding a pointer), a Rust enum
+/// whose default variant stands beside several others, or a plan beyond the edge / program
+/// budget. Values are placed as the serializer's recipe places them: in one or two integer
+/// registers (scalars, small structs, `&str`), at the address a register holds (Rust
+/// aggregates past 16 bytes, results through a hidden pointer), in xmm registers (floats,
+/// small structs of them), or among the stack arguments. A variadic function's declared parameters are placed as any function's (what
 /// follows them is not printed, by either path), and so are a long list's first ten. A value
 /// the recipe places nowhere (zero-sized, a Rust value on the stack, `long double`) prints
 /// the recipe's reason, as the serializer prints it; a closure's environment pointer, which
@@ -325,6 +354,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     let mut params = Vec::new();
     let (mut regs, mut enter, mut by_address, mut split_pairs, mut floats, mut on_stack) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut unavailable = Vec::new();
+    let mut sse_structs = Vec::new();
     let depth_i = depth as i64;
     for (i, p) in sig.params.iter().take(MAX_PARAMS).enumerate() {
         let name = if p.name.is_empty() { format!("arg{i}") } else { p.name.clone() };
@@ -367,6 +397,11 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
                 on_stack.push((i, off as u32));
                 0
             }
+            Place::Eightbytes(eb) if c.leaf_only(ty, depth_i)? => {
+                enter.extend(eb.iter().filter(|e| e.0).map(|e| Root { reg: e.1, kind: KIND_XMM, program: 0, size: 0 }));
+                sse_structs.push(SseStruct { param: Some(i), eightbytes: eb });
+                0
+            }
             _ => return None,
         };
         regs.push(reg);
@@ -403,7 +438,12 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
                         exit.push(Root { reg: 0, kind: KIND_XMM, program: 0, size: 0 });
                         floats.push((None, 0));
                     }
-                    // A struct in xmm registers (`eb`).
+                    // In xmm0 and xmm1, or one of them and rax: at least one xmm root, so
+                    // the exit record carries rdx too.
+                    Place::Eightbytes(eb) if c.leaf_only(t, depth_i)? => {
+                        exit.extend(eb.iter().filter(|e| e.0).map(|e| Root { reg: e.1, kind: KIND_XMM, program: 0, size: 0 }));
+                        sse_structs.push(SseStruct { param: None, eightbytes: eb });
+                    }
                     _ => return None,
                 }
             }
@@ -414,7 +454,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if c.over {
         return None;
     }
-    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs, floats, on_stack, unavailable })
+    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs, floats, on_stack, unavailable, sse_structs })
 }
 
 /// A program's body while it is compiled: bytes touched and pointer edges, offsets from 0.

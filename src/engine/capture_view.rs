@@ -26,8 +26,10 @@ pub(super) const STACK_ADDR: u64 = 0xffff_fd00_0000_0000;
 pub(super) const META_CSTRING: u32 = 1 << 30;
 pub(super) const META_TERMINATED: u32 = 1 << 31;
 const META_LEN: u32 = (1 << 30) - 1;
-/// Most registers a record carries (six integer argument registers).
-const MAX_REGS: usize = 6;
+/// Most words a view's registers hold: six integer argument registers, then two words for
+/// each small struct the decoder puts together from xmm registers (capture_decode.rs, at
+/// most one per xmm argument register).
+pub(super) const MAX_REGS: usize = 6 + 2 * 8;
 
 /// A struct copy: `[start, end)` of target memory, at `at` in the payload.
 #[derive(Clone, Copy, Debug)]
@@ -73,6 +75,21 @@ pub(super) struct View<'a> {
 pub(super) fn block_header(payload: &[u8], at: usize) -> Option<(u64, u32)> {
     let h = payload.get(at..at + BLOCK_HEADER as usize)?;
     Some((u64::from_le_bytes(h[..8].try_into().unwrap()), u32::from_le_bytes(h[8..].try_into().unwrap())))
+}
+
+/// The first `n` bytes of the block copied from exactly `addr` (an xmm register's copy), if
+/// the payload holds one.
+pub(super) fn block_at(payload: &[u8], addr: u64, n: usize) -> Option<&[u8]> {
+    let mut at = 0usize;
+    while let Some((start, meta)) = block_header(payload, at) {
+        let (len, stored) = block_len(meta);
+        let data = at + BLOCK_HEADER as usize;
+        if start == addr && meta & META_CSTRING == 0 && len >= n {
+            return payload.get(data..data + n);
+        }
+        at = data + stored;
+    }
+    None
 }
 
 /// The length a struct copy's or C string's meta gives, and the bytes that follow its header
