@@ -417,7 +417,7 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     assert_eq!(enters("cap_mixd")[2], json!({ "m": { "w": 2.5, "id": 102 }, "p": { "a": 0.5, "b": -3 }, "f": 1.5 }));
     assert_eq!(exits("cap_mixd")[2], json!({ "w": 2.75, "id": 99 }));
     let many = &enters("cap_many")[1];
-    assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &Value::Null), "the first ten of twelve: {many}");
+    assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"], &many["l"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &json!(11), &json!(12)), "twelve parameters, five on the stack: {many}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -339,7 +339,7 @@ fn place(at: &Value) -> Option<Place> {
 /// registers (scalars, small structs, `&str`), at the address a register holds (Rust
 /// aggregates past 16 bytes, results through a hidden pointer), in xmm registers (floats,
 /// small structs of them), or among the stack arguments. A variadic function's declared parameters are placed as any function's (what
-/// follows them is not printed, by either path), and so are a long list's first ten. A value
+/// follows them is not printed, by either path), and so are a long list's first sixteen. A value
 /// the recipe places nowhere (zero-sized, a Rust value on the stack, `long double`) prints
 /// the recipe's reason, as the serializer prints it; a closure's environment pointer, which
 /// the recipe counts, is not printed by either.

@@ -18,8 +18,9 @@ use crate::symbols::{DebugInfo, Signature, TypeId, TypeKind};
 
 const INT_REGS: usize = 6;
 const XMM_REGS: usize = 8;
-/// Parameters a recipe places and an event prints: the first ten (the native plan follows).
-pub(crate) const MAX_PARAMS: usize = 10;
+/// Parameters a recipe places and an event prints: the first sixteen (the native plan
+/// follows; SQLite's longest list is thirteen).
+pub(crate) const MAX_PARAMS: usize = 16;
 
 /// A scalar leaf of a type: offset, size, float?
 type Leaf = (u64, u64, bool);
