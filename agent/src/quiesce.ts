@@ -153,12 +153,6 @@ int strobe_park_init (void) {
   return -1;
 }
 
-/* The last hexadecimal field of /proc/self/task/TID/syscall (a blocked thread's user PC);
-   0 when the thread is running (or gone), or waits uninterruptibly outside a system call:
-   in a page fault (mmap_lock, a locked or migrating page), "-1 sp pc" and state D. Such a
-   thread is signalled, which interrupts nothing (it parks on its way back to user code);
-   noted as blocked, it would resume from the fault while the patch is written (a CI run
-   under load: a thread called a trampoline the patch had just freed). */
 /* Whether the task whose /proc directory is path[0..dir) waits uninterruptibly ("D": a page
    fault on a locked page or a migrating one, mmap_lock), as against stopped ("t" at a spawn's
    first instruction, which a signal would not reach until it is resumed). */
@@ -180,6 +174,12 @@ static int uninterruptible (char * path, int dir) {
   return at >= 0 && at + 2 < len && buf[at + 2] == 'D';
 }
 
+/* The last hexadecimal field of /proc/self/task/TID/syscall (a blocked thread's user PC);
+   0 when the thread is running (or gone), or waits uninterruptibly outside a system call:
+   in a page fault (mmap_lock, a locked or migrating page), "-1 sp pc" and state D. Such a
+   thread is signalled, which interrupts nothing (it parks on its way back to user code);
+   noted as blocked, it would resume from the fault while the patch is written (a CI run
+   under load: a thread called a trampoline the patch had just freed). */
 static guint64 blocked_pc (guint32 tid) {
   char path[64], buf[256];
   int n = 0, fd, i;
@@ -544,16 +544,18 @@ const MAX_LASTING = 4096;
 /** Keep threads out of `ranges` during the patches of the next LASTING_MS (see `lasting`). */
 export function keepOutAfterFree(ranges: DangerRange[]): void {
     const until = Date.now() + LASTING_MS;
-    lasting = lasting.filter((l) => l.until > Date.now());
+    lastingRanges();
     for (const range of ranges) {
         if (lasting.length >= MAX_LASTING) return;
         lasting.push({ range, until });
     }
 }
 
+/** The ranges still kept out; the expired ones are dropped. */
 function lastingRanges(): DangerRange[] {
     const now = Date.now();
-    return lasting.filter((l) => l.until > now).map((l) => l.range);
+    lasting = lasting.filter((l) => l.until > now);
+    return lasting.map((l) => l.range);
 }
 
 /** Why the parked program may not be patched now (null: it may). `early`: a thread parked in

@@ -88,18 +88,22 @@ fn joined<'r>(plan: &CapturePlan, result: bool, regs: &'r [u64]) -> Cow<'r, [u64
     Cow::Owned(out)
 }
 
-/// Where the decoder puts together small structs passed in xmm registers (`SseStruct`):
-/// two words each past the six argument registers, or past rax and rdx for a result.
-fn sse_word(plan: &CapturePlan, param: Option<usize>) -> Option<usize> {
-    let j = plan.sse_structs.iter().filter(|s| s.param.is_some()).position(|s| s.param == param);
-    match param {
-        None => plan.sse_structs.iter().any(|s| s.param.is_none()).then_some(2),
-        Some(_) => j.map(|j| 6 + 2 * j),
+/// What the serializer prints for a float whose xmm register it could not read (xmm.ts
+/// XMM_UNAVAILABLE).
+const XMM_UNAVAILABLE: &str = "<float in an xmm register (not captured: this Frida's saved-register layout is unknown)>";
+
+/// The small struct passed in xmm registers as parameter `param` (`None`: the result), and
+/// the word where the decoder puts it together: two words each past the six argument
+/// registers, or past rax and rdx for a result.
+fn sse_struct_of(plan: &CapturePlan, param: Option<usize>) -> Option<(&SseStruct, usize)> {
+    if param.is_none() {
+        return plan.sse_structs.iter().find(|s| s.param.is_none()).map(|s| (s, 2));
     }
+    plan.sse_structs.iter().filter(|s| s.param.is_some()).enumerate().find(|(_, s)| s.param == param).map(|(j, s)| (s, 6 + 2 * j))
 }
 
 /// `regs` with each small struct of the arguments (`result` false) or the result that
-/// travelled in xmm registers put together from its eightbytes, at its `sse_word` (a
+/// travelled in xmm registers put together from its eightbytes, at its `sse_struct_of` word (a
 /// missing xmm copy reads as 0 here; `Reader::sse_struct` says it is missing).
 fn with_sse_structs<'r>(plan: &CapturePlan, result: bool, regs: Cow<'r, [u64]>, payload: &[u8]) -> Cow<'r, [u64]> {
     let mut structs = plan.sse_structs.iter().filter(|s| s.param.is_none() == result).peekable();
@@ -108,7 +112,7 @@ fn with_sse_structs<'r>(plan: &CapturePlan, result: bool, regs: Cow<'r, [u64]>, 
     }
     let mut out = regs.into_owned();
     for s in structs {
-        let Some(w) = sse_word(plan, s.param) else { continue };
+        let Some((_, w)) = sse_struct_of(plan, s.param) else { continue };
         if out.len() < w + 2 {
             out.resize(w + 2, 0);
         }
@@ -142,7 +146,7 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
             let reg = plan.reg_of(i);
             if let Some((_, why)) = plan.unavailable.iter().find(|u| u.0 == Some(i)) {
                 json::string(&mut r.out, &["<", why, ">"]);
-            } else if let Some((s, w)) = plan.sse_structs.iter().find(|s| s.param == Some(i)).zip(sse_word(plan, Some(i))) {
+            } else if let Some((s, w)) = sse_struct_of(plan, Some(i)) {
                 r.sse_struct(s, w, *ty);
             } else if let Some(&(_, x)) = plan.floats.iter().find(|f| f.0 == Some(i)) {
                 r.xmm(x, *ty);
@@ -174,7 +178,7 @@ fn ret_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
     }
     let rax = regs.first().copied().unwrap_or(0);
     let regs = &*with_sse_structs(plan, true, joined(plan, true, regs), payload);
-    if let Some((s, w)) = plan.sse_structs.iter().find(|s| s.param.is_none()).zip(sse_word(plan, None)) {
+    if let Some((s, w)) = sse_struct_of(plan, None) {
         return with_reader(plan, regs, payload, |r| r.sse_struct(s, w, ty));
     }
     // Returned through a hidden pointer: rax holds its address.
@@ -222,7 +226,7 @@ impl<'a> Reader<'a> {
         if self.view.bytes(at, 4).is_ok() {
             self.read(at, id, 0);
         } else {
-            json::string(&mut self.out, &["<float in an xmm register (not captured: this Frida's saved-register layout is unknown)>"]);
+            json::string(&mut self.out, &[XMM_UNAVAILABLE]);
         }
     }
 
@@ -232,7 +236,7 @@ impl<'a> Reader<'a> {
         if s.eightbytes.iter().all(|&(xmm, n)| !xmm || self.view.bytes(XMM_ADDR + 16 * n as u64, 8).is_ok()) {
             self.read(REG_ADDR + 16 * w as u64, id, self.plan.depth as i64);
         } else {
-            json::string(&mut self.out, &["<float in an xmm register (not captured: this Frida's saved-register layout is unknown)>"]);
+            json::string(&mut self.out, &[XMM_UNAVAILABLE]);
         }
     }
 

@@ -338,11 +338,12 @@ fn place(at: &Value) -> Option<Place> {
 /// budget. Values are placed as the serializer's recipe places them: in one or two integer
 /// registers (scalars, small structs, `&str`), at the address a register holds (Rust
 /// aggregates past 16 bytes, results through a hidden pointer), in xmm registers (floats,
-/// small structs of them), or among the stack arguments. A variadic function's declared parameters are placed as any function's (what
-/// follows them is not printed, by either path), and so are a long list's first sixteen. A value
-/// the recipe places nowhere (zero-sized, a Rust value on the stack, `long double`) prints
-/// the recipe's reason, as the serializer prints it; a closure's environment pointer, which
-/// the recipe counts, is not printed by either.
+/// small structs of them), or among the stack arguments. A variadic function's declared
+/// parameters are placed as any function's (what follows them is not printed, by either
+/// path), and so are a long list's first sixteen. A value the recipe places nowhere
+/// (zero-sized, a Rust value on the stack, `long double`) prints the recipe's reason, as the
+/// serializer prints it; a closure's environment pointer, which the recipe counts, is not
+/// printed by either.
 pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<CapturePlan> {
     if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) {
         return None;
@@ -398,7 +399,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
                 0
             }
             Place::Eightbytes(eb) if c.leaf_only(ty, depth_i)? => {
-                enter.extend(eb.iter().filter(|e| e.0).map(|e| Root { reg: e.1, kind: KIND_XMM, program: 0, size: 0 }));
+                enter.extend(xmm_roots(&eb));
                 sse_structs.push(SseStruct { param: Some(i), eightbytes: eb });
                 0
             }
@@ -441,7 +442,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
                     // In xmm0 and xmm1, or one of them and rax: at least one xmm root, so
                     // the exit record carries rdx too.
                     Place::Eightbytes(eb) if c.leaf_only(t, depth_i)? => {
-                        exit.extend(eb.iter().filter(|e| e.0).map(|e| Root { reg: e.1, kind: KIND_XMM, program: 0, size: 0 }));
+                        exit.extend(xmm_roots(&eb));
                         sse_structs.push(SseStruct { param: None, eightbytes: eb });
                     }
                     _ => return None,
@@ -455,6 +456,11 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
         return None;
     }
     Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs, floats, on_stack, unavailable, sse_structs })
+}
+
+/// The roots copying the xmm registers of a small struct's eightbytes (`Place::Eightbytes`).
+fn xmm_roots(eightbytes: &[(bool, u8)]) -> impl Iterator<Item = Root> + '_ {
+    eightbytes.iter().filter(|e| e.0).map(|e| Root { reg: e.1, kind: KIND_XMM, program: 0, size: 0 })
 }
 
 /// A program's body while it is compiled: bytes touched and pointer edges, offsets from 0.
