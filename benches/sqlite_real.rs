@@ -12,7 +12,8 @@
 //!
 //! `cargo bench --bench sqlite_real` (env: `SQLITE_BENCH_ROWS`, default 1000;
 //! `SQLITE_BENCH_QUERIES`, default 10; `SQLITE_BENCH_REPEAT`, runs of each row, default 3,
-//! medians reported; `SQLITE_BENCH_TYPED_ONLY=1`, optionally with `SQLITE_BENCH_PERF=<file>`:
+//! medians reported; `SQLITE_BENCH_TYPED_ONLY=1`, optionally with `SQLITE_BENCH_PERF=<file>`
+//! and `SQLITE_BENCH_FUNCTIONS=a,b` (those functions only):
 //! the typed row alone, see `typed_only`; `SQLITE_BENCH_TYPED_ONLY=store`: the typed row
 //! alone, sessions one after another in one daemon, each until every row is stored, printing
 //! rows/s end to end; with `SQLITE_BENCH_WORDS=1` the integer-only row instead). uftrace
@@ -128,7 +129,11 @@ fn typed_only(exe: &Path, args: &[String], perf_out: Option<PathBuf>) {
             options["typedValues"] = json!(false); // the integer-only row instead
         }
         engine.configure_tracing(&id, options).await.expect("options");
-        let patterns: Vec<String> = FUNCTIONS.iter().map(|f| f.to_string()).collect();
+        // SQLITE_BENCH_FUNCTIONS=a,b: only those (where one function's cost goes).
+        let patterns: Vec<String> = match std::env::var("SQLITE_BENCH_FUNCTIONS") {
+            Ok(list) => list.split(',').map(str::to_string).collect(),
+            Err(_) => FUNCTIONS.iter().map(|f| f.to_string()).collect(),
+        };
         engine.trace(Some(&id), &patterns, &[]).await.expect("trace");
         engine.send_stdin(&id, b"go\n").await.expect("stdin");
         let line = session::stdout_line(&engine, &id, "workload ns=").await;

@@ -377,9 +377,9 @@ async fn native_capture_of_rust_closures_prints_what_the_javascript_serializer_p
 }
 
 /// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick,
-/// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many, cap_wider,
-/// cap_vadd, cap_mixd.
-const BY_VALUE_FUNCTIONS: usize = 14;
+/// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many, cap_lots,
+/// cap_wider, cap_vadd, cap_mixd.
+const BY_VALUE_FUNCTIONS: usize = 15;
 
 /// Structs by value in one or two registers, struct results (in rax, rax and rdx, or
 /// through the hidden pointer rax holds at exit), floats in xmm registers and values on the
@@ -417,7 +417,11 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     assert_eq!(enters("cap_mixd")[2], json!({ "m": { "w": 2.5, "id": 102 }, "p": { "a": 0.5, "b": -3 }, "f": 1.5 }));
     assert_eq!(exits("cap_mixd")[2], json!({ "w": 2.75, "id": 99 }));
     let many = &enters("cap_many")[1];
-    assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"], &many["l"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &json!(11), &json!(12)), "twelve parameters, five on the stack: {many}");
+    assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"], &many["l"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &json!(11), &json!(12)), "twelve parameters, six on the stack: {many}");
+    let lots = &enters("cap_lots")[1];
+    assert_eq!(lots.as_object().unwrap().len(), 34, "every parameter is in the event: {lots}");
+    assert_eq!((&lots["p1"], &lots["p31"], &lots["p32"]), (&json!(1), &json!(32), &json!({ "id": 2, "tag": "leaf-two" })), "the first 32 have values: {lots}");
+    assert_eq!((&lots["p33"], &lots["p34"]), (&json!("<parameter 33 of 34: only the first 32 are captured>"), &json!("<parameter 34 of 34: only the first 32 are captured>")), "the rest say why they have none");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

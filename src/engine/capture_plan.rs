@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::recipes::{self, MAX_PARAMS};
+use super::recipes;
 use crate::symbols::{DebugInfo, Signature, Type, TypeId, TypeKind};
 
 /// What the serializer prints at most (serialize.ts MAX_KEYS / MAX_ELEMENTS / MAX_STRING).
@@ -340,8 +340,8 @@ fn place(at: &Value) -> Option<Place> {
 /// aggregates past 16 bytes, results through a hidden pointer), in xmm registers (floats,
 /// small structs of them), or among the stack arguments. A variadic function's declared
 /// parameters are placed as any function's (what follows them is not printed, by either
-/// path), and so are a long list's first sixteen. A value the recipe places nowhere
-/// (zero-sized, a Rust value on the stack, `long double`) prints the recipe's reason, as the
+/// path). A value the recipe places nowhere (zero-sized, a Rust value on the stack, `long
+/// double`, a parameter past `recipes::MAX_PARAMS`) prints the recipe's reason, as the
 /// serializer prints it; a closure's environment pointer, which the recipe counts, is not
 /// printed by either.
 pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<CapturePlan> {
@@ -357,7 +357,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     let mut unavailable = Vec::new();
     let mut sse_structs = Vec::new();
     let depth_i = depth as i64;
-    for (i, p) in sig.params.iter().take(MAX_PARAMS).enumerate() {
+    for (i, p) in sig.params.iter().enumerate() {
         let name = if p.name.is_empty() { format!("arg{i}") } else { p.name.clone() };
         if let Some(why) = recipe["args"][i]["at"]["none"].as_str() {
             unavailable.push((Some(i), why.to_string()));

@@ -18,9 +18,15 @@ use crate::symbols::{DebugInfo, Signature, TypeId, TypeKind};
 
 const INT_REGS: usize = 6;
 const XMM_REGS: usize = 8;
-/// Parameters a recipe places and an event prints: the first sixteen (the native plan
-/// follows; SQLite's longest list is thirteen).
-pub(crate) const MAX_PARAMS: usize = 16;
+/// Parameters a recipe places and an event prints the values of: the first 32 (SQLite's
+/// longest list is thirteen). Each one past them prints why it has no value, never vanishes
+/// (`beyond_max`).
+pub(crate) const MAX_PARAMS: usize = 32;
+
+/// What a parameter past MAX_PARAMS prints, as both paths print a recipe's `none`.
+fn beyond_max(index: usize, count: usize) -> String {
+    format!("parameter {} of {count}: only the first {MAX_PARAMS} are captured", index + 1)
+}
 
 /// A scalar leaf of a type: offset, size, float?
 type Leaf = (u64, u64, bool);
@@ -260,11 +266,13 @@ pub(crate) fn serialize_recipe(info: &DebugInfo, sig: &Signature) -> (Value, Vec
     if sig.closure_env {
         slots.regs += 1; // then a closure's environment pointer, which DWARF does not list
     }
+    let count = sig.params.len();
     let args: Vec<Value> = sig
         .params
         .iter()
-        .take(MAX_PARAMS)
-        .map(|p| match p.ty {
+        .enumerate()
+        .map(|(i, p)| match p.ty {
+            _ if i >= MAX_PARAMS => json!({ "n": p.name, "t": 0, "at": { "none": beyond_max(i, count) } }),
             Some(t) => {
                 roots.push(t);
                 json!({ "n": p.name, "t": t, "at": locate(info, t, sig.rust, &mut slots, false) })
