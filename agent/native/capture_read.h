@@ -151,17 +151,18 @@ __asm__ (
 extern u64 strobe_safe_diff (const void * src, const void * kept, u64 n);
 
 /* CapDiff strobe_safe_diff_list (cmp, n, kept) (rdi, rsi, rdx): in rax the index of the first
-   of the n comparisons at cmp (CapCmp: len bytes at src with those at kept + koff) that finds
-   a difference, and in rdx the offset of the 16- or 32-byte step of that block where it did
-   (0 below 16 bytes), where cap_delta_block starts looking for the changed words; n when
+   of the n comparisons at cmp (CapCmp: len bytes at src with those at kept + koff; a C
+   string's, nul 1, also the byte at src + len with 0) that finds a difference, and in rdx
+   the offset of the 16- or 32-byte step of that block where it did (0 below 16 bytes, or
+   at the NUL), where cap_delta_block starts looking for the changed words; n when
    none does; ~0 when a src faults (the exception hook resumes any load of src,
    strobe_sl_fault_*, at strobe_sd_fault). A replayed sub-walk's whole span is
    compared in this one loop, no call per block: 32 bytes a step, then the last 16 and 8
    overlapping what was equal; below 8 two overlapping loads of 4 or 2, or one byte: no loop
-   (lengths 1–7 are C strings' ends and NULs, and were a byte loop's mispredicted exits). */
+   (lengths 1–7 are mostly short C strings, and were a byte loop's mispredicted exits). */
 __asm__ (
   ".text\n"
-  ".globl strobe_safe_diff_list, strobe_sl_fault_w0, strobe_sl_fault_w1, strobe_sl_fault_x, strobe_sl_fault_y, strobe_sl_fault_q, strobe_sl_fault_r, strobe_sl_fault_b, strobe_sl_fault_c, strobe_sl_fault_d, strobe_sl_fault_e, strobe_sl_fault_f\n"
+  ".globl strobe_safe_diff_list, strobe_sl_fault_w0, strobe_sl_fault_w1, strobe_sl_fault_x, strobe_sl_fault_y, strobe_sl_fault_q, strobe_sl_fault_r, strobe_sl_fault_b, strobe_sl_fault_c, strobe_sl_fault_d, strobe_sl_fault_e, strobe_sl_fault_f, strobe_sl_fault_n\n"
   "strobe_safe_diff_list:\n"
   "  xor %eax, %eax\n"
   "  test %rsi, %rsi\n"
@@ -256,6 +257,12 @@ __asm__ (
   "  cmp (%r9), %r10b\n"
   "  jne 11f\n"
   "8:\n"
+  "  testb $1, 14(%rdi)\n"        /* a C string: its NUL at src + len too */
+  "  jz 13f\n"
+  "strobe_sl_fault_n:\n"
+  "  cmpb $0, (%r8,%rcx)\n"
+  "  jne 11f\n"
+  "13:\n"
   "  add $16, %rdi\n"
   "  inc %rax\n"
   "  cmp %rsi, %rax\n"
@@ -280,7 +287,7 @@ __asm__ (
    return. */
 __asm__ (
   ".text\n"
-  ".globl strobe_safe_diff_list_avx2, strobe_sa_fault_w0, strobe_sa_fault_w1, strobe_sa_fault_x, strobe_sa_fault_y, strobe_sa_fault_o, strobe_sa_fault_p, strobe_sa_fault_q, strobe_sa_fault_r, strobe_sa_fault_b, strobe_sa_fault_c, strobe_sa_fault_d, strobe_sa_fault_e, strobe_sa_fault_f\n"
+  ".globl strobe_safe_diff_list_avx2, strobe_sa_fault_w0, strobe_sa_fault_w1, strobe_sa_fault_x, strobe_sa_fault_y, strobe_sa_fault_o, strobe_sa_fault_p, strobe_sa_fault_q, strobe_sa_fault_r, strobe_sa_fault_b, strobe_sa_fault_c, strobe_sa_fault_d, strobe_sa_fault_e, strobe_sa_fault_f, strobe_sa_fault_n\n"
   "strobe_safe_diff_list_avx2:\n"
   "  xor %eax, %eax\n"
   "  test %rsi, %rsi\n"
@@ -385,6 +392,12 @@ __asm__ (
   "  cmp (%r9), %r10b\n"
   "  jne 11f\n"
   "8:\n"
+  "  testb $1, 14(%rdi)\n"        /* a C string: its NUL at src + len too */
+  "  jz 13f\n"
+  "strobe_sa_fault_n:\n"
+  "  cmpb $0, (%r8,%rcx)\n"
+  "  jne 11f\n"
+  "13:\n"
   "  add $16, %rdi\n"
   "  inc %rax\n"
   "  cmp %rsi, %rax\n"

@@ -103,8 +103,9 @@ enum { CAP_OP_STRUCT, CAP_OP_STRING, CAP_OP_UNREADABLE };
 typedef struct { u64 addr; u32 size; u32 kind; } CapOp;
 typedef struct { u64 value; u32 op; u32 off; } CapCheck;
 /* One comparison of a kept span with memory (strobe_safe_diff_list): len bytes at src with
-   those at offset koff of the span, for op (t->ops). A C string's NUL is one too (nul: 1),
-   with a zero byte after the span. */
+   those at offset koff of the span, for op (t->ops); with nul 1 (a C string), also the byte
+   at src + len, which must be 0: one step per string, where its NUL was a step of its own
+   and a step costs as much as comparing 64 bytes (docs/performance.md). */
 typedef struct { u64 src; u32 koff; u16 len; u8 nul; u8 op; } CapCmp;
 /* Which sub-walk a remembered one is, apart from it: a lookup reads one set's tags (two
    cache lines), not four traces' first lines. plan NULL: none. */
@@ -132,7 +133,7 @@ typedef struct {
      a block of it was unreadable (each is tried again by itself). */
   u32 n_cmp;
   u32 n_unreadable;
-  CapCmp cmp[2 * CAP_TRACE_OPS];
+  CapCmp cmp[CAP_TRACE_OPS];
   CapOp ops[CAP_TRACE_OPS];
   /* The checks, by op once recorded: op i's are check_at[i] .. check_at[i + 1] - 1. */
   u8 check_at[CAP_TRACE_OPS + 1];
@@ -198,8 +199,7 @@ typedef struct {
   u16 sent[CAP_SENT];
   CapTraceTag trace_tags[CAP_TRACES];
   CapTrace traces[CAP_TRACES];
-  /* (and a zero byte after each: a C string's NUL compares with it) */
-  u8 kept[CAP_TRACES][CAP_KEPT + 8];
+  u8 kept[CAP_TRACES][CAP_KEPT];
   /* What this walk's roots led to directly (cap_root_seen): entries of generation root_gen. */
   u32 root_gen;
   u32 n_root_seen;

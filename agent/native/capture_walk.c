@@ -385,8 +385,13 @@ static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kep
     if (i == t->n_cmp)
       break;
     const CapCmp * c = &t->cmp[i];
-    if (c->nul || !cap_delta_block ((const u8 *) c->src, kept, t->kept_len, c->koff, c->len, (u32) r.from, ent, &n, most))
+    u8 end;
+    if (c->nul && (strobe_safe_copy (&end, (const void *) (c->src + c->len), 1) != 0 || end != 0))
+      goto changed; /* a string that goes on further now: not a delta */
+    if (!cap_delta_block ((const u8 *) c->src, kept, t->kept_len, c->koff, c->len, (u32) r.from, ent, &n, most))
       goto changed;
+    if (c->nul && cap_nul (kept + c->koff, c->len) != 0)
+      goto changed; /* one that ends sooner (a NUL written into it) */
     if (!(changed & (1u << c->op)))
       at_changed[n_changed++] = (u8) i;
     changed |= 1u << c->op;
@@ -408,7 +413,7 @@ changed:
 }
 
 /* The comparisons of trace t's span (len bytes at span, about to be kept) with memory, in
-   t->cmp; 0 when the span is not laid out as t's ops say (it is not kept then). */
+   t->cmp, one per block (a string's with its NUL); 0 when the span is not laid out as t's ops say (it is not kept then). */
 static int cap_keep_cmp (CapTrace * t, const u8 * span, u32 len) {
   u32 at = 0, n = 0, bad = 0, i;
   for (i = 0; i < t->n_ops; i++) {
@@ -425,17 +430,9 @@ static int cap_keep_cmp (CapTrace * t, const u8 * span, u32 len) {
     t->cmp[n].src = op->addr;
     t->cmp[n].koff = at + 12;
     t->cmp[n].len = (u16) blen;
-    t->cmp[n].nul = 0;
+    t->cmp[n].nul = op->kind == CAP_OP_STRING; /* its NUL too, in the same step */
     t->cmp[n].op = (u8) i;
     n++;
-    if (op->kind == CAP_OP_STRING) { /* its NUL, with the zero byte after the kept span */
-      t->cmp[n].src = op->addr + blen;
-      t->cmp[n].koff = len;
-      t->cmp[n].len = 1;
-      t->cmp[n].nul = 1;
-      t->cmp[n].op = (u8) i;
-      n++;
-    }
     at += 12 + blen;
   }
   if (at != len)
@@ -534,7 +531,6 @@ static u32 cap_replay_span (CapScratch * s, CaptureShared * cs, CapTrace * t, u3
     t->pause = CAP_KEEP_PAUSE;
   }
   __builtin_memcpy (s->kept[at], span, len);
-  s->kept[at][len] = 0;
   t->kept_len = len;
   t->kept_epoch = s->epoch;
   t->key = key;

@@ -71,8 +71,8 @@ function loadWalk(): NativePointer {
         [at("strobe_sd_fault_q"), at("strobe_sd_fault")],
         [at("strobe_sd_fault_t"), at("strobe_sd_fault")],
         [at("strobe_sd_fault_b"), at("strobe_sd_fault")],
-        ...["w0", "w1", "x", "y", "q", "r", "b", "c", "d", "e", "f"].map((l): [number, number] => [at(`strobe_sl_fault_${l}`), at("strobe_sd_fault")]),
-        ...["w0", "w1", "x", "y", "o", "p", "q", "r", "b", "c", "d", "e", "f"].map((l): [number, number] => [at(`strobe_sa_fault_${l}`), at("strobe_sd_fault")]),
+        ...["w0", "w1", "x", "y", "q", "r", "b", "c", "d", "e", "f", "n"].map((l): [number, number] => [at(`strobe_sl_fault_${l}`), at("strobe_sd_fault")]),
+        ...["w0", "w1", "x", "y", "o", "p", "q", "r", "b", "c", "d", "e", "f", "n"].map((l): [number, number] => [at(`strobe_sa_fault_${l}`), at("strobe_sd_fault")]),
     ]);
     addExceptionHook((details) => {
         const off = details.context.pc.sub(code);
