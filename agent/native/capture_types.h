@@ -60,8 +60,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_TRACE_CHECKS 128      /* pointer words it reads at most */
 #define CAP_BIG 128               /* bytes from which a struct copy is shared within a walk */
 #define CAP_BIG_COPIES 16
-#define CAP_ROOT_SEEN 32          /* pointees a walk's roots lead to directly, kept to skip repeats ... */
-#define CAP_ROOT_SEEN_SLOTS 64    /* ... in a table this big (a power of two) */
+#define CAP_ROOT_SEEN 32          /* pointees a walk's roots lead to directly, kept to skip repeats */
 #define CAP_KEPT 4096              /* bytes of a sub-walk's payload kept to send it as a reference */
 #define CAP_KEEP_MISSES 4          /* sent whole this many times in a row: stop keeping it ... */
 #define CAP_KEEP_PAUSE 64          /* ... for this many replays */
@@ -90,7 +89,6 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 typedef struct { u64 addr; u32 key; u32 gen; } CapSeen;
 typedef struct { u8 * data; u32 depth; u32 want; u32 len; u32 op; } CapSeenData;
 typedef struct { u64 p; u32 kind; u32 prog; u32 n; u32 elem; } CapTodo;
-typedef struct { u64 addr; u32 key; u32 depth; u32 gen; u32 pad; } CapRootSeen;
 typedef struct { u64 addr; u8 * data; u32 size; u32 pad; } CapBig;
 
 /* A sub-walk remembered for replay (cap_subtree): what the walk from one pointee copied, in
@@ -183,6 +181,14 @@ typedef struct {
   u32 pad3;
   u64 trusted;                    /* page number + 1 of a page a replay knows readable */
   u64 now;                        /* cap_now */
+  /* What this walk's roots led to directly (cap_root_seen): a dozen a call at most in the
+     SQLite bench, scanned in order (as fast as the hash table this was, and no generation
+     to wrap). */
+  u32 n_root_seen;
+  u32 pad6;
+  u64 root_seen_addr[CAP_ROOT_SEEN];
+  u32 root_seen_key[CAP_ROOT_SEEN];
+  u32 root_seen_depth[CAP_ROOT_SEEN];
   /* The big struct copies of this walk (cap_big_note, cap_big_find): separate sub-walks often reach the
      same big struct (SQLite's connection from a cursor's tree, its shared tree and its key
      info), and one copy serves them all. */
@@ -200,10 +206,6 @@ typedef struct {
   CapTraceTag trace_tags[CAP_TRACES];
   CapTrace traces[CAP_TRACES];
   u8 kept[CAP_TRACES][CAP_KEPT];
-  /* What this walk's roots led to directly (cap_root_seen): entries of generation root_gen. */
-  u32 root_gen;
-  u32 n_root_seen;
-  CapRootSeen root_seen[CAP_ROOT_SEEN_SLOTS];
   CapRootSpan roots[CAP_ROOTS];
   u8 root_kept[CAP_ROOTS][CAP_ROOT_KEPT + 8];
 } CapScratch;

@@ -608,30 +608,24 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
 }
 
 /* Seen (address, type) among what the roots led to directly, with at least depth left; else
-   noted (up to CAP_ROOT_SEEN, in a small hash table). A repeat is left out, as the whole
-   walk's visit table would leave it out. */
+   noted (up to CAP_ROOT_SEEN). A repeat is left out, as the whole walk's visit table would
+   leave it out. */
 static int cap_root_seen (CapScratch * s, u64 addr, u32 key, u32 depth) {
-  u32 h = cap_hash (addr, key) & (CAP_ROOT_SEEN_SLOTS - 1);
-  for (;;) {
-    CapRootSeen * e = &s->root_seen[h];
-    if (e->gen != s->root_gen) {
-      if (s->n_root_seen >= CAP_ROOT_SEEN)
-        return 0;
-      s->n_root_seen++;
-      e->gen = s->root_gen;
-      e->addr = addr;
-      e->key = key;
-      e->depth = depth;
-      return 0;
-    }
-    if (e->addr == addr && e->key == key) {
-      if (e->depth >= depth)
+  u32 n = s->n_root_seen, i;
+  for (i = 0; i < n; i++)
+    if (s->root_seen_addr[i] == addr && s->root_seen_key[i] == key) {
+      if (s->root_seen_depth[i] >= depth)
         return 1;
-      e->depth = depth;
+      s->root_seen_depth[i] = depth;
       return 0;
     }
-    h = (h + 1) & (CAP_ROOT_SEEN_SLOTS - 1);
+  if (n < CAP_ROOT_SEEN) {
+    s->root_seen_addr[n] = addr;
+    s->root_seen_key[n] = key;
+    s->root_seen_depth[n] = depth;
+    s->n_root_seen = n + 1;
   }
+  return 0;
 }
 
 /* The argument struct at p (program prog, size bytes) into out at *pos: as a span kept for
@@ -751,11 +745,6 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
   s->n_big = 0;
   s->n_sent = 0;
   s->n_root_seen = 0;
-  if (++s->root_gen == 0) { /* wrapped: forget every entry once */
-    for (i = 0; i < CAP_ROOT_SEEN_SLOTS; i++)
-      s->root_seen[i].gen = 0;
-    s->root_gen = 1;
-  }
   if (s->next_key == 0)
     s->next_key = (cap_ticks () << 8) & 0xffffffffffffUL;
   for (i = 0; i < nr; i++) {
