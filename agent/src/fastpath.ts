@@ -28,7 +28,7 @@ import { FASTPATH_C, MAX_FAST_ARGS, NEW_TID_SLOT, NEW_TIDS, RECORD_SIZE } from "
 import { announceThread } from "./threads.js";
 import { xmmSavedCell } from "./xmm.js";
 import { forkGateStats, isForkedCopy, onPiggybackedAck, requestReceipt, sendBatch, sendThroughGate } from "./forksafe.js";
-import { installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
+import { fastHookPatches, installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
 import { costOptions, setCostOptions } from "./cost_sampling.js";
 import { CAPTURE_MAX_SLOTS, FN_PLAN_OFFSET } from "./capture_c.js";
 import { captureStats, captureSymbols, CaptureSpec, nativeCaptureEnabled, setCheckedReads, setNativeCapture, setTypedValues, usableCapture, wordsOnly } from "./capture.js";
@@ -435,6 +435,12 @@ export function useFastPath(spec: HookNeeds, argCount: number, requestMode?: str
  * eligible (wrappers.ts), else native attach callbacks. The function's state block is kept
  * (and reused) for its id.
  */
+/** Whether attachFast of `fnId` at `address` would write code (wrappers.ts fastHookPatches);
+ *  its removal never does: the hook is switched off and kept. */
+export function attachFastPatches(fnId: number, address: NativePointer, abi?: string): boolean {
+    return fastHookPatches(address, fnStates.get(fnId), options.wrappers ? abi : undefined);
+}
+
 export function attachFast(fnId: number, address: NativePointer, argCount: number, abi?: string, name = `#${fnId}`, capture: NativePointer = NULL): InvocationListener {
     const n = setUp();
     if (n === null) throw new Error(`fast path unavailable: ${unavailable}`);

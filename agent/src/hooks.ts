@@ -8,7 +8,7 @@ import { costMeter, CostMeter, setCostOptions } from "./cost_sampling.js";
 import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
 import { idleWrapperDanger, releaseIdleWrapper } from "./wrappers.js";
-import { attachFast, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, syncCostShare, useFastPath } from "./fastpath.js";
+import { attachFast, attachFastPatches, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, syncCostShare, useFastPath } from "./fastpath.js";
 import { attachGate } from "./js_gate.js";
 import { DangerRange, patchParked, prologue } from "./quiesce.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
@@ -57,6 +57,8 @@ interface Hook {
     listener: InvocationListener;
     /** A JS-path hook's gate (js_gate.ts), attached right before it. */
     gate: InvocationListener | null;
+    /** On the fast path: its removal switches it off and writes no code. */
+    fast: boolean;
     /** Cleared on removal, so a call that raced the removal records nothing. */
     state: { active: boolean };
 }
@@ -169,19 +171,26 @@ export function updateHooks(req: HooksRequest): HooksResult {
         syncCostShare();
     }
     // The hooks go in and out with the program's threads parked outside the patched
-    // prologues (quiesce.ts): what can be prepared is prepared first.
+    // prologues (quiesce.ts): what can be prepared is prepared first. A fast-path hook
+    // switched off or back on writes no code, so parks nothing: a trace removed and added
+    // again on a busy program returns at once (a park took up to a second).
     const patched: DangerRange[] = [];
     if (req.action === "add") {
         if (functions.length > 0) prepareSharedStack();
         if (req.mode === "auto") prepareFastHooks(functions.length);
+        const seen = new Set<string>();
         for (const f of functions) {
             if (hooks.has(f.id)) continue;
             try {
                 const address = resolve(f);
-                patched.push(prologue(address));
+                const fast = useFastPath(f, argCountOf(f), req.mode);
+                // (Two functions at one address: the second finds the idle hook taken.)
+                const again = seen.has(address.toString());
+                seen.add(address.toString());
+                if (!fast || again || attachFastPatches(f.id, address, f.abi)) patched.push(prologue(address));
                 // A JS-path hook releases an idle wrapper there (wrappers.ts): park threads
                 // outside it too.
-                if (!useFastPath(f, argCountOf(f), req.mode)) patched.push(...idleWrapperDanger(address));
+                if (!fast) patched.push(...idleWrapperDanger(address));
             } catch (_) {
                 // reported below
             }
@@ -190,7 +199,7 @@ export function updateHooks(req: HooksRequest): HooksResult {
     } else if (req.action === "remove") {
         for (const f of functions) {
             const h = hooks.get(f.id);
-            if (h !== undefined) patched.push(prologue(h.address));
+            if (h !== undefined && !h.fast) patched.push(prologue(h.address));
         }
         patchParked(patched, () => removeHooks(functions, result));
     } else {
@@ -216,14 +225,15 @@ function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksRes
             const state = { active: true };
             let listener: InvocationListener;
             let gate: InvocationListener | null = null;
-            if (useFastPath(f, argCount, req.mode)) {
+            const fast = useFastPath(f, argCount, req.mode);
+            if (fast) {
                 listener = attachFast(f.id, address, argCount, f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL);
             } else {
                 releaseIdleWrapper(address);
                 gate = attachGate(address);
                 listener = Interceptor.attach(address, makeCallbacks(f.id, argCount, state, typedHook(f.id, f.serialize, argCount), costMeter(f.id)));
             }
-            hooks.set(f.id, { id: f.id, name: f.name, address, listener, gate, state });
+            hooks.set(f.id, { id: f.id, name: f.name, address, listener, gate, state, fast });
             result.installed.push(f.id);
         } catch (e) {
             result.failed.push({ id: f.id, name: f.name, error: errorText(e) });

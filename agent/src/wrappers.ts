@@ -294,6 +294,18 @@ export function installFastHook(target: FastTarget, n: NativeHooks, abi: string 
 }
 
 /**
+ * Whether installFastHook at `address` (abi as it would get it; fn: the function's state if
+ * it was hooked before) writes code: false only when it switches an idle wrapper or a kept
+ * listener there back on, which needs no threads parked (hooks.ts).
+ */
+export function fastHookPatches(address: NativePointer, fn: NativePointer | undefined, abi: string | undefined): boolean {
+    const key = address.toString();
+    if ((abi === WRAPPER_ABI || abi === SAVING_WRAPPER_ABI) && offReason === null) return idle.get(key)?.slot == null;
+    const kept = idleAttached.get(key);
+    return kept === undefined || fn === undefined || !kept.target.fn.equals(fn);
+}
+
+/**
  * What a JS-path hook at `address` must keep threads out of while an idle wrapper there is
  * released (releaseIdleWrapper): empty when there is none.
  */
