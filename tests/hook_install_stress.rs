@@ -3,8 +3,11 @@
 //! test adds and removes a trace on it 200 times, with a breakpoint elsewhere demoting the
 //! wrappers to the attach path half-way. Every attempt that kills the target is counted (and
 //! the target relaunched), and the test wants none (agent/src/quiesce.ts says why it once did).
+//! A removed trace's hook stays, switched off, so adding it again writes no code: the second
+//! test traces, 200 times, a function never hooked before that four threads are running.
 //!
-//! Run: `cargo test --test hook_install_stress -- --nocapture`. Fixture: tests/fixtures/c/hookstress.c.
+//! Run: `cargo test --test hook_install_stress -- --nocapture`. Fixtures:
+//! tests/fixtures/c/hookstress.c, hookfresh.c.
 
 mod common;
 
@@ -61,5 +64,36 @@ async fn adding_and_removing_traces_on_busy_threads_never_crashes_the_target() {
         eprintln!("patching: {}", settings["hookPaths"]["patching"]);
     }
     assert_eq!(crashes, vec![], "hook changes crashed the target");
+    quit_cleanly(&h, &id).await;
+}
+
+/// 200 traces added, each on a function the four threads are running and nothing hooked
+/// before (hookfresh's fresh_00 .. fresh_c7): every one a new patch of running code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tracing_functions_never_hooked_before_while_threads_run_them_never_crashes_the_target() {
+    let h = harness();
+    let started = Instant::now();
+    let mut id = common::busy::launch(&h, "hookfresh", 4).await;
+    let mut crashes: Vec<(usize, String)> = Vec::new();
+    for attempt in 0..ATTEMPTS {
+        let name = format!("fresh_{attempt:02x}");
+        h.engine.send_stdin(&id, format!("use {attempt:02x}\n").as_bytes()).await.expect("stdin");
+        common::events::wait_for_stdout(&h.engine, &id, &format!("using {attempt:02x}"), std::time::Duration::from_secs(30)).await;
+        let r = h.engine.trace(Some(&id), &[name.clone()], &[]).await;
+        if let Some(how) = died_after(&h, &id, r.is_ok(), &format!("attempt {attempt} ({name})")).await {
+            crashes.push((attempt, how));
+            id = common::busy::launch(&h, "hookfresh", 4).await;
+            continue;
+        }
+        r.expect("trace");
+    }
+    let settings = h.engine.configure_tracing(&id, serde_json::json!({})).await.expect("settings");
+    let patching = &settings["hookPaths"]["patching"];
+    eprintln!("{ATTEMPTS} new patches in {:?}: {} crashed the target; patching: {patching}", started.elapsed(), crashes.len());
+    assert_eq!(crashes, vec![], "hook installs crashed the target");
+    // Each add wrote code with the threads parked (none reused a kept hook).
+    assert!(patching["flushes"].as_u64().unwrap() >= ATTEMPTS as u64, "{patching}");
+    let wrapped = settings["hookPaths"]["wrapped"].as_array().map_or(0, Vec::len);
+    assert_eq!(wrapped, ATTEMPTS, "each in a replaceFast wrapper: {}", settings["hookPaths"]);
     quit_cleanly(&h, &id).await;
 }
