@@ -413,7 +413,8 @@ changed:
 }
 
 /* The comparisons of trace t's span (len bytes at span, about to be kept) with memory, in
-   t->cmp, one per block (a string's with its NUL); 0 when the span is not laid out as t's ops say (it is not kept then). */
+   t->cmp, one per block (a string's with its NUL); 0 when the span is not laid out as t's
+   ops say (it is not kept then). */
 static int cap_keep_cmp (CapTrace * t, const u8 * span, u32 len) {
   u32 at = 0, n = 0, bad = 0, i;
   for (i = 0; i < t->n_ops; i++) {

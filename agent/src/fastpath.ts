@@ -430,17 +430,22 @@ export function useFastPath(spec: HookNeeds, argCount: number, requestMode?: str
     return setUp() !== null;
 }
 
+/** The abi installFastHook gets: none (so no wrapper) when the `wrappers` option is off. */
+function wrapperAbi(abi: string | undefined): string | undefined {
+    return options.wrappers ? abi : undefined;
+}
+
+/** Whether attachFast of `fnId` at `address` would write code (wrappers.ts fastHookPatches);
+ *  its removal never does: the hook is switched off and kept. */
+export function attachFastPatches(fnId: number, address: NativePointer, abi?: string): boolean {
+    return fastHookPatches(address, fnStates.get(fnId), wrapperAbi(abi));
+}
+
 /**
  * Hook on the fast path: a replaceFast wrapper when the daemon marked the function's `abi` as
  * eligible (wrappers.ts), else native attach callbacks. The function's state block is kept
  * (and reused) for its id.
  */
-/** Whether attachFast of `fnId` at `address` would write code (wrappers.ts fastHookPatches);
- *  its removal never does: the hook is switched off and kept. */
-export function attachFastPatches(fnId: number, address: NativePointer, abi?: string): boolean {
-    return fastHookPatches(address, fnStates.get(fnId), options.wrappers ? abi : undefined);
-}
-
 export function attachFast(fnId: number, address: NativePointer, argCount: number, abi?: string, name = `#${fnId}`, capture: NativePointer = NULL): InvocationListener {
     const n = setUp();
     if (n === null) throw new Error(`fast path unavailable: ${unavailable}`);
@@ -456,7 +461,7 @@ export function attachFast(fnId: number, address: NativePointer, argCount: numbe
     fn.add(FN_NARGS).writeU32(Math.min(argCount, MAX_FAST_ARGS));
     fn.add(FN_SAMPLE_EVERY).writeU32(options.sampleEvery);
     fn.add(FN_PLAN_OFFSET).writePointer(capture);
-    const listener = installFastHook({ fnId, name, address, fn }, n, options.wrappers ? abi : undefined);
+    const listener = installFastHook({ fnId, name, address, fn }, n, wrapperAbi(abi));
     scheduleDrain();
     return listener;
 }

@@ -240,12 +240,23 @@ function rewrap(h: FastHook): boolean {
     return true;
 }
 
+/** Whether a fast hook given `abi` takes the wrapper path (an eligible abi, wrappers not off). */
+function takesWrapper(abi: string | undefined): boolean {
+    return (abi === WRAPPER_ABI || abi === SAVING_WRAPPER_ABI) && offReason === null;
+}
+
+/** Whether `old`, a listener kept switched off, records for function state `fn`: it is then
+ *  switched back on instead of attaching again. */
+function keptFor(old: FastHook, fn: NativePointer): boolean {
+    return old.target.fn.equals(fn);
+}
+
 function attach(h: FastHook, n: NativeHooks): void {
     const key = h.target.address.toString();
     const old = idleAttached.get(key);
     if (old !== undefined) {
         idleAttached.delete(key);
-        if (old.target.fn.equals(h.target.fn)) {
+        if (keptFor(old, h.target.fn)) {
             h.target.fn.add(FN_OFF).writeU32(0); // the kept listener records again
             h.listener = old.listener;
             h.wrapped = false;
@@ -265,8 +276,7 @@ function attach(h: FastHook, n: NativeHooks): void {
 export function installFastHook(target: FastTarget, n: NativeHooks, abi: string | undefined): InvocationListener {
     native = n;
     const h: FastHook = { target, wrapped: false, listener: null, slot: null };
-    const wrappable = abi === WRAPPER_ABI || abi === SAVING_WRAPPER_ABI;
-    if (wrappable && offReason === null && !rewrap(h)) {
+    if (takesWrapper(abi) && !rewrap(h)) {
         try {
             wrap(h, n, abi === SAVING_WRAPPER_ABI);
         } catch (e) {
@@ -300,9 +310,9 @@ export function installFastHook(target: FastTarget, n: NativeHooks, abi: string 
  */
 export function fastHookPatches(address: NativePointer, fn: NativePointer | undefined, abi: string | undefined): boolean {
     const key = address.toString();
-    if ((abi === WRAPPER_ABI || abi === SAVING_WRAPPER_ABI) && offReason === null) return idle.get(key)?.slot == null;
+    if (takesWrapper(abi)) return idle.get(key)?.slot == null; // as rewrap finds it
     const kept = idleAttached.get(key);
-    return kept === undefined || fn === undefined || !kept.target.fn.equals(fn);
+    return kept === undefined || fn === undefined || !keptFor(kept, fn);
 }
 
 /**
