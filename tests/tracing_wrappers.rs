@@ -353,6 +353,65 @@ async fn a_library_loaded_later_that_forks_gets_the_fork_gate() {
     assert_eq!(h.engine.status(&id).expect("status").exit_code, Some(0));
 }
 
+/// The same with 256-bit registers (c_ipa_avx2_O2, -O2 -mavx2): vy_mix keeps a vector of four
+/// doubles in ymm0 and its factors in ymm3, upper halves included, across calls to vy_step,
+/// whose typed hook compares the struct it is passed with the copy it kept. That comparison
+/// may run AVX2 code ending in vzeroupper, which zeroes every ymm register's upper half, and
+/// the register-saving stub restores only their lower halves: the hook of a function from
+/// such a unit compares with SSE2 only. The traced run computes the untraced run's bits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optimized_callers_keep_their_256_bit_registers_across_a_typed_wrapped_call() {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if !cpu.split_whitespace().any(|w| w == "avx2") {
+        eprintln!("skipped: this CPU has no AVX2, so neither the fixture nor the AVX2 comparison runs");
+        return;
+    }
+    let n = 2000u32;
+    let exe = common::fixture("c_ipa_avx2_O2");
+    let untraced = {
+        use std::io::Write;
+        let mut child = std::process::Command::new(&exe).arg(n.to_string()).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("run c_ipa_avx2_O2");
+        child.stdin.take().unwrap().write_all(b"go\nend\n").unwrap();
+        let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+        out.lines().find(|l| l.starts_with("mix ")).expect("mix line").to_string()
+    };
+    for wrappers in [true, false] {
+        ipa_avx2_run(&exe, n, wrappers, &untraced).await;
+    }
+}
+
+/// One traced run of c_ipa_avx2_O2: vy_step wrapped (behind the register-saving stub) or
+/// attached (Frida's trampoline), its result against the untraced run's.
+async fn ipa_avx2_run(exe: &std::path::Path, n: u32, wrappers: bool, untraced: &str) {
+    let h = harness();
+    let r = h
+        .engine
+        .launch(LaunchRequest { command: exe.display().to_string(), args: vec![n.to_string()], project_root: common::fixtures_src_dir().display().to_string(), ..Default::default() })
+        .await
+        .expect("launch c_ipa_avx2_O2");
+    let id = r.session_id;
+    wait_for_stdout(&h, &id, "ready").await;
+    h.engine.configure_tracing(&id, json!({ "hotCallsPerSec": 0, "costShare": 0, "wrappers": wrappers })).await.expect("configure tracing");
+    trace(&h, &id, &["vy_step"], &[]).await;
+    let (wrapped, _, off) = hook_paths(&h, &id).await;
+    assert_eq!(wrapped, if wrappers { names(&["vy_step"]) } else { names(&[]) }, "wrappers {wrappers}: {off:?}");
+    h.engine.send_stdin(&id, b"go\n").await.expect("stdin");
+    let line = wait_for_stdout(&h, &id, "mix ").await;
+    let settings = h.engine.configure_tracing(&id, json!({})).await.expect("settings");
+    assert_eq!(line.trim(), untraced, "the traced run's result (wrappers {wrappers})");
+    // The comparison ran: the struct was kept and compared call after call (deltas), on a
+    // CPU where other hooks use the AVX2 loop.
+    let capture = &settings["capture"];
+    assert_eq!(capture["avx2"], json!(true), "{capture}");
+    assert!(capture["walksDelta"].as_u64().unwrap_or(0) + capture["walksUnchanged"].as_u64().unwrap_or(0) >= u64::from(n) / 2, "{capture}");
+    h.engine.send_stdin(&id, b"end\n").await.expect("stdin");
+    wait_for_exit(&h, &id).await;
+    let enters = query(&h, &id, EventType::FunctionEnter);
+    assert_eq!(enters.len(), n as usize, "every call recorded");
+    let last = enters.last().and_then(|e| e.arguments.clone()).unwrap_or_default();
+    assert!(last.contains("\"name\":\"block\""), "the struct printed: {last}");
+}
+
 /// Code GCC optimized (c_ipa_O2, -O2): vx_mix keeps a double in xmm0, its factor in xmm2 and
 /// its loop registers in ecx/edx across calls to vx_step, since GCC knows vx_step leaves them
 /// alone (IPA-RA). vx_step is still wrapped (abi `sysv-int-saved`), through a stub that saves

@@ -455,9 +455,11 @@ extern CapDiff strobe_safe_diff_list (const CapCmp * cmp, u64 n, const u8 * kept
 extern CapDiff strobe_safe_diff_list_avx2 (const CapCmp * cmp, u64 n, const u8 * kept);
 extern u32 strobe_cpu_avx2 (void);
 
-/* The comparison loop this CPU runs best (CaptureShared.avx2, set by capture.ts). */
-static inline CapDiff cap_diff_list (const CaptureShared * cs, const CapCmp * cmp, u64 n, const u8 * kept) {
-  return cs->avx2 ? strobe_safe_diff_list_avx2 (cmp, n, kept) : strobe_safe_diff_list (cmp, n, kept);
+/* The comparison loop this CPU runs best (CaptureShared.avx2, set by capture.ts), unless the
+   call must leave the upper halves of vector registers alone (sse_only: the AVX2 loop ends
+   in vzeroupper). */
+static inline CapDiff cap_diff_list (const CaptureShared * cs, u32 sse_only, const CapCmp * cmp, u64 n, const u8 * kept) {
+  return cs->avx2 && !sse_only ? strobe_safe_diff_list_avx2 (cmp, n, kept) : strobe_safe_diff_list (cmp, n, kept);
 }
 
 static inline long sys6 (long n, long a, long b, long c, long d, long e, long f) {

@@ -160,7 +160,7 @@ typedef struct {
   u32 gen;
   u32 visits;
   u32 big;                        /* this walk uses the big table */
-  u32 pad;
+  u32 sse_only;                   /* this call's hook runs no VEX code (Fn.sse_only) */
   /* Page number + 1 of pages read without a fault, 4 ways a set: with one slot per hash, two
      hot pages sharing it evicted each other and every read of either became a system call
      (17,000 per SQLite bench run in some address layouts, none in others). */

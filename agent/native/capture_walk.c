@@ -378,7 +378,7 @@ static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kep
   u32 changed = 0, n_changed = 0; /* ops with a changed byte, and the first comparison of each */
   u8 at_changed[CAP_TRACE_OPS];
   for (i = 0; i < t->n_cmp; i++) {
-    CapDiff r = cap_diff_list (cs, t->cmp + i, t->n_cmp - i, kept);
+    CapDiff r = cap_diff_list (cs, s->sse_only, t->cmp + i, t->n_cmp - i, kept);
     if (r.at == ~0UL)
       goto changed;
     i += (u32) r.at;
@@ -651,7 +651,7 @@ static const u8 * cap_root (CapScratch * s, CaptureShared * cs, const CapParts *
   u8 * kept = s->root_kept[at];
   u8 * hd = out + *pos;
   if (found && r->kept_len == 12 + size && r->kept_epoch == s->epoch && *pos + CAP_SPAN_HEADER + 12 * 12 <= CAP_BUDGET) {
-    CapDiff d = cap_diff_list (cs, &r->cmp, 1, kept);
+    CapDiff d = cap_diff_list (cs, s->sse_only, &r->cmp, 1, kept);
     u32 n = 0;
     if (d.at == 1 || (d.at == 0 && cap_delta_block ((const u8 *) p, kept, r->kept_len, 12, size, (u32) d.from, hd + CAP_SPAN_HEADER, &n, 12))) {
       r->used = s->clock;

@@ -194,13 +194,14 @@ static void hook_check_rate (const HookCtx * x, Fn * f, u64 n) {
    record reserved for it, its payload written after the header slot: the header is the
    caller's to write and commit. NULL when the record is lost (counted; a lost walk's spans
    are forgotten, so nothing refers to them). */
-static Rec * hook_walk_record (const HookCtx * x, const CapPlan * plan, int at_exit, const u64 * regs, const Invocation * inv, u32 * pos) {
+static Rec * hook_walk_record (const HookCtx * x, const Fn * f, const CapPlan * plan, int at_exit, const u64 * regs, const Invocation * inv, u32 * pos) {
   Shared * sh = x->shared;
   u8 * s = hook_scratch (x);
   if (s == 0 || !hook_room (sh, s)) {
     hook_add64 (&sh->lost, 1);
     return 0;
   }
+  ((CapScratch *) s)->sse_only = f->sse_only;
   u32 len = strobe_cap_walk (plan, at_exit, regs, inv->xmm, at_exit ? 0 : inv->stack, (CapScratch *) s, x->capture);
   Rec * r = hook_reserve (sh, rec_slots_for (len), pos);
   if (r == 0) { /* hook_reserve counted it */
@@ -254,7 +255,7 @@ void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocat
     hook_header (r, KIND_ENTER, inv, f->nargs, f->id, t->tid, ts);
   } else {
     u64 t0 = inv->measure ? hook_now (x) : 0;
-    r = hook_walk_record (x, plan, 0, a, inv, &pos);
+    r = hook_walk_record (x, f, plan, 0, a, inv, &pos);
     ts = hook_now (x);
     inv->ts = ts;
     if (inv->measure) /* cost sampling (hook_check_rate); racy: an estimate */
@@ -292,7 +293,7 @@ static void hook_exit_typed (const HookCtx * x, Fn * f, const CapPlan * plan, Th
     return;
   }
   u32 pos;
-  Rec * r = hook_walk_record (x, plan, 1, ret, inv, &pos);
+  Rec * r = hook_walk_record (x, f, plan, 1, ret, inv, &pos);
   if (r == 0)
     return;
   hook_header (r, KIND_TYPED_EXIT, inv, 3, f->id, t->tid, ts);

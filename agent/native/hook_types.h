@@ -31,6 +31,10 @@ typedef struct {
   volatile u64 window_start;      /* ns at the start of the current rate window */
   /* Hook install/revert (wrappers.ts): 1 while the trace is removed but the hook kept. */
   volatile u32 off;
+  /* 1: the function's callers may keep values in vector registers across its calls (GCC's
+     IPA-RA), so its hook runs no VEX code (capture_read.h cap_diff_list): vzeroupper would
+     zero their upper halves, which no stub or Frida trampoline saves. */
+  u32 sse_only;
   /* Time spent in this window copying typed values (hook_now's clock: ticks when
      Shared.use_tsc, else ns): what cost sampling weighs. */
   volatile u64 hook_ns;
@@ -93,6 +97,7 @@ typedef struct {
 HOOK_CHECK (rec_is_88_bytes, sizeof (Rec) == 88);
 HOOK_CHECK (fn_is_56_bytes, sizeof (Fn) == 56);
 HOOK_CHECK (fn_off_at_40, __builtin_offsetof (Fn, off) == 40);
+HOOK_CHECK (fn_sse_only_at_44, __builtin_offsetof (Fn, sse_only) == 44);
 HOOK_CHECK (fn_hook_ns_at_48, __builtin_offsetof (Fn, hook_ns) == 48);
 HOOK_CHECK (shared_is_104_bytes, sizeof (Shared) == 104);
 HOOK_CHECK (shared_use_tsc_at_96, __builtin_offsetof (Shared, use_tsc) == 96);

@@ -91,7 +91,7 @@ const SH_TSC_ANCHOR = 72, SH_NS_ANCHOR = 80, SH_TSC_MULT = 88, SH_USE_TSC = 96, 
 // 32-bit word indexes into the same struct, for the typed-array view.
 const W_HEAD = 2, W_TAIL = 3, W_THREAD_SERIAL = 4;
 // Fn struct offsets (see `Fn`; Fn.off at 40 is wrappers.ts's).
-const FN_ID = 0, FN_NARGS = 4, FN_SAMPLING = 8, FN_SAMPLE_EVERY = 12, FN_AUTO = 16, FN_SIZE = 56;
+const FN_ID = 0, FN_NARGS = 4, FN_SAMPLING = 8, FN_SAMPLE_EVERY = 12, FN_AUTO = 16, FN_SSE_ONLY = 44, FN_SIZE = 56;
 
 const WINDOW_CALLS = 1024;
 /** Records the daemon may have unacknowledged (flow control), whatever the batch size. */
@@ -444,9 +444,10 @@ export function attachFastPatches(fnId: number, address: NativePointer, abi?: st
 /**
  * Hook on the fast path: a replaceFast wrapper when the daemon marked the function's `abi` as
  * eligible (wrappers.ts), else native attach callbacks. The function's state block is kept
- * (and reused) for its id.
+ * (and reused) for its id. sseOnly: its callers may keep vector registers' upper halves
+ * across the call (hooks.ts FunctionSpec.ipaRa), so the hook runs no AVX code (Fn.sse_only).
  */
-export function attachFast(fnId: number, address: NativePointer, argCount: number, abi?: string, name = `#${fnId}`, capture: NativePointer = NULL): InvocationListener {
+export function attachFast(fnId: number, address: NativePointer, argCount: number, abi?: string, name = `#${fnId}`, capture: NativePointer = NULL, sseOnly = false): InvocationListener {
     const n = setUp();
     if (n === null) throw new Error(`fast path unavailable: ${unavailable}`);
     let fn = fnStates.get(fnId);
@@ -461,6 +462,7 @@ export function attachFast(fnId: number, address: NativePointer, argCount: numbe
     fn.add(FN_NARGS).writeU32(Math.min(argCount, MAX_FAST_ARGS));
     fn.add(FN_SAMPLE_EVERY).writeU32(options.sampleEvery);
     fn.add(FN_PLAN_OFFSET).writePointer(capture);
+    fn.add(FN_SSE_ONLY).writeU32(sseOnly ? 1 : 0);
     const listener = installFastHook({ fnId, name, address, fn }, n, wrapperAbi(abi));
     scheduleDrain();
     return listener;

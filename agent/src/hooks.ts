@@ -30,6 +30,9 @@ export interface FunctionSpec extends HookNeeds {
     serialize?: SerializeRecipe;
     /** "sysv-int": a replaceFast wrapper may stand in for the function (wrappers.ts). */
     abi?: string;
+    /** GCC's IPA-RA unit: callers may keep values in any register the function leaves alone,
+     *  vector registers' upper halves included, so its native hook runs no AVX code. */
+    ipaRa?: boolean;
 }
 
 export interface HooksRequest {
@@ -227,7 +230,7 @@ function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksRes
             let gate: InvocationListener | null = null;
             const fast = useFastPath(f, argCount, req.mode);
             if (fast) {
-                listener = attachFast(f.id, address, argCount, f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL);
+                listener = attachFast(f.id, address, argCount, f.abi, f.name, usableCapture(f.capture) ? capturePlan(f.capture!) : NULL, f.ipaRa === true);
             } else {
                 releaseIdleWrapper(address);
                 gate = attachGate(address);

@@ -89,7 +89,8 @@ interface Chunk {
  * Interceptor keeps around an attach, short of the x87 state and mxcsr, which the hook code
  * does not touch; `fxsave64` cost ≈ 50 ns a call). For GCC's IPA-RA callers, which keep
  * values in registers the traced function is known not to touch (docs/performance.md,
- * "Optimized code").
+ * "Optimized code"). The upper halves of ymm registers are not saved: the hooks of such
+ * functions run no VEX code (Fn.sse_only), so nothing changes them.
  */
 const STUB_SIZE = 336; // 329 bytes, 16-byte aligned starts
 const XMM_AREA = 256;

@@ -369,8 +369,13 @@ impl Engine {
             let (recipe, r) = self.extras_in(session, &own, address);
             // Whether a native replaceFast wrapper may stand in for the function (symbols/abi.rs);
             // the agent uses it only for hooks that also take the fast path.
-            if let Some(abi) = own.signature(address).and_then(|sig| crate::symbols::wrapper_abi(&own, &sig)) {
+            let sig = own.signature(address);
+            if let Some(abi) = sig.as_ref().and_then(|sig| crate::symbols::wrapper_abi(&own, sig)) {
                 spec["abi"] = json!(abi);
+            }
+            // Callers may keep values in vector registers across its calls: no AVX in its hook.
+            if sig.as_ref().is_some_and(|sig| sig.ipa_ra) {
+                spec["ipaRa"] = json!(true);
             }
             if let Some(recipe) = recipe {
                 // Typed capture in native code where it can print what the serializer would
