@@ -25,6 +25,8 @@ mod sqlite_driver;
 mod lua_driver;
 #[path = "support/side_by_side.rs"]
 mod side_by_side;
+#[path = "support/cpu.rs"]
+mod cpu;
 use lua_driver::build_lua_driver;
 use side_by_side::{bench_engine, every_call, median, print_accounting, print_table, runtime, strobe_run, uftrace, uftrace_run, StrobeRun};
 use sqlite_driver::{env_u64, workload_cpu_ns, workload_ns};

@@ -23,6 +23,8 @@ mod sqlite_driver;
 mod serde_driver;
 #[path = "support/side_by_side.rs"]
 mod side_by_side;
+#[path = "support/cpu.rs"]
+mod cpu;
 use serde_driver::build_serde_driver;
 use side_by_side::{bench_engine, every_call, median, print_accounting, print_table, runtime, strobe_run, StrobeRun};
 use sqlite_driver::{env_u64, workload_cpu_ns, workload_ns};

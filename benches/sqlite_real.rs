@@ -16,7 +16,9 @@
 //! and `SQLITE_BENCH_FUNCTIONS=a,b` (those functions only):
 //! the typed row alone, see `typed_only`; `SQLITE_BENCH_TYPED_ONLY=store`: the typed row
 //! alone, sessions one after another in one daemon, each until every row is stored, printing
-//! rows/s end to end; with `SQLITE_BENCH_WORDS=1` the integer-only row instead). uftrace
+//! rows/s end to end and the CPU per stored row of the store's writer thread, the rest of the
+//! daemon (launch and symbol loading included) and the Frida host; with
+//! `SQLITE_BENCH_WORDS=1` the integer-only row instead). uftrace
 //! (Debian package) is installed with apt-get when missing and this runs as root; otherwise
 //! its row is skipped with a note.
 
@@ -33,6 +35,8 @@ mod session;
 mod sqlite_driver;
 #[path = "support/side_by_side.rs"]
 mod side_by_side;
+#[path = "support/cpu.rs"]
+mod cpu;
 use side_by_side::{bench_engine, every_call, median, print_accounting, print_table, runtime, strobe_run, uftrace, uftrace_run, StrobeRun};
 use sqlite_driver::{build_driver, env_u64, launch_waiting, workload_cpu_ns, workload_ns};
 
@@ -164,14 +168,19 @@ fn typed_stored(exe: &Path, args: &[String]) {
         }
         for i in 0..env_u64("SQLITE_BENCH_REPEAT", 3).max(1) {
             let r = strobe_run(&engine, exe, args, &FUNCTIONS, options.clone()).await;
+            let c = r.cpu_split;
+            let per_row = |secs: f64| secs * 1e9 / r.stored.max(1) as f64;
             println!(
-                "{} session {}: {} stored, {} lost, {:.0} rows/s end to end, CPU {:.0} ms in the workload",
+                "{} session {}: {} stored, {} lost, {:.0} rows/s end to end, CPU {:.0} ms in the workload; CPU ns per row: writer {:.0}, rest of the daemon {:.0}, Frida host {:.0}",
                 if words { "integer-only" } else { "typed" },
                 i + 1,
                 r.stored,
                 r.lost,
                 r.rows_per_sec,
-                r.cpu / 1e6
+                r.cpu / 1e6,
+                per_row(c.writer),
+                per_row(c.daemon_other),
+                per_row(c.host)
             );
         }
     });

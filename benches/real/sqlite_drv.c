@@ -6,13 +6,16 @@
  * Usage: sqlite_drv [rows=2000] [queries=40] [wait]
  * Builds a table, then (after "ready" and a line on stdin with "wait") runs `queries` full
  * scans with a filter and an aggregate, timing only that part:
- *   "workload ns=T rows=R queries=Q checksum=C cpu_ns=U" (U: the thread's CPU time, which
- *   a busy machine does not inflate)
+ *   "workload ns=T rows=R queries=Q checksum=C cpu_ns=U sys_ns=S faults=F" (U: the thread's
+ *   CPU time, which a busy machine does not inflate; S: the part of it in the kernel, F:
+ *   the thread's page faults, both from getrusage)
  * With "wait", it exits after one more line on stdin. */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include "sqlite3.h"
 
 static long long clock_ns(clockid_t c) {
@@ -21,6 +24,13 @@ static long long clock_ns(clockid_t c) {
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 static long long now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+/* This thread's kernel time (ns) and page faults (minor and major), from getrusage. */
+static void kernel_share(long long *sys_ns, long *faults) {
+    struct rusage u;
+    getrusage(RUSAGE_THREAD, &u);
+    *sys_ns = (long long)u.ru_stime.tv_sec * 1000000000LL + u.ru_stime.tv_usec * 1000LL;
+    *faults = u.ru_minflt + u.ru_majflt;
+}
 
 int main(int argc, char **argv) {
     int rows = argc > 1 ? atoi(argv[1]) : 2000;
@@ -50,6 +60,9 @@ int main(int argc, char **argv) {
     sqlite3_stmt *q;
     sqlite3_prepare_v2(db, "select upper(name), score from t where score > ?1", -1, &q, 0);
     long long checksum = 0;
+    long long s0, s1;
+    long f0, f1;
+    kernel_share(&s0, &f0);
     long long t0 = now_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     for (int k = 0; k < queries; k++) {
         sqlite3_bind_int(q, 1, k % 500);
@@ -57,9 +70,10 @@ int main(int argc, char **argv) {
         sqlite3_reset(q);
     }
     long long t1 = now_ns(), c1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    kernel_share(&s1, &f1);
     sqlite3_finalize(q);
     sqlite3_close(db);
-    printf("workload ns=%lld rows=%d queries=%d checksum=%lld cpu_ns=%lld\n", t1 - t0, rows, queries, checksum, c1 - c0);
+    printf("workload ns=%lld rows=%d queries=%d checksum=%lld cpu_ns=%lld sys_ns=%lld faults=%ld\n", t1 - t0, rows, queries, checksum, c1 - c0, s1 - s0, f1 - f0);
     fflush(stdout);
     if (argc > 3 && strcmp(argv[3], "wait") == 0) {
         /* The tracer reads its statistics before the process exits. */

@@ -71,6 +71,9 @@ pub struct StrobeRun {
     pub sample: Option<String>,
     /// A page of 500 enters read from the middle of the run (typed ones decoded at read).
     pub page_ms: f64,
+    /// CPU from launch to every row stored (before the reads and the stop).
+    #[allow(dead_code)] // printed by sqlite_real's store mode only
+    pub cpu_split: crate::cpu::CpuSplit,
 }
 
 impl StrobeRun {
@@ -93,8 +96,10 @@ impl StrobeRun {
 
 /// One Strobe session of the driver tracing `functions` with tracing `options`.
 pub async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], functions: &[&str], options: Value) -> StrobeRun {
+    let cpu0 = crate::cpu::sample();
     let id = launch_waiting(engine, exe, args).await;
     let run = run_traced(engine, &id, functions, options).await;
+    let cpu_split = crate::cpu::sample() - cpu0;
     // One typed enter, to show what was stored.
     let q = EventQuery { session_id: id.clone(), event_type: Some(EventType::FunctionEnter), limit: 1, ..Default::default() };
     let sample = engine.query(&q).ok().and_then(|r| r.events.first().and_then(|e| e.arguments.clone()));
@@ -115,6 +120,7 @@ pub async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], funct
         capture: run.after["capture"].clone(),
         sample,
         page_ms,
+        cpu_split,
     }
 }
 
