@@ -353,6 +353,17 @@ async fn a_library_loaded_later_that_forks_gets_the_fork_gate() {
     assert_eq!(h.engine.status(&id).expect("status").exit_code, Some(0));
 }
 
+/// Whether this CPU has AVX2 (c_ipa_avx2_O2 is built -mavx2); if not, says why the test is
+/// skipped.
+fn cpu_has_avx2(why: &str) -> bool {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let has = cpu.split_whitespace().any(|w| w == "avx2");
+    if !has {
+        eprintln!("skipped: this CPU has no AVX2, so {why}");
+    }
+    has
+}
+
 /// The same with 256-bit registers (c_ipa_avx2_O2, -O2 -mavx2): vy_mix keeps a vector of four
 /// doubles in ymm0 and its factors in ymm3, upper halves included, across calls to vy_step,
 /// whose typed hook compares the struct it is passed with the copy it kept. That comparison
@@ -361,9 +372,7 @@ async fn a_library_loaded_later_that_forks_gets_the_fork_gate() {
 /// such a unit compares with SSE2 only. The traced run computes the untraced run's bits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn optimized_callers_keep_their_256_bit_registers_across_a_typed_wrapped_call() {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    if !cpu.split_whitespace().any(|w| w == "avx2") {
-        eprintln!("skipped: this CPU has no AVX2, so neither the fixture nor the AVX2 comparison runs");
+    if !cpu_has_avx2("neither the fixture nor the AVX2 comparison runs") {
         return;
     }
     let n = 2000u32;
@@ -377,6 +386,36 @@ async fn optimized_callers_keep_their_256_bit_registers_across_a_typed_wrapped_c
     };
     for wrappers in [true, false] {
         ipa_avx2_run(&exe, n, wrappers, &untraced).await;
+    }
+}
+
+/// A breakpoint or logpoint cannot keep the upper halves of vector registers (Frida's
+/// trampoline saves 128 bits of each), so one in code GCC built for AVX says so: a logpoint on
+/// c_ipa_avx2_O2's vy_step warns, one on c_ipa_O2's vx_step (plain x86-64) does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_point_in_code_built_for_avx_warns_that_vector_registers_may_change() {
+    if !cpu_has_avx2("the fixture cannot run") {
+        return;
+    }
+    for (fixture, function, warns) in [("c_ipa_avx2_O2", "vy_step", true), ("c_ipa_O2", "vx_step", false)] {
+        let h = harness();
+        let r = h
+            .engine
+            .launch(LaunchRequest { command: common::fixture(fixture).display().to_string(), args: vec!["10".into()], project_root: common::fixtures_src_dir().display().to_string(), ..Default::default() })
+            .await
+            .expect("launch");
+        let id = r.session_id;
+        wait_for_stdout(&h, &id, "ready").await;
+        let req = PointRequest { function: Some(function.into()), message: Some("step".into()), ..Default::default() };
+        let points = h.engine.set_points(&id, &[req], &[]).await.expect("logpoint");
+        assert_eq!(points.logpoints.len(), 1, "{points:?}");
+        if warns {
+            assert_eq!(points.warnings.len(), 1, "{points:?}");
+            assert!(points.warnings[0].starts_with(&format!("function '{function}' is in code built for AVX")), "{points:?}");
+        } else {
+            assert!(points.warnings.is_empty(), "{points:?}");
+        }
+        h.engine.stop(&id, false).await.expect("stop");
     }
 }
 

@@ -47,6 +47,7 @@ Logpoints log at most 2,000 messages a second (all together); later hits are cou
       breakpoints = { type = "array", items = { type = "object", required = { "id" } } },
       logpoints = { type = "array", items = { type = "object", required = { "id" } } },
       mode = { type = "string", enum = { "staged" } },
+      warnings = { type = "array", items = { type = "string" }, description = "About the points just added (e.g. one in code built for AVX)" },
       staged = { type = "array", items = { type = "object", required = { "id" } } },
     },
   },
@@ -75,6 +76,7 @@ Logpoints log at most 2,000 messages a second (all together); later hits are cou
     return {
       breakpoints = strobe.json.array(r.breakpoints),
       logpoints = strobe.json.array(r.logpoints),
+      warnings = r.warnings and #r.warnings > 0 and r.warnings or nil,
       status = summary(r),
     }
   end,

@@ -29,6 +29,9 @@ pub(crate) struct UnitData {
     pub(crate) cxx: bool,
     /// Built with GCC's interprocedural register allocation (`gcc_ipa_ra`).
     pub(crate) ipa_ra: bool,
+    /// Built by GCC for AVX (`gcc_avx`): its code may hold 256- or 512-bit values in vector
+    /// registers, whose upper parts Frida's trampolines do not save.
+    pub(crate) avx: bool,
 }
 
 /// The lazily consulted DWARF of one binary. `Send + Sync`; share it as `Arc`.
@@ -146,7 +149,7 @@ impl DebugInfo {
         while let Ok(Some(header)) = headers.next() {
             let start = header.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
             match info.dwarf.unit(header) {
-                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false, cxx: false, ipa_ra: false }),
+                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false, cxx: false, ipa_ra: false, avx: false }),
                 Err(e) => tracing::debug!("skipping DWARF unit at {start:#x}: {e}"),
             }
         }
@@ -172,6 +175,7 @@ impl DebugInfo {
         let mut c = false;
         let mut cxx = false;
         let mut ipa_ra = false;
+        let mut avx = false;
         {
             let unit = &self.units[ui].unit;
             let mut scopes: Vec<(isize, String)> = Vec::new();
@@ -203,6 +207,7 @@ impl DebugInfo {
                         // (Interceptor.attach, which saves every register, still serves them).
                         let producer = self.attr_string(unit, e, gimli::DW_AT_producer).unwrap_or_default();
                         ipa_ra = producer.starts_with("GNU ") && gcc_ipa_ra(&producer);
+                        avx = producer.starts_with("GNU ") && gcc_avx(&producer);
                     }
                     gimli::DW_TAG_namespace => {
                         let name = self.attr_string(unit, e, gimli::DW_AT_name).unwrap_or_else(|| "(anonymous namespace)".into());
@@ -254,6 +259,7 @@ impl DebugInfo {
         self.units[ui].c = c;
         self.units[ui].cxx = cxx;
         self.units[ui].ipa_ra = ipa_ra;
+        self.units[ui].avx = avx;
         for (addr, off) in found_functions {
             self.functions.entry(addr).or_insert((ui, off));
         }
@@ -358,6 +364,13 @@ impl DebugInfo {
     }
 
     /// Parameters and return type of the function entered at static address `fn_address`.
+    /// Whether the function at `fn_address` (its DWARF entry address) comes from a unit GCC
+    /// built for AVX (`-mavx…`, or an `-march` that has it). Other compilers do not record
+    /// their flags: false.
+    pub fn built_for_avx(&self, fn_address: u64) -> bool {
+        self.functions.get(&fn_address).is_some_and(|&(ui, _)| self.units[ui].avx)
+    }
+
     pub fn signature(&self, fn_address: u64) -> Option<Signature> {
         if let Some(s) = self.signatures.lock().unwrap_or_else(|e| e.into_inner()).get(&fn_address) {
             return s.clone();
@@ -477,6 +490,44 @@ fn strsim(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// Whether a GCC producer string says the unit was built for AVX: an `-mavx…` flag in force
+/// (`-march=native` is recorded expanded, `-march=znver3 … -mavx -mavx2 …`), or an
+/// `-march` whose CPUs all have it.
+fn gcc_avx(producer: &str) -> bool {
+    const AVX_MARCH: &[&str] = &[
+        "x86-64-v3", "x86-64-v4", "sandybridge", "ivybridge", "haswell", "broadwell", "skylake", "cannonlake", "icelake", "tigerlake", "cooperlake",
+        "cascadelake", "rocketlake", "alderlake", "raptorlake", "meteorlake", "arrowlake", "lunarlake", "pantherlake", "sapphirerapids",
+        "graniterapids", "emeraldrapids", "diamondrapids", "sierraforest", "grandridge", "clearwaterforest", "knl", "knm", "znver", "bdver", "btver2",
+    ];
+    // An explicit -m flag wins over -march, wherever either is recorded.
+    let (mut explicit, mut by_arch) = (None, false);
+    for flag in producer.split_whitespace() {
+        if flag == "-mavx" || flag.starts_with("-mavx2") || flag.starts_with("-mavx512") {
+            explicit = Some(true);
+        } else if flag == "-mno-avx" {
+            explicit = Some(false);
+        } else if let Some(arch) = flag.strip_prefix("-march=") {
+            by_arch = AVX_MARCH.iter().any(|a| arch.starts_with(a));
+        }
+    }
+    explicit.unwrap_or(by_arch)
+}
+
+#[cfg(test)]
+mod avx_tests {
+    use super::gcc_avx;
+
+    #[test]
+    fn avx_from_the_producer_string() {
+        assert!(gcc_avx("GNU C17 12.2.0 -mavx2 -mtune=generic -march=x86-64 -g -O2 -fPIE"));
+        assert!(gcc_avx("GNU C17 12.2.0 -march=znver3 -mmmx -mpopcnt -msse -mavx -mavx2 -mno-fma4 -g -O2"));
+        assert!(gcc_avx("GNU C17 12.2.0 -march=haswell -g -O2"));
+        assert!(!gcc_avx("GNU C17 12.2.0 -mtune=generic -march=x86-64 -g -O2"));
+        assert!(!gcc_avx("GNU C17 12.2.0 -march=haswell -mno-avx -g -O2"));
+        assert!(!gcc_avx("GNU C17 12.2.0 -mno-avx512f -mtune=generic -march=x86-64 -g"));
+    }
 }
 
 /// Whether a GCC producer string (`GNU C17 12.2.0 -mtune=generic -g -O2`) says the unit was

@@ -90,3 +90,26 @@ async def test_breakpoint_errors_are_actionable(strobe_home, fixtures_dir, tmp_p
         running = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=200)
         assert running["status"] == "running"
         await c.call("debug_session", action="stop", sessionId=sid)
+
+
+def cpu_has_avx2() -> bool:
+    try:
+        return "avx2" in open("/proc/cpuinfo").read().split()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not cpu_has_avx2(), reason="the fixture is built -mavx2")
+async def test_a_point_in_avx_code_says_vector_registers_may_change(strobe_home, fixtures_dir):
+    """A logpoint on a function GCC built -O2 -mavx2 answers with a warning the LLM can act on
+    (Frida's trampoline keeps only the lower 128 bits of each vector register)."""
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "c_ipa_avx2_O2"), args=["10"],
+                         projectRoot=str(SRC.parent))
+        sid = r["sessionId"]
+        await c.wait_for(sid, "ready", eventType="stdout")
+        lp = await c.call("debug_breakpoint", sessionId=sid, add=[{"function": "vy_step", "message": "step"}])
+        assert len(lp["logpoints"]) == 1, lp
+        assert len(lp["warnings"]) == 1 and "built for AVX" in lp["warnings"][0], lp
+        assert "debug_trace" in lp["warnings"][0], lp
+        await c.call("debug_session", action="stop", sessionId=sid)
