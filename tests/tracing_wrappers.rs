@@ -391,7 +391,8 @@ async fn optimized_callers_keep_their_256_bit_registers_across_a_typed_wrapped_c
 
 /// A breakpoint or logpoint cannot keep the upper halves of vector registers (Frida's
 /// trampoline saves 128 bits of each), so one in code GCC built for AVX says so: a logpoint on
-/// c_ipa_avx2_O2's vy_step warns, one on c_ipa_O2's vx_step (plain x86-64) does not.
+/// c_ipa_avx2_O2's vy_step warns, one on c_ipa_O2's vx_step (plain x86-64) does not, and one
+/// given at launch warns in the launch's answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_point_in_code_built_for_avx_warns_that_vector_registers_may_change() {
     if !cpu_has_avx2("the fixture cannot run") {
@@ -417,6 +418,22 @@ async fn a_point_in_code_built_for_avx_warns_that_vector_registers_may_change() 
         }
         h.engine.stop(&id, false).await.expect("stop");
     }
+    // The same for one given at launch (staged ones go the same way).
+    let h = harness();
+    let logpoint = PointRequest { function: Some("vy_step".into()), message: Some("step".into()), ..Default::default() };
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture("c_ipa_avx2_O2").display().to_string(),
+            args: vec!["10".into()],
+            project_root: common::fixtures_src_dir().display().to_string(),
+            breakpoints: vec![logpoint],
+            ..Default::default()
+        })
+        .await
+        .expect("launch with a logpoint");
+    assert!(r.warnings.iter().any(|w| w.starts_with("breakpoints[0] (function 'vy_step') is in code built for AVX")), "{:?}", r.warnings);
+    h.engine.stop(&r.session_id, false).await.expect("stop");
 }
 
 /// One traced run of c_ipa_avx2_O2: vy_step wrapped (behind the register-saving stub) or

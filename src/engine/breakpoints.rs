@@ -30,7 +30,7 @@ pub struct PointsResult {
 }
 
 /// What a point in code built for AVX may do to the program, and what to do instead.
-fn avx_warning(what: &str) -> String {
+pub(crate) fn avx_warning(what: &str) -> String {
     format!(
         "{what} is in code built for AVX: while a breakpoint or logpoint runs there, the upper halves of 256-bit vector registers the program keeps may change (Frida saves only their lower 128 bits), so results computed with them can differ from an untraced run. If they do, remove it and use debug_trace on the function: its native hook leaves them alone."
     )

@@ -182,7 +182,8 @@ impl Engine {
         // now, so a bad one fails before anything runs.
         let staged = self.staged(req.scope);
         let pending = staged.patterns.clone();
-        let stops = self.prepare_launch_stops(&binary, &canonical_or_same(&project_root), req.stop_on_entry, &staged.breakpoints, &req.breakpoints)?;
+        let mut stops = self.prepare_launch_stops(&binary, &canonical_or_same(&project_root), req.stop_on_entry, &staged.breakpoints, &req.breakpoints)?;
+        let stop_warnings = std::mem::take(&mut stops.warnings);
         // Logpoints never pause: only breakpoints are worth waiting for.
         let pauses = stops.stops.iter().any(|s| s.prepared.request.message.is_none());
         let wait_ms = match (req.stop_on_entry, pauses) {
@@ -255,6 +256,7 @@ impl Engine {
         match setup.await {
             Ok(((pending_applied, hooked, mut warnings, python_target), points)) => {
                 warnings.extend(settings_warnings);
+                warnings.extend(stop_warnings);
                 let pause = match wait_ms {
                     Some(ms) => Some(self.launch_pause(&session_id, ms).await?),
                     None => None,

@@ -54,6 +54,8 @@ pub(crate) struct LaunchStops {
     pub in_libraries: Vec<(PointRequest, Origin, Option<String>, String)>,
     /// `main`'s entry, when the program has one.
     pub gate: Option<Prepared>,
+    /// About the stops asked for (one in code built for AVX: breakpoints.rs `avx_warning`).
+    pub warnings: Vec<String>,
 }
 
 /// What `install_launch_stops` did: the points set (None: waiting for the gate), the
@@ -95,7 +97,7 @@ impl Engine {
         own: &[PointRequest],
     ) -> Result<LaunchStops> {
         if !stop_on_entry && staged.is_empty() && own.is_empty() {
-            return Ok(LaunchStops { stops: Vec::new(), in_libraries: Vec::new(), gate: None });
+            return Ok(LaunchStops { stops: Vec::new(), in_libraries: Vec::new(), gate: None, warnings: Vec::new() });
         }
         let symbols = self.symbols.get(binary).map_err(|e| {
             let staged_ids: Vec<&str> = staged.iter().map(|s| s.id.as_str()).collect();
@@ -147,7 +149,12 @@ impl Engine {
             Some(entry) => Some(entry.prepared.clone()),
             None => entry_function(&target).ok().and_then(|f| prepare(&target, &PointRequest { function: Some(f), ..Default::default() }).ok()),
         };
-        Ok(LaunchStops { stops, in_libraries, gate })
+        let warnings = stops
+            .iter()
+            .filter(|s| s.origin != Origin::StopOnEntry && s.prepared.addresses.iter().any(|&a| target.in_avx_code(a)))
+            .map(|s| super::breakpoints::avx_warning(&s.label))
+            .collect();
+        Ok(LaunchStops { stops, in_libraries, gate, warnings })
     }
 
     /// Install the stops in the suspended root (all or none). Points that need a running
