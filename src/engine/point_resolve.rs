@@ -57,13 +57,12 @@ pub(crate) struct PointTarget {
 }
 
 impl PointTarget {
-    /// Whether session address `addr` lies in a function GCC built for AVX (its unit's DWARF
+    /// Whether session address `addr` lies in code GCC built for AVX (its unit's DWARF
     /// producer). Frida's trampoline saves only the lower 128 bits of vector registers, and a
     /// probe runs code (Frida's, the JS runtime, glibc's AVX functions) that changes the rest.
     pub(crate) fn in_avx_code(&self, addr: u64) -> bool {
-        let Some(f) = super::debug_state::function_at(&self.symbols, addr) else { return false };
-        let (path, _, offset) = self.locate(addr);
-        crate::symbols::DebugInfo::of_path(path).is_ok_and(|info| info.built_for_avx(f.address.wrapping_sub(offset)))
+        let (path, at, _) = self.locate(addr);
+        LocalsInfo::cached(path).is_ok_and(|l| l.built_for_avx(at))
     }
 
     /// The file holding session address `addr`, the address in it, and the offset.

@@ -79,6 +79,29 @@ impl LocalsInfo {
             .map_err(|e| StrobeError::internal(format!("reading locals at 0x{pc:x}: {e}")))
     }
 
+    /// Whether the code at static `pc` comes from a unit GCC built for AVX (its DW_AT_producer,
+    /// `variables.rs gcc_avx`): it may hold 256- or 512-bit values in vector registers. Reads
+    /// only the unit headers up to that unit, not the whole DWARF.
+    pub fn built_for_avx(&self, pc: u64) -> bool {
+        let producer = self.with_dwarf(|dwarf, _| {
+            let mut units = dwarf.units();
+            while let Some(header) = units.next()? {
+                let unit = dwarf.unit(header)?;
+                if !unit_holds(dwarf, &unit, pc)? {
+                    continue;
+                }
+                let mut entries = unit.entries();
+                let value = match entries.next_dfs()? {
+                    Some((_, root)) => root.attr_value(gimli::DW_AT_producer)?,
+                    None => None,
+                };
+                return Ok(value.and_then(|v| dwarf.attr_string(&unit, v).ok()).map(|s| s.to_string_lossy().into_owned()));
+            }
+            Ok(None)
+        });
+        producer.ok().flatten().is_some_and(|p| super::variables::gcc_avx(&p))
+    }
+
     /// Run `f` over this binary's DWARF and call frame information.
     pub(super) fn with_dwarf<T>(&self, f: impl FnOnce(&gimli::Dwarf<R<'_>>, &CallFrames<'_>) -> gimli::Result<T>) -> Result<T> {
         let obj = object::File::parse(&*self.data)

@@ -29,9 +29,6 @@ pub(crate) struct UnitData {
     pub(crate) cxx: bool,
     /// Built with GCC's interprocedural register allocation (`gcc_ipa_ra`).
     pub(crate) ipa_ra: bool,
-    /// Built by GCC for AVX (`gcc_avx`): its code may hold 256- or 512-bit values in vector
-    /// registers, whose upper parts Frida's trampolines do not save.
-    pub(crate) avx: bool,
 }
 
 /// The lazily consulted DWARF of one binary. `Send + Sync`; share it as `Arc`.
@@ -149,7 +146,7 @@ impl DebugInfo {
         while let Ok(Some(header)) = headers.next() {
             let start = header.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
             match info.dwarf.unit(header) {
-                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false, cxx: false, ipa_ra: false, avx: false }),
+                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false, cxx: false, ipa_ra: false }),
                 Err(e) => tracing::debug!("skipping DWARF unit at {start:#x}: {e}"),
             }
         }
@@ -175,7 +172,6 @@ impl DebugInfo {
         let mut c = false;
         let mut cxx = false;
         let mut ipa_ra = false;
-        let mut avx = false;
         {
             let unit = &self.units[ui].unit;
             let mut scopes: Vec<(isize, String)> = Vec::new();
@@ -207,7 +203,6 @@ impl DebugInfo {
                         // (Interceptor.attach, which saves every register, still serves them).
                         let producer = self.attr_string(unit, e, gimli::DW_AT_producer).unwrap_or_default();
                         ipa_ra = producer.starts_with("GNU ") && gcc_ipa_ra(&producer);
-                        avx = producer.starts_with("GNU ") && gcc_avx(&producer);
                     }
                     gimli::DW_TAG_namespace => {
                         let name = self.attr_string(unit, e, gimli::DW_AT_name).unwrap_or_else(|| "(anonymous namespace)".into());
@@ -259,7 +254,6 @@ impl DebugInfo {
         self.units[ui].c = c;
         self.units[ui].cxx = cxx;
         self.units[ui].ipa_ra = ipa_ra;
-        self.units[ui].avx = avx;
         for (addr, off) in found_functions {
             self.functions.entry(addr).or_insert((ui, off));
         }
@@ -364,13 +358,6 @@ impl DebugInfo {
     }
 
     /// Parameters and return type of the function entered at static address `fn_address`.
-    /// Whether the function at `fn_address` (its DWARF entry address) comes from a unit GCC
-    /// built for AVX (`-mavx…`, or an `-march` that has it). Other compilers do not record
-    /// their flags: false.
-    pub fn built_for_avx(&self, fn_address: u64) -> bool {
-        self.functions.get(&fn_address).is_some_and(|&(ui, _)| self.units[ui].avx)
-    }
-
     pub fn signature(&self, fn_address: u64) -> Option<Signature> {
         if let Some(s) = self.signatures.lock().unwrap_or_else(|e| e.into_inner()).get(&fn_address) {
             return s.clone();
@@ -495,7 +482,10 @@ fn strsim(a: &str, b: &str) -> usize {
 /// Whether a GCC producer string says the unit was built for AVX: an `-mavx…` flag in force
 /// (`-march=native` is recorded expanded, `-march=znver3 … -mavx -mavx2 …`), or an
 /// `-march` whose CPUs all have it.
-fn gcc_avx(producer: &str) -> bool {
+pub(crate) fn gcc_avx(producer: &str) -> bool {
+    if !producer.starts_with("GNU ") {
+        return false; // clang and rustc do not record their flags
+    }
     const AVX_MARCH: &[&str] = &[
         "x86-64-v3", "x86-64-v4", "sandybridge", "ivybridge", "haswell", "broadwell", "skylake", "cannonlake", "icelake", "tigerlake", "cooperlake",
         "cascadelake", "rocketlake", "alderlake", "raptorlake", "meteorlake", "arrowlake", "lunarlake", "pantherlake", "sapphirerapids",
@@ -527,6 +517,7 @@ mod avx_tests {
         assert!(!gcc_avx("GNU C17 12.2.0 -mtune=generic -march=x86-64 -g -O2"));
         assert!(!gcc_avx("GNU C17 12.2.0 -march=haswell -mno-avx -g -O2"));
         assert!(!gcc_avx("GNU C17 12.2.0 -mno-avx512f -mtune=generic -march=x86-64 -g"));
+        assert!(!gcc_avx("clang version 16.0.6 -mavx2"));
     }
 }
 
