@@ -9,7 +9,7 @@ use gimli::AttributeValue;
 use super::demangle::{demangle, Lang};
 use super::dwarf::R;
 use super::lines::resolve_file;
-use super::locals::{unit_holds, LocalsInfo};
+use super::locals::{first_in_units_at, LocalsInfo};
 use crate::error::Result;
 
 /// One inlined call holding a PC.
@@ -58,24 +58,16 @@ impl LocalsInfo {
 }
 
 fn chain_at(dwarf: &gimli::Dwarf<R<'_>>, pc: u64) -> gimli::Result<Vec<InlinedCall>> {
-    let mut units = dwarf.units();
-    while let Some(header) = units.next()? {
-        let unit = dwarf.unit(header)?;
-        if !unit_holds(dwarf, &unit, pc)? {
-            continue;
-        }
+    let chain = first_in_units_at(dwarf, pc, |unit| {
         let mut tree = unit.entries_tree(None)?;
         let root = tree.root()?;
         let lang = match root.entry().attr_value(gimli::DW_AT_language)? {
             Some(AttributeValue::Language(l)) => Lang::from_dw(l),
             _ => Lang::Other,
         };
-        let scan = Scan { dwarf, unit: &unit, pc, lang };
-        if let Some(chain) = scan.subprogram(root)? {
-            return Ok(chain);
-        }
-    }
-    Ok(Vec::new())
+        Scan { dwarf, unit, pc, lang }.subprogram(root)
+    })?;
+    Ok(chain.unwrap_or_default())
 }
 
 struct Scan<'d, 'a> {

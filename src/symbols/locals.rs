@@ -84,22 +84,17 @@ impl LocalsInfo {
     /// only the unit headers up to that unit, not the whole DWARF.
     pub fn built_for_avx(&self, pc: u64) -> bool {
         let producer = self.with_dwarf(|dwarf, _| {
-            let mut units = dwarf.units();
-            while let Some(header) = units.next()? {
-                let unit = dwarf.unit(header)?;
-                if !unit_holds(dwarf, &unit, pc)? {
-                    continue;
-                }
+            first_in_units_at(dwarf, pc, |unit| {
                 let mut entries = unit.entries();
                 let value = match entries.next_dfs()? {
                     Some((_, root)) => root.attr_value(gimli::DW_AT_producer)?,
                     None => None,
                 };
-                return Ok(value.and_then(|v| dwarf.attr_string(&unit, v).ok()).map(|s| s.to_string_lossy().into_owned()));
-            }
-            Ok(None)
+                // The first unit holding pc answers, with a producer or without.
+                Ok(Some(value.and_then(|v| dwarf.attr_string(unit, v).ok()).map(|s| s.to_string_lossy().into_owned())))
+            })
         });
-        producer.ok().flatten().is_some_and(|p| super::variables::gcc_avx(&p))
+        producer.ok().flatten().flatten().is_some_and(|p| super::variables::gcc_avx(&p))
     }
 
     /// Run `f` over this binary's DWARF and call frame information.
@@ -144,8 +139,28 @@ fn call_frames<'a>(obj: &'a object::File<'a>, endian: RunTimeEndian) -> CallFram
     CallFrames { eh_frame, bases }
 }
 
+/// The first `Some` that `f` gives for a compile unit whose address ranges hold `pc`, in unit
+/// order (a unit that holds `pc` but answers None passes the question on to the next).
+pub(super) fn first_in_units_at<'a, T>(
+    dwarf: &gimli::Dwarf<R<'a>>,
+    pc: u64,
+    mut f: impl FnMut(&gimli::Unit<R<'a>>) -> gimli::Result<Option<T>>,
+) -> gimli::Result<Option<T>> {
+    let mut units = dwarf.units();
+    while let Some(header) = units.next()? {
+        let unit = dwarf.unit(header)?;
+        if !unit_holds(dwarf, &unit, pc)? {
+            continue;
+        }
+        if let Some(found) = f(&unit)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
 /// Whether compile unit `unit`'s address ranges hold `pc`.
-pub(super) fn unit_holds(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>, pc: u64) -> gimli::Result<bool> {
+fn unit_holds(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>, pc: u64) -> gimli::Result<bool> {
     let mut ranges = dwarf.unit_ranges(unit)?;
     while let Some(r) = ranges.next()? {
         if r.begin <= pc && pc < r.end {
@@ -156,19 +171,11 @@ pub(super) fn unit_holds(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>,
 }
 
 fn find_locals(dwarf: &gimli::Dwarf<R<'_>>, frames: &CallFrames<'_>, pc: u64) -> gimli::Result<Option<FrameLocals>> {
-    let mut units = dwarf.units();
-    while let Some(header) = units.next()? {
-        let unit = dwarf.unit(header)?;
-        if !unit_holds(dwarf, &unit, pc)? {
-            continue;
-        }
-        let mut walker = Walker { dwarf, unit: &unit, frames, pc, vars: Vec::new() };
+    first_in_units_at(dwarf, pc, |unit| {
+        let mut walker = Walker { dwarf, unit, frames, pc, vars: Vec::new() };
         let mut tree = unit.entries_tree(None)?;
-        if let Some(found) = walker.search(tree.root()?)? {
-            return Ok(Some(found));
-        }
-    }
-    Ok(None)
+        walker.search(tree.root()?)
+    })
 }
 
 struct Walker<'d, 'a> {
