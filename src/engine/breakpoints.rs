@@ -24,17 +24,11 @@ pub const MAX_LOGPOINTS: usize = 100;
 pub struct PointsResult {
     pub breakpoints: Vec<PointInfo>,
     pub logpoints: Vec<PointInfo>,
-    /// About points just added, e.g. one in code built for AVX (`avx_warning`).
+    /// About points just added, e.g. one in code built for AVX (`PointTarget::avx_warning`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 
-/// What a point in code built for AVX may do to the program, and what to do instead.
-pub(crate) fn avx_warning(what: &str) -> String {
-    format!(
-        "{what} is in code built for AVX: while a breakpoint or logpoint runs there, the upper halves of 256-bit vector registers the program keeps may change (Frida saves only their lower 128 bits), so results computed with them can differ from an untraced run. If they do, remove it and use debug_trace on the function: its native hook leaves them alone."
-    )
-}
 
 /// A thread to resume once every removal is done: (thread id, its process).
 pub(crate) type Waiting = Vec<(u64, u32)>;
@@ -78,7 +72,7 @@ impl Engine {
             }
         }
         check_limits(&session, &prepared, remove)?;
-        let warnings: Vec<String> = prepared.iter().filter(|p| p.addresses.iter().any(|&a| target.in_avx_code(a))).map(|p| avx_warning(&p.request.describe())).collect();
+        let warnings: Vec<String> = prepared.iter().filter_map(|p| target.avx_warning(p, &p.request.describe())).collect();
         self.install_all(&session, prepared).await?;
         for req in pending {
             self.add_pending_point(&session, &req);

@@ -54,7 +54,7 @@ pub(crate) struct LaunchStops {
     pub in_libraries: Vec<(PointRequest, Origin, Option<String>, String)>,
     /// `main`'s entry, when the program has one.
     pub gate: Option<Prepared>,
-    /// About the stops asked for (one in code built for AVX: breakpoints.rs `avx_warning`).
+    /// About the stops asked for (one in code built for AVX: `PointTarget::avx_warning`).
     pub warnings: Vec<String>,
 }
 
@@ -149,11 +149,7 @@ impl Engine {
             Some(entry) => Some(entry.prepared.clone()),
             None => entry_function(&target).ok().and_then(|f| prepare(&target, &PointRequest { function: Some(f), ..Default::default() }).ok()),
         };
-        let warnings = stops
-            .iter()
-            .filter(|s| s.origin != Origin::StopOnEntry && s.prepared.addresses.iter().any(|&a| target.in_avx_code(a)))
-            .map(|s| super::breakpoints::avx_warning(&s.label))
-            .collect();
+        let warnings = stops.iter().filter(|s| s.origin != Origin::StopOnEntry).filter_map(|s| target.avx_warning(&s.prepared, &s.label)).collect();
         Ok(LaunchStops { stops, in_libraries, gate, warnings })
     }
 

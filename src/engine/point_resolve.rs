@@ -60,9 +60,19 @@ impl PointTarget {
     /// Whether session address `addr` lies in code GCC built for AVX (its unit's DWARF
     /// producer). Frida's trampoline saves only the lower 128 bits of vector registers, and a
     /// probe runs code (Frida's, the JS runtime, glibc's AVX functions) that changes the rest.
-    pub(crate) fn in_avx_code(&self, addr: u64) -> bool {
+    fn in_avx_code(&self, addr: u64) -> bool {
         let (path, at, _) = self.locate(addr);
         LocalsInfo::cached(path).is_ok_and(|l| l.built_for_avx(at))
+    }
+
+    /// The warning for point `p` (named `what` to the caller) when it lies in code built for
+    /// AVX: what it may do to the program, and what to do instead.
+    pub(crate) fn avx_warning(&self, p: &Prepared, what: &str) -> Option<String> {
+        p.addresses.iter().any(|&a| self.in_avx_code(a)).then(|| {
+            format!(
+                "{what} is in code built for AVX: while a breakpoint or logpoint runs there, the upper halves of 256-bit vector registers the program keeps may change (Frida saves only their lower 128 bits), so results computed with them can differ from an untraced run. If they do, remove it and use debug_trace on the function: its native hook leaves them alone."
+            )
+        })
     }
 
     /// The file holding session address `addr`, the address in it, and the offset.

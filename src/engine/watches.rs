@@ -381,11 +381,11 @@ impl Engine {
                 // Typed capture in native code where it can print what the serializer would
                 // (capture_plan.rs); the recipe stays for the JS path (mode "js", no CModule).
                 let plan = (target != SpecsFor::OtherImage && recipe.get("exit").is_none() && !self.watched(session, symbols, i))
-                    .then(|| own.signature(address))
+                    .then_some(sig.as_ref())
                     .flatten()
                     .and_then(|sig| {
                         let depth = session.state.lock().unwrap().watch.depth.unwrap_or(DEFAULT_DEPTH);
-                        super::capture_plan::compile(&own, &sig, depth)
+                        super::capture_plan::compile(&own, sig, depth)
                     });
                 // A plan is kept when this hook moves to the JS path: other processes of the
                 // session (followed forks) may still run the native hook and need it to decode
