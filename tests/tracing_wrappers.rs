@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use strobe::engine::{LaunchRequest, PointRequest, StepAction};
+use strobe::engine::{LaunchRequest, PointRequest, StepAction, WatchTarget};
 use strobe::store::{Event, EventType};
 use strobe::symbols::{wrapper_abi, DebugInfo, SymbolIndex};
 
@@ -434,6 +434,44 @@ async fn a_point_in_code_built_for_avx_warns_that_vector_registers_may_change() 
         .expect("launch with a logpoint");
     assert!(r.warnings.iter().any(|w| w.starts_with("breakpoints[0] (function 'vy_step') is in code built for AVX")), "{:?}", r.warnings);
     h.engine.stop(&r.session_id, false).await.expect("stop");
+}
+
+/// A trace on the JS path (a watch on the function, tracing mode "js") runs Frida's
+/// trampoline and the JS runtime, which keep only the lower halves of vector registers, so
+/// one of a function whose callers may keep 256-bit values across the call (GCC IPA-RA with
+/// AVX) says so: vy_step of c_ipa_avx2_O2 warns once a watch moves it to the JS path and when
+/// traced in mode "js", not on its native hook; vx_step of c_ipa_O2 (no AVX) never warns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_js_path_trace_of_avx_code_kept_across_calls_warns() {
+    let warning = |f: &str| format!("function '{f}' is traced on the JS path");
+    let runs_avx2 = cpu_has_avx2("the -mavx2 fixture cannot run");
+    for (fixture, function, global, avx) in [("c_ipa_avx2_O2", "vy_step", "vy_steps", true), ("c_ipa_O2", "vx_step", "vx_steps", false)] {
+        if avx && !runs_avx2 {
+            continue;
+        }
+        let h = harness();
+        let launch = || LaunchRequest { command: common::fixture(fixture).display().to_string(), args: vec!["10".into()], project_root: common::fixtures_src_dir().display().to_string(), ..Default::default() };
+        let id = h.engine.launch(launch()).await.expect("launch").session_id;
+        wait_for_stdout(&h, &id, "ready").await;
+        // The native hook: no warning.
+        let t = h.engine.trace(Some(&id), &[function.to_string()], &[]).await.expect("trace");
+        assert!(t.warnings.is_empty(), "{fixture}: {t:?}");
+        // A watch on it moves it to the JS path: the warning comes with the watch.
+        let watch = WatchTarget { variable: Some(global.into()), on: vec![function.into()], ..Default::default() };
+        h.engine.update_watches(&id, vec![watch], &[]).await.expect("watch");
+        let after_watch = h.engine.take_hook_warnings(&id);
+        assert_eq!(after_watch.iter().filter(|w| w.starts_with(&warning(function))).count(), usize::from(avx), "{fixture}: {after_watch:?}");
+        assert!(h.engine.take_hook_warnings(&id).is_empty(), "each warning is reported once");
+        h.engine.stop(&id, false).await.expect("stop");
+
+        // Tracing mode "js": the warning comes with the trace.
+        let id = h.engine.launch(launch()).await.expect("launch").session_id;
+        wait_for_stdout(&h, &id, "ready").await;
+        h.engine.configure_tracing(&id, json!({ "mode": "js" })).await.expect("mode js");
+        let t = h.engine.trace(Some(&id), &[function.to_string()], &[]).await.expect("trace");
+        assert_eq!(t.warnings.iter().filter(|w| w.starts_with(&warning(function))).count(), usize::from(avx), "{fixture}: {t:?}");
+        h.engine.stop(&id, false).await.expect("stop");
+    }
 }
 
 /// One traced run of c_ipa_avx2_O2: vy_step wrapped (behind the register-saving stub) or

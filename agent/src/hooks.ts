@@ -49,6 +49,8 @@ export interface HooksRequest {
 export interface HooksResult {
     activeCount: number;
     installed: number[];
+    /** Of `installed`, the hooks on the JS path (Interceptor.attach with JS callbacks). */
+    jsPath: number[];
     removed: number[];
     failed: { id: number; name: string; error: string }[];
 }
@@ -166,7 +168,7 @@ function resolve(spec: FunctionSpec): NativePointer {
 }
 
 export function updateHooks(req: HooksRequest): HooksResult {
-    const result: HooksResult = { activeCount: 0, installed: [], removed: [], failed: [] };
+    const result: HooksResult = { activeCount: 0, installed: [], jsPath: [], removed: [], failed: [] };
     if (req.imageBase !== undefined) setImageBase(req.imageBase);
     const functions = req.functions ?? [];
     if (req.costShare !== undefined) {
@@ -218,8 +220,10 @@ function argCountOf(f: FunctionSpec): number {
 
 function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksResult): void {
     for (const f of functions) {
-        if (hooks.has(f.id)) {
+        const existing = hooks.get(f.id);
+        if (existing !== undefined) {
             result.installed.push(f.id); // already hooked: no-op
+            if (!existing.fast) result.jsPath.push(f.id);
             continue;
         }
         try {
@@ -238,6 +242,7 @@ function addHooks(req: HooksRequest, functions: FunctionSpec[], result: HooksRes
             }
             hooks.set(f.id, { id: f.id, name: f.name, address, listener, gate, state, fast });
             result.installed.push(f.id);
+            if (!fast) result.jsPath.push(f.id);
         } catch (e) {
             result.failed.push({ id: f.id, name: f.name, error: errorText(e) });
         }

@@ -140,12 +140,15 @@ pub async fn bench_engine() -> (tempfile::TempDir, Arc<Engine>) {
 /// Tracing options recording every call: no rate sampling and no cost sampling (a JS-path
 /// fallback would otherwise be thinned to 1 call in 100, which reads as missing events), and
 /// a ring of 2^20 records (`BENCH_RING_RECORDS` sets another size; the agent's default is 2^17;
-/// `BENCH_DRAIN_MS` sets the agent's drain interval).
+/// `BENCH_DRAIN_MS` sets the agent's drain interval, `BENCH_DRAIN_BATCH` its records per batch).
 pub fn every_call() -> Value {
     let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
     let mut o = json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": env("BENCH_RING_RECORDS").unwrap_or(1 << 20) });
     if let Some(ms) = env("BENCH_DRAIN_MS") {
         o["drainIntervalMs"] = json!(ms);
+    }
+    if let Some(n) = env("BENCH_DRAIN_BATCH") {
+        o["drainBatch"] = json!(n);
     }
     o
 }

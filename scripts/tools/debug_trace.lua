@@ -111,7 +111,11 @@ Patterns are globs on demangled names: 'foo::bar' exact, 'foo::*' direct childre
       status = guidance.trace_status(r),
     }
     if session and args.watches then
-      out.activeWatches = strobe.json.array(session:watch({ add = args.watches.add, remove = args.watches.remove }))
+      local watches, warnings = session:watch({ add = args.watches.add, remove = args.watches.remove })
+      out.activeWatches = strobe.json.array(watches)
+      for _, w in ipairs(warnings) do
+        table.insert(out.warnings, w)
+      end
     end
     if r.matchedFunctions ~= r.hookedFunctions then
       out.matchedFunctions = r.matchedFunctions

@@ -87,6 +87,8 @@ pub(super) async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session
     let request = json!([{ "action": "add", "functions": specs, "types": types, "mode": mode, "costShare": cost_share }]);
     let reply = frida.host().rpc(pid, "hooks", request).await?;
     let list = |key: &str| reply.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+    let warnings: Vec<String> = list("jsPath").iter().filter_map(Value::as_u64).filter_map(|i| js_path_avx_warning(engine, s, symbols, i as u32)).collect();
+    s.state.lock().unwrap().tracing.hook_warnings.extend(warnings);
     Ok(Added {
         installed: list("installed").iter().filter_map(Value::as_u64).map(|v| v as u32).collect(),
         failed: list("failed")
@@ -96,6 +98,22 @@ pub(super) async fn add_hooks(engine: &Engine, frida: &FridaRuntime, s: &Session
                 format!("Could not hook {}: {}", text("name", "?"), text("error", "unknown error"))
             })
             .collect(),
+    })
+}
+
+/// The warning for function `id` hooked on the JS path when GCC built it for AVX with
+/// interprocedural register allocation: its callers may keep 256-bit values in vector
+/// registers across the call, and Frida's trampoline saves only their lower halves while the
+/// JS hook runs code (the JS runtime, glibc's AVX functions) that changes the rest. Its
+/// native hook runs no AVX code (the `ipaRa` hook spec, watches.rs).
+fn js_path_avx_warning(engine: &Engine, s: &Session, symbols: &SymbolIndex, id: u32) -> Option<String> {
+    let (info, address) = engine.function_dwarf(s, symbols, id)?;
+    let sig = info.signature(address)?;
+    (sig.ipa_ra && sig.avx).then(|| {
+        format!(
+            "function '{}' is traced on the JS path (a watch on it, argumentsAtExit, tracing mode \"js\", or a value the native capture cannot print) in code GCC built for AVX with -O2: its callers may keep 256-bit values in vector registers across the call, and the JS hook can change their upper halves, so results can differ from an untraced run. If they do, trace it without what put it on the JS path: its native hook leaves them alone.",
+            symbols.functions[id as usize].name
+        )
     })
 }
 

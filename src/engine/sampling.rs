@@ -70,6 +70,9 @@ pub(crate) struct TracingState {
     pub word_shapes: std::collections::HashMap<u32, std::sync::Arc<crate::store::word_shape::WordShape>>,
     /// `debug_trace argumentsAtExit`: exit events carry pointer parameters' pointees.
     pub args_at_exit: bool,
+    /// Warnings about hooks installed since the last report (children.rs `add_hooks`: a
+    /// watch can move a function to the JS path): debug_trace's next answer carries them.
+    pub hook_warnings: Vec<String>,
 }
 
 /// Highest `events_bin` batch seq received from each agent (a followed child has its own

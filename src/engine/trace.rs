@@ -162,6 +162,7 @@ impl Engine {
         result.active_patterns = patterns.iter().map(|p| p.as_str().to_string()).collect();
         result.hooked_functions = hooked_count;
         result.matched_functions = desired.len();
+        warnings.extend(take_hook_warnings(session));
         result.warnings = warnings;
         {
             let st = session.state.lock().unwrap();
@@ -184,4 +185,20 @@ impl Engine {
             .cloned()
             .ok_or_else(|| StrobeError::new(ErrorCode::ProcessExited, "The Frida host is not running; the session's target is gone. Launch again."))
     }
+}
+
+impl Engine {
+    /// The warnings about hooks installed since the last report (e.g. by a watch moving a
+    /// function to the JS path), each once; none for a session that is gone.
+    pub fn take_hook_warnings(&self, id: &str) -> Vec<String> {
+        self.sessions.lock().unwrap().get(id).cloned().map(|s| take_hook_warnings(&s)).unwrap_or_default()
+    }
+}
+
+/// The warnings about hooks installed since the last report, each once.
+pub(crate) fn take_hook_warnings(session: &Session) -> Vec<String> {
+    let mut taken = std::mem::take(&mut session.state.lock().unwrap().tracing.hook_warnings);
+    let mut seen = HashSet::new();
+    taken.retain(|w| seen.insert(w.clone()));
+    taken
 }

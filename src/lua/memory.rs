@@ -56,14 +56,15 @@ pub(super) fn add_methods<M: UserDataMethods<LuaSession>>(methods: &mut M) {
         }
     });
 
-    // session:watch{add={{variable="g_clock->counter", on={"tick_*"}}}, remove={"label"}} -> active watches
+    // session:watch{add={{variable="g_clock->counter", on={"tick_*"}}}, remove={"label"}}
+    //   -> active watches, warnings (about functions the watches moved to the JS path)
     methods.add_async_method("watch", |lua, this: UserDataRef<LuaSession>, v: Value| {
         let engine = this.engine.clone();
         let id = this.id.clone();
         async move {
             let a: WatchArgs = args(&lua, v, "session:watch")?;
             let list = engine.update_watches(&id, a.add, &a.remove).await.map_err(lua_err)?;
-            lua.to_value(&list)
+            Ok((lua.to_value(&list)?, lua.to_value(&engine.take_hook_warnings(&id))?))
         }
     });
 

@@ -124,6 +124,9 @@ pub struct Signature {
     /// Built with GCC's interprocedural register allocation: callers may keep values in
     /// registers this function does not touch, so no native wrapper may stand in for it.
     pub ipa_ra: bool,
+    /// Built by GCC for AVX (an `-mavx…` flag or an `-march` with AVX in its producer
+    /// string): with `ipa_ra`, its callers may keep 256-bit values in vector registers.
+    pub avx: bool,
     /// Declared with `...` (`DW_TAG_unspecified_parameters`).
     pub variadic: bool,
     /// A Rust closure whose environment pointer DWARF does not list: it comes first, in

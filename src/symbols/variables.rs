@@ -29,6 +29,8 @@ pub(crate) struct UnitData {
     pub(crate) cxx: bool,
     /// Built with GCC's interprocedural register allocation (`gcc_ipa_ra`).
     pub(crate) ipa_ra: bool,
+    /// Built by GCC for AVX (`gcc_avx`).
+    pub(crate) avx: bool,
 }
 
 /// The lazily consulted DWARF of one binary. `Send + Sync`; share it as `Arc`.
@@ -146,7 +148,7 @@ impl DebugInfo {
         while let Ok(Some(header)) = headers.next() {
             let start = header.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64);
             match info.dwarf.unit(header) {
-                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false, cxx: false, ipa_ra: false }),
+                Ok(unit) => info.units.push(UnitData { unit, start, rust: false, c: false, cxx: false, ipa_ra: false, avx: false }),
                 Err(e) => tracing::debug!("skipping DWARF unit at {start:#x}: {e}"),
             }
         }
@@ -172,6 +174,7 @@ impl DebugInfo {
         let mut c = false;
         let mut cxx = false;
         let mut ipa_ra = false;
+        let mut avx = false;
         {
             let unit = &self.units[ui].unit;
             let mut scopes: Vec<(isize, String)> = Vec::new();
@@ -203,6 +206,7 @@ impl DebugInfo {
                         // (Interceptor.attach, which saves every register, still serves them).
                         let producer = self.attr_string(unit, e, gimli::DW_AT_producer).unwrap_or_default();
                         ipa_ra = producer.starts_with("GNU ") && gcc_ipa_ra(&producer);
+                        avx = gcc_avx(&producer);
                     }
                     gimli::DW_TAG_namespace => {
                         let name = self.attr_string(unit, e, gimli::DW_AT_name).unwrap_or_else(|| "(anonymous namespace)".into());
@@ -254,6 +258,7 @@ impl DebugInfo {
         self.units[ui].c = c;
         self.units[ui].cxx = cxx;
         self.units[ui].ipa_ra = ipa_ra;
+        self.units[ui].avx = avx;
         for (addr, off) in found_functions {
             self.functions.entry(addr).or_insert((ui, off));
         }
@@ -416,7 +421,7 @@ impl DebugInfo {
             params.push((name, ty, artificial));
         }
         let u = &self.units[ui];
-        let (rust, c_language, cxx_language, ipa_ra) = (u.rust, u.c, u.cxx, u.ipa_ra);
+        let (rust, c_language, cxx_language, ipa_ra, avx) = (u.rust, u.c, u.cxx, u.ipa_ra, u.avx);
         // rustc lists a closure's environment as an unnamed first parameter only when it is
         // passed by value; a `&self` environment pointer still takes the first register.
         let closure = rust && self.attr_string(unit, &unit.entry(target).ok()?, gimli::DW_AT_name).is_some_and(|n| n.starts_with("{closure#"));
@@ -425,7 +430,7 @@ impl DebugInfo {
             .into_iter()
             .map(|(name, ty, artificial)| Param { name, ty: ty.map(|d| self.resolve(d)), artificial })
             .collect();
-        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust, c_language, cxx_language, ipa_ra, variadic, closure_env })
+        Some(Signature { params, ret: ret.map(|d| self.resolve(d)), rust, c_language, cxx_language, ipa_ra, avx, variadic, closure_env })
     }
 
     fn has_params(&self, unit: &gimli::Unit<AR>, off: UnitOffset) -> bool {

@@ -113,3 +113,22 @@ async def test_a_point_in_avx_code_says_vector_registers_may_change(strobe_home,
         assert len(lp["warnings"]) == 1 and "built for AVX" in lp["warnings"][0], lp
         assert "debug_trace" in lp["warnings"][0], lp
         await c.call("debug_session", action="stop", sessionId=sid)
+
+
+@pytest.mark.skipif(not cpu_has_avx2(), reason="the fixture is built -mavx2")
+async def test_a_watch_moving_avx_code_to_the_js_path_says_so(strobe_home, fixtures_dir):
+    """A watch moves a traced function to the JS path; in code GCC built -O2 -mavx2 its callers
+    may keep 256-bit values across the call, so debug_trace's answer warns and says what to do."""
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "c_ipa_avx2_O2"), args=["10"],
+                         projectRoot=str(SRC.parent))
+        sid = r["sessionId"]
+        await c.wait_for(sid, "ready", eventType="stdout")
+        t = await c.call("debug_trace", sessionId=sid, add=["vy_step"])
+        assert t["warnings"] == [], t
+        t = await c.call("debug_trace", sessionId=sid,
+                         watches={"add": [{"variable": "vy_steps", "on": ["vy_step"]}]})
+        assert len(t["activeWatches"]) == 1, t
+        js = [w for w in t["warnings"] if w.startswith("function 'vy_step' is traced on the JS path")]
+        assert len(js) == 1 and "native hook" in js[0], t
+        await c.call("debug_session", action="stop", sessionId=sid)
