@@ -288,8 +288,8 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
 }
 
 /// rust_captured's functions and their calls per round.
-const RUST_FUNCTIONS: usize = 20;
-const RUST_CALLS: usize = 24;
+const RUST_FUNCTIONS: usize = 21;
+const RUST_CALLS: usize = 25;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_prints() {
@@ -361,6 +361,9 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     assert_eq!(exits("captured::cap_window")[..3], [json!([{ "id": 1, "tag": "one" }, { "id": 2, "tag": "two" }]), json!([{ "id": 2, "tag": "two" }]), json!([])]);
     assert_eq!(enters("captured::cap_count")[0]["arg2"], json!("<zero-sized>"), "a zero-sized parameter (unnamed in DWARF) prints the serializer's reason");
     assert_eq!(enters("captured::cap_count")[0]["min"], json!(5));
+    // `()` (unnamed in DWARF) before other parameters takes no register (gdb: `n = 1, tag =
+    // "grüße ✓ 日本"`).
+    assert_eq!(enters("captured::cap_unit")[1], json!({ "arg0": "<zero-sized>", "n": 1, "tag": "grüße ✓ 日本" }));
 }
 
 /// A closure's environment pointer takes rdi without a DWARF entry: its listed parameters

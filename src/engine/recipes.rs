@@ -153,6 +153,11 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
             None => slots.on_stack(8),
         }
     };
+    // Rust passes no zero-sized value (`()`, a unit struct, a closure capturing nothing):
+    // it takes no register, and the parameters after it move up.
+    if rust && t.size == 0 {
+        return json!({ "none": "zero-sized" });
+    }
     if !is_aggregate(&t.kind) {
         return match t.kind {
             TypeKind::Float if t.size > 8 => {
@@ -182,9 +187,6 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
         };
     }
     if rust {
-        if t.size == 0 {
-            return json!({ "none": "zero-sized" });
-        }
         let scalar_pair = ls.len() == 2 && !any_float && t.size <= 16;
         if t.size > 16 || (t.size > 8 && !scalar_pair) {
             if ret {
