@@ -262,9 +262,9 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_through_std_string_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
-    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 6, 8), json!({}), 3).await;
-    assert_eq!(native_settings["capture"]["plans"], json!(6), "std::string and std::optional no longer keep the serializer: {native_settings}");
-    let native = same_as_javascript_of(&js_events, &native_events, 3 * 8);
+    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 7, 9), json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(7), "std::string and std::optional no longer keep the serializer: {native_settings}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * 9);
     let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
     let people = enters("cap_person");
     assert_eq!(people[0]["p"]["name"], json!("Annabelle Longname-Smith"), "a heap string");
@@ -285,6 +285,9 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
     let greeted: Vec<Value> = native.iter().filter(|e| e.0 == EventType::FunctionExit && e.1 == "cap_greet").map(|e| e.3.clone().unwrap()).collect();
     assert_eq!(greeted[..2], [json!("Bob Groß ✓"), json!("Bob Groß ✓!")], "a std::string returned");
     assert_eq!(enters("cap_tally")[2], json!({ "t": { "count": 12, "label": "tally" }, "k": 2 }), "a class with a destructor by value");
+    // An empty class takes no register (gdb: `by = ..., p = ..., k = 1`).
+    let ranked = &enters("cap_rank")[1];
+    assert_eq!((&ranked["by"], &ranked["p"]["name"], &ranked["k"]), (&json!({}), &json!("Bob Groß ✓"), &json!(1)), "{ranked}");
 }
 
 /// rust_captured's functions and their calls per round.

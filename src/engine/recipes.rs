@@ -186,6 +186,12 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
             None => json!({ "none": "passed by address on the stack (not captured)" }),
         };
     }
+    if !rust && ls.is_empty() && t.size <= 1 && matches!(t.kind, TypeKind::Struct { .. }) {
+        // An empty C++ class (a comparator, an allocator, a tag type) travels in no register
+        // and no stack slot (GCC 8+ and clang): the parameters after it move up. It prints as
+        // `{}` from wherever it is read, so it names the next register without taking it.
+        return json!({ "r": if ret { 0 } else { slots.regs.min(INT_REGS - 1) } });
+    }
     if rust {
         let scalar_pair = ls.len() == 2 && !any_float && t.size <= 16;
         if t.size > 16 || (t.size > 8 && !scalar_pair) {
