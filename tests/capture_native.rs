@@ -384,8 +384,8 @@ async fn native_capture_of_rust_closures_prints_what_the_javascript_serializer_p
 
 /// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick,
 /// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many, cap_lots,
-/// cap_wider, cap_vadd, cap_mixd.
-const BY_VALUE_FUNCTIONS: usize = 15;
+/// cap_wider, cap_vadd, cap_mixd, cap_odd.
+const BY_VALUE_FUNCTIONS: usize = 16;
 
 /// Structs by value in one or two registers, struct results (in rax, rax and rdx, or
 /// through the hidden pointer rax holds at exit), floats in xmm registers and values on the
@@ -422,6 +422,11 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     assert_eq!(exits("cap_vadd")[1], json!({ "x": 4.5, "y": 2 }));
     assert_eq!(enters("cap_mixd")[2], json!({ "m": { "w": 2.5, "id": 102 }, "p": { "a": 0.5, "b": -3 }, "f": 1.5 }));
     assert_eq!(exits("cap_mixd")[2], json!({ "w": 2.75, "id": 99 }));
+    // A packed struct on the stack, a union of a double and a long in rdi, bitfields in rsi
+    // (gdb: `p = {c = 112 'p', i = 123457, s = -3}, u = {d = 3, l = 4613937818241073152},
+    // b = {a = 5, b = 17, c = -19}, k = 1`).
+    let odd = json!({ "p": { "c": "p", "i": 123457, "s": -3 }, "u": { "d": 3, "l": "4613937818241073152" }, "b": { "a": 5, "b": 17, "c": -19 }, "k": 1 });
+    assert_eq!(enters("cap_odd")[1], odd);
     let many = &enters("cap_many")[1];
     assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"], &many["l"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &json!(11), &json!(12)), "twelve parameters, six on the stack: {many}");
     let lots = &enters("cap_lots")[1];

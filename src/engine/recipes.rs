@@ -40,7 +40,10 @@ fn leaves(info: &DebugInfo, ty: TypeId, base: u64, out: &mut Vec<Leaf>, depth: u
         TypeKind::Float => out.push((base, t.size, true)),
         TypeKind::Struct { members, .. } => {
             for m in members {
-                leaves(info, m.ty, base + m.offset, out, depth + 1);
+                // A bitfield lives in a unit of its type's size, at that size's alignment.
+                let unit = info.ty(m.ty).size.clamp(1, 8);
+                let offset = if m.bits.is_some() { m.offset / unit * unit } else { m.offset };
+                leaves(info, m.ty, base + offset, out, depth + 1);
             }
         }
         TypeKind::Array { element, count } => {
@@ -142,7 +145,16 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
     let mut ls = Vec::new();
     leaves(info, ty, 0, &mut ls, 0);
     ls.sort_by_key(|l| l.0);
-    ls.dedup_by_key(|l| l.0);
+    // Leaves at one offset (a union's members) are one: a float only if all of them are
+    // (System V: INTEGER wins an eightbyte), as long as the longest.
+    ls.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 = kept.1.max(later.1);
+            kept.2 &= later.2;
+        }
+        same
+    });
     let any_float = ls.iter().any(|l| l.2);
     let int_slot = |slots: &mut Slots| -> Value {
         if ret {
@@ -214,8 +226,9 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
                 None => json!({ "none": "passed on the stack (not captured)" }),
             };
         }
-    } else if t.size > 16 || t.size == 0 {
-        // MEMORY class: copied to the stack; returned through a hidden pointer.
+    } else if t.size > 16 || t.size == 0 || ls.iter().any(|l| l.0 % l.1.clamp(1, 8) != 0) {
+        // MEMORY class (past 16 bytes, or a field not at its natural alignment: a packed
+        // struct): copied to the stack; returned through a hidden pointer.
         return if ret { json!({ "ind": 0 }) } else { slots.on_stack(t.size) };
     } else if any_float {
         let Some(classes) = eightbyte_classes(t.size, &ls) else {
