@@ -167,7 +167,7 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     assert_eq!(holder["inline_leaf"]["tag"], json!("inline"));
     assert_eq!(holder["link"]["tag"], json!("leaf-a"));
     assert_eq!(holder["links"][2].as_str().map(|s| s.starts_with("<unreadable 0x")), Some(true), "{holder}");
-    assert_eq!(holder["name"][0], json!("n"));
+    assert_eq!(holder["name"], json!("name"), "a char array holding text prints as a string");
     assert_eq!(holder["shade"], json!("NEON"));
     assert_eq!(holder["level"], json!(-3));
     let graph = &enter("cap_graph")["t"];
@@ -384,8 +384,8 @@ async fn native_capture_of_rust_closures_prints_what_the_javascript_serializer_p
 
 /// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick,
 /// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many, cap_lots,
-/// cap_wider, cap_vadd, cap_mixd, cap_odd.
-const BY_VALUE_FUNCTIONS: usize = 16;
+/// cap_wider, cap_vadd, cap_mixd, cap_odd, cap_names.
+const BY_VALUE_FUNCTIONS: usize = 17;
 
 /// Structs by value in one or two registers, struct results (in rax, rax and rdx, or
 /// through the hidden pointer rax holds at exit), floats in xmm registers and values on the
@@ -427,6 +427,12 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     // b = {a = 5, b = 17, c = -19}, k = 1`).
     let odd = json!({ "p": { "c": "p", "i": 123457, "s": -3 }, "u": { "d": 3, "l": "4613937818241073152" }, "b": { "a": 5, "b": 17, "c": -19 }, "k": 1 });
     assert_eq!(enters("cap_odd")[1], odd);
+    // char arrays: text as strings (gdb: `name = "hellp\000…"`, `full = "abcd"`, `utf =
+    // "Groß\000…"`, `big = 'x' <repeats 1100 times>`), binary data element by element.
+    let names = &enters("cap_names")[1]["n"];
+    let big = format!("{}…", "x".repeat(1024));
+    let expected = json!({ "name": "hellp", "full": "abcd", "mac": [0, 26, 43, 60, 77, 94], "ctl": ["a", 1, "b", 0], "utf": "Groß", "empty": "", "big": big });
+    assert_eq!(names, &expected);
     let many = &enters("cap_many")[1];
     assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"], &many["l"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &json!(11), &json!(12)), "twelve parameters, six on the stack: {many}");
     let lots = &enters("cap_lots")[1];

@@ -275,11 +275,66 @@ function readBits(addr: NativePointer, id: number, bitOff: number, bitSize: numb
 
 function readArray(addr: NativePointer, of: number, count: number, depth: number, path: string[]): unknown {
     if (addr.isNull()) return count === 0 ? [] : null;
+    const et = types.get(of);
+    if (et !== undefined && et.k === "char" && (et.s ?? 1) === 1) {
+        const text = charArrayText(addr, count);
+        if (text !== null) return text;
+    }
     const size = typeSize(of);
     const n = Math.min(count, MAX_ELEMENTS);
     const out: unknown[] = [];
     for (let i = 0; i < n; i++) out.push(read(addr.add(i * size), of, depth, path));
     if (count > MAX_ELEMENTS) out.push(`<${count - MAX_ELEMENTS} more>`);
+    return out;
+}
+
+/**
+ * A `char` array holding text, as gdb prints `char name[16]`: the bytes before the first NUL
+ * (of the first MAX_STRING, "…" when all of those are text and the array goes on), when they
+ * are UTF-8 without control characters (tab, newline, carriage return aside); null for
+ * binary data, or nothing before a NUL that non-zero bytes follow. The daemon's decoder
+ * decides the same way (src/symbols/types.rs char_array_text_len).
+ */
+function charArrayText(addr: NativePointer, count: number): string | null {
+    const scan = Math.min(count, MAX_STRING);
+    let bytes: Uint8Array;
+    try {
+        bytes = new Uint8Array(addr.readByteArray(scan) as ArrayBuffer);
+    } catch (_) {
+        return null;
+    }
+    let end = bytes.indexOf(0);
+    if (end < 0) end = bytes.length;
+    if (end === 0 && bytes.some((b) => b !== 0)) return null;
+    const points = utf8CodePoints(bytes, end);
+    if (points === null) return null;
+    let text = "";
+    for (const c of points) {
+        if ((c < 0x20 && c !== 9 && c !== 10 && c !== 13) || (c >= 0x7f && c <= 0x9f)) return null;
+        text += String.fromCodePoint(c);
+    }
+    return text + (end === scan && count > scan ? "…" : "");
+}
+
+/** The code points of bytes[0..end) when they are valid UTF-8 (as Rust's from_utf8 decides), else null. */
+function utf8CodePoints(bytes: Uint8Array, end: number): number[] | null {
+    const out: number[] = [];
+    let i = 0;
+    while (i < end) {
+        const b = bytes[i];
+        const n = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+        if (n < 0 || i + n >= end) return null; // not a lead byte, or cut by the end
+        let c = n === 0 ? b : b & (0x3f >> n);
+        for (let k = 1; k <= n; k++) {
+            const x = bytes[i + k];
+            if ((x & 0xc0) !== 0x80) return null;
+            c = (c << 6) | (x & 0x3f);
+        }
+        // Overlong forms, surrogates and past U+10FFFF are not UTF-8.
+        if ((n === 2 && c < 0x800) || (n === 3 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff)) return null;
+        out.push(c);
+        i += n + 1;
+    }
     return out;
 }
 

@@ -518,6 +518,16 @@ impl<'a> Reader<'a> {
             Some(t) => t.size,
             None => 0,
         };
+        // serialize.ts readArray: a `char` array holding text prints as a string.
+        if self.ty(of).is_some_and(|t| crate::symbols::types::is_c_char(t)) {
+            let scan = count.min(MAX_STRING as u64);
+            if let Ok(bytes) = self.view.bytes(addr, scan) {
+                if let Some(end) = crate::symbols::types::char_array_text_len(bytes) {
+                    let cut = end as u64 == scan && count > scan;
+                    return json::text(&mut self.out, &bytes[..end], cut);
+                }
+            }
+        }
         self.out.push('[');
         for i in 0..count.min(MAX_ELEMENTS) {
             if i > 0 {

@@ -781,7 +781,9 @@ impl Compiler<'_> {
             TypeKind::RustVec { ptr, len, element, .. } | TypeKind::RustSlice { ptr, len, element } => self.buffer(b, off, *ptr, *len, Some(*element), depth),
             TypeKind::RustEnum { discr, variants } => self.rust_enum(b, off, *discr, variants, depth),
             TypeKind::Array { element, count } => {
-                let n = count.unwrap_or(0).min(MAX_ELEMENTS);
+                // A `char` array holding text prints up to MAX_STRING bytes (capture_decode.rs).
+                let limit = if crate::symbols::types::is_c_char(&self.ty(*element)) { MAX_STRING as u64 } else { MAX_ELEMENTS };
+                let n = count.unwrap_or(0).min(limit);
                 if n == 0 {
                     return;
                 }

@@ -254,11 +254,7 @@ impl Renderer<'_> {
 
     /// A `char` array holding text (up to its first NUL) as a string; `None` for binary data.
     fn char_array(&self, bytes: &[u8]) -> Option<Value> {
-        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-        let text = std::str::from_utf8(&bytes[..end]).ok()?;
-        if text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
-            return None;
-        }
+        let end = crate::symbols::types::char_array_text_len(bytes)?;
         Some(self.text(&bytes[..end], end as u64))
     }
 

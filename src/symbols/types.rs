@@ -306,3 +306,39 @@ fn agent_desc(t: &Type) -> (Value, Vec<TypeId>) {
 pub fn is_c_char(t: &Type) -> bool {
     matches!(t.kind, TypeKind::Char { .. }) && t.size == 1
 }
+
+/// The bytes of a `char` array that print as its text, as gdb prints `char name[16]` as a
+/// string: those before the first NUL, when they are UTF-8 without control characters (tab,
+/// newline and carriage return aside). `None` for binary data, which prints element by
+/// element: other bytes, or nothing before a NUL that non-zero bytes follow (a MAC address).
+/// serialize.ts `charArrayText` decides the same way, byte for byte.
+pub fn char_array_text_len(bytes: &[u8]) -> Option<usize> {
+    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    let text = std::str::from_utf8(&bytes[..end]).ok()?;
+    if text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
+        return None;
+    }
+    if end == 0 && bytes.iter().any(|b| *b != 0) {
+        return None;
+    }
+    Some(end)
+}
+
+#[cfg(test)]
+mod char_array_tests {
+    use super::char_array_text_len;
+
+    #[test]
+    fn text_of_char_arrays_and_binary_bytes() {
+        assert_eq!(char_array_text_len(b"hello\0\0\0"), Some(5));
+        assert_eq!(char_array_text_len(b"abcd"), Some(4), "text to the last byte");
+        assert_eq!(char_array_text_len(b"hi\0llo"), Some(2), "what the program reads as a C string");
+        assert_eq!(char_array_text_len(b"\0\0\0"), Some(0), "all NUL: empty text");
+        assert_eq!(char_array_text_len("Groß\0".as_bytes()), Some(5));
+        assert_eq!(char_array_text_len(b"tab\there\n"), Some(9));
+        assert_eq!(char_array_text_len(b"\0\x1a\x2b\x3c"), None, "a NUL first, then bytes: a MAC address");
+        assert_eq!(char_array_text_len(b"a\x01b\0"), None, "a control character");
+        assert_eq!(char_array_text_len(b"a\xc2\x85b"), None, "a C1 control character");
+        assert_eq!(char_array_text_len(b"\xff\xfe"), None, "not UTF-8");
+    }
+}
