@@ -262,9 +262,9 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_through_std_string_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
-    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 7, 9), json!({}), 3).await;
-    assert_eq!(native_settings["capture"]["plans"], json!(7), "std::string and std::optional no longer keep the serializer: {native_settings}");
-    let native = same_as_javascript_of(&js_events, &native_events, 3 * 9);
+    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 8, 10), json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(8), "std::string and std::optional no longer keep the serializer: {native_settings}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * 10);
     let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
     let people = enters("cap_person");
     assert_eq!(people[0]["p"]["name"], json!("Annabelle Longname-Smith"), "a heap string");
@@ -288,6 +288,8 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
     // An empty class takes no register (gdb: `by = ..., p = ..., k = 1`).
     let ranked = &enters("cap_rank")[1];
     assert_eq!((&ranked["by"], &ranked["p"]["name"], &ranked["k"]), (&json!({}), &json!("Bob Groß ✓"), &json!(1)), "{ranked}");
+    // A std::string_view as its text (gdb: `v = "Bob Groß ✓"`).
+    assert_eq!(enters("cap_view")[1], json!({ "v": "Bob Groß ✓", "n": 1 }));
 }
 
 /// rust_captured's functions and their calls per round.

@@ -1,6 +1,6 @@
 //! libstdc++ containers shown as gdb's pretty-printers show them, for the agent's typed
-//! reads (`types.rs::agent_table`): `std::string` as its text (the `rstr` descriptor: data
-//! pointer and length), `std::optional<T>` as its value or `null` (`opt`: engaged flag and
+//! reads (`types.rs::agent_table`): `std::string` and `std::string_view` as their text (the
+//! `rstr` descriptor: data pointer and length), `std::optional<T>` as its value or `null` (`opt`: engaged flag and
 //! value offsets). Other layouts keep their plain struct view.
 
 use serde_json::{json, Value};
@@ -21,13 +21,19 @@ fn find_member(store: &TypeStore, id: TypeId, name: &str, depth: u32) -> Option<
     })
 }
 
-/// `std::string`'s data pointer and length offsets, when `id` is one.
+/// `std::string`'s (or `std::string_view`'s) data pointer and length offsets, when `id` is one.
 pub(crate) fn string_layout(store: &TypeStore, id: TypeId) -> Option<(u64, u64)> {
     let t = store.get(id);
-    if !matches!(t.kind, TypeKind::Struct { .. }) || !is_string_name(&t.name) {
+    if !matches!(t.kind, TypeKind::Struct { .. }) {
         return None;
     }
-    Some((find_member(store, id, "_M_p", 0)?.0, find_member(store, id, "_M_string_length", 0)?.0))
+    if is_string_name(&t.name) {
+        return Some((find_member(store, id, "_M_p", 0)?.0, find_member(store, id, "_M_string_length", 0)?.0));
+    }
+    if is_string_view_name(&t.name) {
+        return Some((find_member(store, id, "_M_str", 0)?.0, find_member(store, id, "_M_len", 0)?.0));
+    }
+    None
 }
 
 /// The name without `class `/`struct `, `std::` and `__cxx11::`.
@@ -39,6 +45,11 @@ fn bare_name(n: &str) -> &str {
 fn is_string_name(n: &str) -> bool {
     let bare = bare_name(n);
     bare.starts_with("basic_string<char,") || bare == "string"
+}
+
+fn is_string_view_name(n: &str) -> bool {
+    let bare = bare_name(n);
+    bare.starts_with("basic_string_view<char,") || bare == "string_view"
 }
 
 /// A descriptor for a libstdc++ type the agent reads specially, and the types it refers to.
