@@ -262,9 +262,9 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_through_std_string_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
-    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 8, 10), json!({}), 3).await;
-    assert_eq!(native_settings["capture"]["plans"], json!(8), "std::string and std::optional no longer keep the serializer: {native_settings}");
-    let native = same_as_javascript_of(&js_events, &native_events, 3 * 10);
+    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 9, 11), json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(9), "std::string and std::optional no longer keep the serializer: {native_settings}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * 11);
     let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
     let people = enters("cap_person");
     assert_eq!(people[0]["p"]["name"], json!("Annabelle Longname-Smith"), "a heap string");
@@ -288,6 +288,13 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
     // An empty class takes no register (gdb: `by = ..., p = ..., k = 1`).
     let ranked = &enters("cap_rank")[1];
     assert_eq!((&ranked["by"], &ranked["p"]["name"], &ranked["k"]), (&json!({}), &json!("Bob Groß ✓"), &json!(1)), "{ranked}");
+    // std::vector as its elements (gdb: `std::vector of length 150, capacity 150 = {2, 7, …}`):
+    // the first 100 and a count, a new length each round.
+    let lists = enters("cap_list");
+    assert_eq!((&lists[2]["people"][0]["name"], &lists[2]["words"]), (&json!("Bob Groß ✓"), &json!(["x", "yz"])), "{}", lists[2]);
+    let nums: Vec<&Value> = lists.iter().map(|l| &l["nums"]).collect();
+    assert_eq!((nums[2].as_array().map(Vec::len), &nums[2][0], &nums[2][99], &nums[2][100]), (Some(101), &json!(2), &json!(7), &json!("<50 more>")));
+    assert_eq!((&nums[0][100], &nums[1][100]), (&json!("<48 more>"), &json!("<49 more>")), "each round's length");
     // A std::string_view as its text (gdb: `v = "Bob Groß ✓"`).
     assert_eq!(enters("cap_view")[1], json!({ "v": "Bob Groß ✓", "n": 1 }));
 }

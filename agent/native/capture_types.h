@@ -28,6 +28,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_STACK 2048
 #define CAP_KEY_CSTRING 0xffffffffu
 #define CAP_KEY_BYTES 0xfffffffeu     /* a Rust buffer of text: its bytes, no program */
+#define CAP_LEN_END 0x80000000u /* an edge's len_off: the word there is a past-the-end pointer */
 #define CAP_KIND_STRUCT 0
 #define CAP_KIND_CSTRING 1
 #define CAP_KIND_ARRAY 2

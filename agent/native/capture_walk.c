@@ -116,12 +116,14 @@ __attribute__ ((always_inline)) static inline int cap_todo_of (CapScratch * s, c
   t->elem = 0;
   if (ed->kind != CAP_KIND_ARRAY)
     return 1;
-  u32 loff = ed->len_off + d;
+  u32 loff = (ed->len_off & ~CAP_LEN_END) + d;
   u64 n;
   if (loff + 8 > len)
     return 0;
   __builtin_memcpy (&n, data + loff, 8);
   cap_rec_check (s, op, loff, n);
+  if (ed->len_off & CAP_LEN_END) /* a std::vector: the past-the-end pointer */
+    n = n > q && ed->elem != 0 ? (n - q) / ed->elem : 0;
   if (n == 0 || ed->elem == 0)
     return 0; /* "" or []: nothing read */
   t->n = n < ed->max ? (u32) n : ed->max;

@@ -21,6 +21,8 @@ export interface TypeDesc {
     e?: Record<string, string>;
     p?: number;
     l?: number;
+    /** std::vector (rvec): offset of the past-the-end pointer, in place of `l`. */
+    fe?: number;
     utf8?: boolean;
     /** std::optional: offset of the engaged flag. */
     g?: number;
@@ -103,7 +105,8 @@ function read(addr: NativePointer, id: number, depth: number, path: string[]): u
                 return readArray(addr.add(t.p ?? 0).readPointer(), t.of ?? -1, lengthAt(addr.add(t.l ?? 8)), depth, path);
             case "rvec": {
                 const data = addr.add(t.p ?? 0).readPointer();
-                const len = lengthAt(addr.add(t.l ?? 16));
+                // C++'s std::vector keeps a past-the-end pointer (e) instead of a length.
+                const len = t.fe !== undefined ? vectorLength(data, addr.add(t.fe).readPointer(), typeSize(t.of ?? -1)) : lengthAt(addr.add(t.l ?? 16));
                 if (t.utf8) return readUtf8(data, len);
                 return readArray(data, t.of ?? -1, len, depth, path);
             }
@@ -336,6 +339,13 @@ function utf8CodePoints(bytes: Uint8Array, end: number): number[] | null {
         i += n + 1;
     }
     return out;
+}
+
+/** Elements from data to end (a std::vector's past-the-end pointer), as the decoder counts them. */
+function vectorLength(data: NativePointer, end: NativePointer, size: number): number {
+    if (size <= 0 || end.compare(data) <= 0) return 0;
+    const bytes = Number(uint64(end.toString()).sub(uint64(data.toString())).toString());
+    return Math.min(Math.floor(bytes / size), 0x7fffffff);
 }
 
 function readRustEnum(addr: NativePointer, t: TypeDesc, depth: number, path: string[]): unknown {

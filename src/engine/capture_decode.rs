@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::capture_json as json;
-use super::capture_plan::{CapturePlan, SseStruct, MAX_ELEMENTS, MAX_KEYS, MAX_STRING};
+use super::capture_plan::{CapturePlan, SseStruct, LEN_IS_END, MAX_ELEMENTS, MAX_KEYS, MAX_STRING};
 use super::capture_view::{self, Index, View, REG_ADDR, STACK_ADDR, XMM_ADDR};
 use crate::symbols::{Type, TypeId, TypeKind};
 
@@ -322,6 +322,13 @@ impl<'a> Reader<'a> {
             TypeKind::RustStr { ptr, len } | TypeKind::RustVec { ptr, len, utf8: true, .. } => {
                 let (p, n) = (v.u64_at(addr + ptr, 8)?, length_at(v, addr + len)?);
                 self.utf8(p, n);
+            }
+            TypeKind::RustVec { ptr, len, element, .. } if *len & LEN_IS_END != 0 => {
+                // C++'s std::vector: the count is the past-the-end pointer's distance.
+                let (p, end) = (v.u64_at(addr + ptr, 8)?, v.u64_at(addr + (*len & !LEN_IS_END), 8)?);
+                let size = self.ty(*element).map_or(0, |t| t.size);
+                let n = if size == 0 || end <= p { 0 } else { ((end - p) / size).min(0x7fff_ffff) };
+                self.array(p, *element, n, depth);
             }
             TypeKind::RustVec { ptr, len, element, .. } | TypeKind::RustSlice { ptr, len, element } => {
                 let (p, n) = (v.u64_at(addr + ptr, 8)?, length_at(v, addr + len)?);

@@ -30,6 +30,11 @@ use serde_json::{json, Value};
 use super::recipes;
 use crate::symbols::{DebugInfo, Signature, Type, TypeId, TypeKind};
 
+/// Set in a buffer's length offset (`RustVec::len`, `Edge::len_off`): the word there is the
+/// past-the-end pointer (C++'s `std::vector`), the count is its distance from the data
+/// pointer in elements (capture_walk.c CAP_LEN_END).
+pub(crate) const LEN_IS_END: u64 = 1 << 31;
+
 /// What the serializer prints at most (serialize.ts MAX_KEYS / MAX_ELEMENTS / MAX_STRING).
 pub(crate) const MAX_KEYS: usize = 100;
 pub(crate) const MAX_ELEMENTS: u64 = 100;
@@ -505,9 +510,11 @@ impl Compiler<'_> {
             return t.clone();
         }
         let t = self.info.ty(id);
-        let t = match self.info.std_string_layout(id) {
-            Some((ptr, len)) => Arc::new(Type { name: t.name.clone(), size: t.size, kind: TypeKind::RustStr { ptr, len } }),
-            None => t,
+        let t = match (self.info.std_string_layout(id), self.info.std_vector_layout(id)) {
+            (Some((ptr, len)), _) => Arc::new(Type { name: t.name.clone(), size: t.size, kind: TypeKind::RustStr { ptr, len } }),
+            // Its length is where the past-the-end pointer is (LEN_IS_END), in elements.
+            (_, Some((ptr, end, element))) => Arc::new(Type { name: t.name.clone(), size: t.size, kind: TypeKind::RustVec { ptr, len: end | LEN_IS_END, element, utf8: false } }),
+            _ => t,
         };
         if let Some(o) = self.info.std_optional_layout(id) {
             self.optionals.insert(id, o);
@@ -670,7 +677,7 @@ impl Compiler<'_> {
     /// elements of `element` (`None`: bytes of UTF-8 text, up to MAX_STRING).
     fn buffer(&mut self, b: &mut Body, off: u64, ptr: u64, len: u64, element: Option<TypeId>, depth: i64) {
         b.touch(off + ptr, 8);
-        b.touch(off + len, 8);
+        b.touch(off + (len & !LEN_IS_END), 8);
         let (child, elem, max) = match element {
             None => (NO_CHILD, 1, MAX_STRING as u64),
             Some(e) => {

@@ -1,7 +1,8 @@
 //! libstdc++ containers shown as gdb's pretty-printers show them, for the agent's typed
 //! reads (`types.rs::agent_table`): `std::string` and `std::string_view` as their text (the
-//! `rstr` descriptor: data pointer and length), `std::optional<T>` as its value or `null` (`opt`: engaged flag and
-//! value offsets). Other layouts keep their plain struct view.
+//! `rstr` descriptor: data pointer and length), `std::vector<T>` as its elements (`rvec` with
+//! the past-the-end pointer's offset `fe`), `std::optional<T>` as its value or `null` (`opt`:
+//! engaged flag and value offsets). Other layouts keep their plain struct view.
 
 use serde_json::{json, Value};
 
@@ -63,6 +64,9 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
     if let Some((p, l)) = string_layout(store, id) {
         return Some((json!({"k": "rstr", "n": n, "s": t.size, "p": p, "l": l}), vec![]));
     }
+    if let Some((start, finish, of)) = vector_layout(store, id) {
+        return Some((json!({"k": "rvec", "n": n, "s": t.size, "p": start, "fe": finish, "of": of}), vec![of]));
+    }
     if bare.starts_with("optional<") {
         let (engaged, value, of) = optional_layout(store, id)?;
         return Some((json!({"k": "opt", "n": n, "s": t.size, "g": engaged, "p": value, "of": of}), vec![of]));
@@ -79,4 +83,18 @@ pub(crate) fn optional_layout(store: &TypeStore, id: TypeId) -> Option<(u64, u64
     let (engaged, _) = find_member(store, id, "_M_engaged", 0)?;
     let (value, of) = find_member(store, id, "_M_value", 0)?;
     Some((engaged, value, of))
+}
+
+/// `std::vector<T>`'s first-element and past-the-end pointer offsets and `T`, when `id` is
+/// one (not `std::vector<bool>`, a vector of bits).
+pub(crate) fn vector_layout(store: &TypeStore, id: TypeId) -> Option<(u64, u64, TypeId)> {
+    let t = store.get(id);
+    let bare = bare_name(&t.name);
+    if !matches!(t.kind, TypeKind::Struct { .. }) || !bare.starts_with("vector<") || bare.starts_with("vector<bool,") {
+        return None;
+    }
+    let (start, ptr) = find_member(store, id, "_M_start", 0)?;
+    let (finish, _) = find_member(store, id, "_M_finish", 0)?;
+    let TypeKind::Pointer { target: Some(of) } = store.get(ptr).kind else { return None };
+    (store.get(of).size > 0).then_some((start, finish, of))
 }

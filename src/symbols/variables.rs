@@ -314,6 +314,12 @@ impl DebugInfo {
         super::cxx_std::string_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
     }
 
+    /// `std::vector<T>`'s first-element and past-the-end pointer offsets and `T`, when `id`
+    /// is one.
+    pub(crate) fn std_vector_layout(&self, id: TypeId) -> Option<(u64, u64, TypeId)> {
+        super::cxx_std::vector_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
+    }
+
     /// `std::optional<T>`'s engaged flag offset, value offset and `T`, when `id` is one.
     pub(crate) fn std_optional_layout(&self, id: TypeId) -> Option<(u64, u64, TypeId)> {
         super::cxx_std::optional_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
