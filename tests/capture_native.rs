@@ -262,9 +262,9 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_through_std_string_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
-    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 9, 11), json!({}), 3).await;
-    assert_eq!(native_settings["capture"]["plans"], json!(9), "std::string and std::optional no longer keep the serializer: {native_settings}");
-    let native = same_as_javascript_of(&js_events, &native_events, 3 * 11);
+    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 10, 12), json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(10), "std::string and std::optional no longer keep the serializer: {native_settings}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * 12);
     let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
     let people = enters("cap_person");
     assert_eq!(people[0]["p"]["name"], json!("Annabelle Longname-Smith"), "a heap string");
@@ -295,6 +295,10 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
     let nums: Vec<&Value> = lists.iter().map(|l| &l["nums"]).collect();
     assert_eq!((nums[2].as_array().map(Vec::len), &nums[2][0], &nums[2][99], &nums[2][100]), (Some(101), &json!(2), &json!(7), &json!("<50 more>")));
     assert_eq!((&nums[0][100], &nums[1][100]), (&json!("<48 more>"), &json!("<49 more>")), "each round's length");
+    // std::unique_ptr / shared_ptr as what they point to (gdb: `{get() = 0x…}`).
+    let owned = enters("cap_owned");
+    assert_eq!((&owned[0]["u"]["name"], &owned[1]["u"], &owned[0]["s"]["name"]), (&json!("Bob Groß ✓"), &json!(null), &json!("Annabelle Longname-Smith")), "{}", owned[0]);
+    assert_eq!((&owned[2]["h"]["one"]["age"], &owned[2]["h"]["two"]["age"], &owned[2]["h"]["n"]), (&json!(44), &json!(31), &json!(2)), "{}", owned[2]);
     // A std::string_view as its text (gdb: `v = "Bob Groß ✓"`).
     assert_eq!(enters("cap_view")[1], json!({ "v": "Bob Groß ✓", "n": 1 }));
 }

@@ -23,6 +23,8 @@ export interface TypeDesc {
     l?: number;
     /** std::vector (rvec): offset of the past-the-end pointer, in place of `l`. */
     fe?: number;
+    /** std::unique_ptr / std::shared_ptr (ptr): a pointer to one is followed, as to a struct. */
+    sp?: boolean;
     utf8?: boolean;
     /** std::optional: offset of the engaged flag. */
     g?: number;
@@ -184,7 +186,7 @@ function lengthAt(addr: NativePointer): number {
 
 /** Struct-like pointees are followed (depth is spent by the struct itself). */
 function followable(t: TypeDesc | undefined): boolean {
-    return t !== undefined && (t.k === "struct" || t.k === "rvec" || t.k === "rstr" || t.k === "rslice" || t.k === "renum" || t.k === "opt");
+    return t !== undefined && (t.k === "struct" || t.k === "rvec" || t.k === "rstr" || t.k === "rslice" || t.k === "renum" || t.k === "opt" || t.sp === true);
 }
 
 function readPointer(p: NativePointer, t: TypeDesc, depth: number, path: string[]): unknown {

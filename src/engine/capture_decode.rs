@@ -350,8 +350,9 @@ impl<'a> Reader<'a> {
         if crate::symbols::types::is_c_char(tt) {
             return self.cstring(p);
         }
-        // serialize.ts `followable`: structs and Rust containers.
-        if matches!(tt.kind, TypeKind::Struct { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. } | TypeKind::RustEnum { .. }) {
+        // serialize.ts `followable`: structs, Rust containers, std::unique_ptr / shared_ptr.
+        let smart = matches!(tt.kind, TypeKind::Pointer { .. }) && crate::symbols::cxx_std::is_smart_pointer_name(&tt.name);
+        if smart || matches!(tt.kind, TypeKind::Struct { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. } | TypeKind::RustEnum { .. }) {
             return self.read(p, target.unwrap(), depth);
         }
         json::hex(&mut self.out, p)

@@ -514,7 +514,11 @@ impl Compiler<'_> {
             (Some((ptr, len)), _) => Arc::new(Type { name: t.name.clone(), size: t.size, kind: TypeKind::RustStr { ptr, len } }),
             // Its length is where the past-the-end pointer is (LEN_IS_END), in elements.
             (_, Some((ptr, end, element))) => Arc::new(Type { name: t.name.clone(), size: t.size, kind: TypeKind::RustVec { ptr, len: end | LEN_IS_END, element, utf8: false } }),
-            _ => t,
+            // A unique_ptr / shared_ptr reads as the pointer in its first word.
+            _ => match self.info.std_smart_pointer_target(id) {
+                Some(to) => Arc::new(Type { name: t.name.clone(), size: 8, kind: TypeKind::Pointer { target: Some(to) } }),
+                None => t,
+            },
         };
         if let Some(o) = self.info.std_optional_layout(id) {
             self.optionals.insert(id, o);
@@ -565,8 +569,9 @@ impl Compiler<'_> {
             let child = self.program(to, depth)?;
             return Some(Edge::pointer(off, KIND_STRUCT, child));
         }
-        if is_rust_container(&tt) {
-            // serialize.ts `followable`: read at any depth (what they hold spends it).
+        if is_rust_container(&tt) || (matches!(tt.kind, TypeKind::Pointer { .. }) && crate::symbols::cxx_std::is_smart_pointer_name(&tt.name)) {
+            // serialize.ts `followable`: read at any depth (what they hold spends it); a
+            // std::unique_ptr / shared_ptr too (its `sp` descriptor).
             let child = self.program(to, depth.max(0))?;
             return Some(Edge::pointer(off, KIND_STRUCT, child));
         }

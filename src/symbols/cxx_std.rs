@@ -1,8 +1,9 @@
 //! libstdc++ containers shown as gdb's pretty-printers show them, for the agent's typed
 //! reads (`types.rs::agent_table`): `std::string` and `std::string_view` as their text (the
 //! `rstr` descriptor: data pointer and length), `std::vector<T>` as its elements (`rvec` with
-//! the past-the-end pointer's offset `fe`), `std::optional<T>` as its value or `null` (`opt`:
-//! engaged flag and value offsets). Other layouts keep their plain struct view.
+//! the past-the-end pointer's offset `fe`), `std::unique_ptr<T>` and `std::shared_ptr<T>` as
+//! a `T *` (`ptr`), `std::optional<T>` as its value or `null` (`opt`: engaged flag and value
+//! offsets). Other layouts keep their plain struct view.
 
 use serde_json::{json, Value};
 
@@ -64,6 +65,9 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
     if let Some((p, l)) = string_layout(store, id) {
         return Some((json!({"k": "rstr", "n": n, "s": t.size, "p": p, "l": l}), vec![]));
     }
+    if let Some(to) = smart_pointer_target(store, id) {
+        return Some((json!({"k": "ptr", "n": n, "s": t.size, "to": to, "sp": true}), vec![to]));
+    }
     if let Some((start, finish, of)) = vector_layout(store, id) {
         return Some((json!({"k": "rvec", "n": n, "s": t.size, "p": start, "fe": finish, "of": of}), vec![of]));
     }
@@ -97,4 +101,46 @@ pub(crate) fn vector_layout(store: &TypeStore, id: TypeId) -> Option<(u64, u64, 
     let (finish, _) = find_member(store, id, "_M_finish", 0)?;
     let TypeKind::Pointer { target: Some(of) } = store.get(ptr).kind else { return None };
     (store.get(of).size > 0).then_some((start, finish, of))
+}
+
+/// What `std::unique_ptr<T>` (with the default deleter) or `std::shared_ptr<T>` points to,
+/// when `id` is one: its pointer is its first word, so it reads as a `T *` (gdb prints
+/// `{get() = 0x…}`; the pointee says more).
+pub(crate) fn smart_pointer_target(store: &TypeStore, id: TypeId) -> Option<TypeId> {
+    let t = store.get(id);
+    let bare = bare_name(&t.name);
+    if !matches!(t.kind, TypeKind::Struct { .. }) {
+        return None;
+    }
+    let (off, ptr) = if bare.starts_with("unique_ptr<") && t.size == 8 {
+        first_pointer(store, id, 0)?
+    } else if bare.starts_with("shared_ptr<") {
+        find_member(store, id, "_M_ptr", 0)?
+    } else {
+        return None;
+    };
+    match store.get(ptr).kind {
+        TypeKind::Pointer { target: Some(to) } if off == 0 => Some(to),
+        _ => None,
+    }
+}
+
+/// Whether a type of this name is `std::unique_ptr` or `std::shared_ptr` (read as a pointer
+/// where `smart_pointer_target` says so; a pointer to one is followed, as to a struct).
+pub(crate) fn is_smart_pointer_name(n: &str) -> bool {
+    let bare = bare_name(n);
+    bare.starts_with("unique_ptr<") || bare.starts_with("shared_ptr<")
+}
+
+/// The first pointer member inside `id` (bases and nested members included, depth-first).
+fn first_pointer(store: &TypeStore, id: TypeId, depth: u32) -> Option<(u64, TypeId)> {
+    if depth > 6 {
+        return None;
+    }
+    let TypeKind::Struct { members, .. } = &store.get(id).kind else { return None };
+    members.iter().find_map(|m| match store.get(m.ty).kind {
+        TypeKind::Pointer { .. } => Some((m.offset, m.ty)),
+        TypeKind::Struct { .. } => first_pointer(store, m.ty, depth + 1).map(|(o, ty)| (m.offset + o, ty)),
+        _ => None,
+    })
 }

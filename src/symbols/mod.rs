@@ -14,7 +14,7 @@
 
 mod abi;
 mod cache;
-mod cxx_std; // std::string and std::optional as their values
+pub(crate) mod cxx_std; // std::string, std::vector, smart pointers and std::optional as their values
 mod demangle;
 mod dwarf;
 mod dwarf_unit;

@@ -320,6 +320,11 @@ impl DebugInfo {
         super::cxx_std::vector_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
     }
 
+    /// What a `std::unique_ptr<T>` or `std::shared_ptr<T>` points to, when `id` is one.
+    pub(crate) fn std_smart_pointer_target(&self, id: TypeId) -> Option<TypeId> {
+        super::cxx_std::smart_pointer_target(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
+    }
+
     /// `std::optional<T>`'s engaged flag offset, value offset and `T`, when `id` is one.
     pub(crate) fn std_optional_layout(&self, id: TypeId) -> Option<(u64, u64, TypeId)> {
         super::cxx_std::optional_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
