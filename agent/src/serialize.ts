@@ -142,6 +142,13 @@ function readInt(addr: NativePointer, size: number, signed: boolean): number | s
             // Beyond 2^53 a JSON number would silently change the value.
             return Number.isSafeInteger(n) ? n : v.toString();
         }
+        case 16: {
+            // __int128, u128: low then high eightbyte; the daemon's decoder prints the same.
+            let v = (BigInt(addr.add(8).readU64().toString()) << 64n) | BigInt(addr.readU64().toString());
+            if (signed && v >= 1n << 127n) v -= 1n << 128n;
+            const limit = BigInt(Number.MAX_SAFE_INTEGER);
+            return v <= limit && v >= -limit ? Number(v) : v.toString();
+        }
         default:
             return `<int${size * 8} @${addr}>`;
     }

@@ -271,6 +271,10 @@ impl<'a> Reader<'a> {
                 1 | 2 | 4 | 8 => {
                     json::int_value(out, v.u64_at(addr, t.size)?, t.size, *signed);
                 }
+                16 => {
+                    let (lo, hi) = (v.u64_at(addr, 8)?, v.u64_at(addr + 8, 8)?);
+                    json::int128_value(out, (hi as u128) << 64 | lo as u128, *signed);
+                }
                 s => json::string(out, &[&format!("<int{} @0x{addr:x}>", s * 8)]),
             },
             TypeKind::Float => match t.size {

@@ -86,6 +86,17 @@ pub(super) fn int(out: &mut String, v: i64) {
 
 /// serialize.ts `readInt` of `size` bytes: a number, or decimal text beyond 2^53. Returns
 /// the value (for enumerator lookups).
+/// serialize.ts readInt of 16 bytes: a number when exact as one, else its decimal text.
+pub(super) fn int128_value(out: &mut String, raw: u128, signed: bool) {
+    let text = if signed { (raw as i128).to_string() } else { raw.to_string() };
+    let exact = if signed { (raw as i128).unsigned_abs() <= MAX_SAFE as u128 } else { raw <= MAX_SAFE as u128 };
+    if exact {
+        out.push_str(&text);
+    } else {
+        string(out, &[&text]);
+    }
+}
+
 pub(super) fn int_value(out: &mut String, raw: u64, size: u64, signed: bool) -> i128 {
     let bits = size * 8;
     if signed {

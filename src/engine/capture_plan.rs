@@ -377,6 +377,8 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
                 enter.extend(c.root(r, ty, depth_i));
                 r
             }
+            // A 128-bit integer in two registers: read from them by the decoder, nothing to walk.
+            Place::Regs(r) if matches!(t.kind, TypeKind::Int { .. }) && t.size == 16 => r,
             // An aggregate in one or two registers (a small C struct, Rust's `&str`, `&[T]`,
             // `Option<&T>`): the registers hold its bytes as laid out in memory.
             Place::Reg(r) | Place::Regs(r) if recipes::is_aggregate(&t.kind) => {

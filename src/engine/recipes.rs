@@ -179,6 +179,12 @@ fn locate(info: &DebugInfo, ty: TypeId, rust: bool, slots: &mut Slots, ret: bool
                     slots.on_stack(t.size)
                 }
             }
+            // __int128, u128: two registers (low, then high), never split with the stack.
+            TypeKind::Int { .. } if t.size == 16 => match if ret { Some(vec![0, 1]) } else { slots.take(2) } {
+                Some(r) => json!({ "r2": [r[0], r[1]] }),
+                None if rust => json!({ "none": "passed on the stack (not captured)" }),
+                None => slots.on_stack(16),
+            },
             TypeKind::Float if ret => json!({ "x": 0 }),
             TypeKind::Float => match slots.take_classes(&[true]) {
                 Some(_) => json!({ "x": slots.xmm - 1 }),
