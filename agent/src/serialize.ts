@@ -98,7 +98,7 @@ function read(addr: NativePointer, id: number, depth: number, path: string[]): u
             case "ptr":
                 return readPointer(addr.readPointer(), t, depth, path);
             case "struct":
-                return readStruct(addr, t, depth, path);
+                return readStruct(addr, t, depth, path, id);
             case "array":
                 return readArray(addr, t.of ?? -1, t.c ?? 0, depth, path);
             case "rstr":
@@ -250,9 +250,10 @@ function readUtf8(p: NativePointer, len: number): string {
     return len > MAX_STRING ? s + "…" : s;
 }
 
-function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: string[]): unknown {
+function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: string[], id: number): unknown {
     const name = t.n ?? "?";
-    const key = `${addr}:${name}`;
+    // By type, not name: Rust's HashMap wraps another struct named HashMap at its address.
+    const key = `${addr}:${id}`;
     if (path.indexOf(key) >= 0) return `<circular ref to ${name}>`;
     if (depth <= 0) return `<${name}>`;
     // Probe the first byte: an unreadable struct is one value, not N unreadable fields.

@@ -197,8 +197,9 @@ fn length_at(v: &View, addr: u64) -> Result<u64, ()> {
 struct Reader<'a> {
     plan: &'a CapturePlan,
     view: &'a View<'a>,
-    /// Structs being printed on the current path: (address, name).
-    path: Vec<(u64, &'a str)>,
+    /// Structs being printed on the current path: (address, type). By type, not name: Rust's
+    /// HashMap wraps another struct named HashMap at its address (serialize.ts readStruct).
+    path: Vec<(u64, *const Type)>,
     repeats_names: &'a mut FxHashMap<usize, (Arc<Type>, bool)>,
     /// The plan's types last looked up, by id modulo the slots (a record reads few types,
     /// each many times).
@@ -451,7 +452,8 @@ impl<'a> Reader<'a> {
 
     fn structure(&mut self, addr: u64, t: &'a Arc<Type>, depth: i64) -> Result<(), ()> {
         let name = t.name.as_str();
-        if self.path.iter().any(|(a, n)| *a == addr && *n == name) {
+        let id = Arc::as_ptr(t);
+        if self.path.iter().any(|(a, n)| *a == addr && *n == id) {
             json::string(&mut self.out, &["<circular ref to ", name, ">"]);
             return Ok(());
         }
@@ -470,7 +472,7 @@ impl<'a> Reader<'a> {
         let mut spans = if self.repeats_names(t, members) { Some(Vec::new()) } else { None };
         self.out.push('{');
         let from = self.out.len();
-        self.path.push((addr, name));
+        self.path.push((addr, id));
         for (i, m) in members.iter().take(MAX_KEYS).enumerate() {
             if i > 0 {
                 self.out.push(',');
