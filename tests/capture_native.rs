@@ -304,8 +304,8 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
 }
 
 /// rust_captured's functions and their calls per round.
-const RUST_FUNCTIONS: usize = 23;
-const RUST_CALLS: usize = 27;
+const RUST_FUNCTIONS: usize = 24;
+const RUST_CALLS: usize = 28;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_prints() {
@@ -383,6 +383,7 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     // A HashMap's wrapper and the struct inside it (same name, same address) are no cycle.
     let table = enters("captured::cap_table")[0]["m"].to_string();
     assert!(table.starts_with("{\"base\":{") && !table.contains("circular"), "{table}");
+    assert_eq!(enters("captured::cap_tuple")[1], json!({ "t": [8, "pair", -1] }), "a tuple as an array");
     // A u128 in two registers, as decimal text past 2^53 (gdb: `u = 1180591620717411303425,
     // i = -8, tag = "wide"`).
     assert_eq!(enters("captured::cap_wide")[1], json!({ "u": "1180591620717411303425", "i": -8, "tag": "wide" }));

@@ -263,6 +263,13 @@ function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: strin
     if (fields.length === 1 && fields[0][0] === "__0" && fields[0][4] === undefined) {
         return read(addr.add(fields[0][1] as number), fields[0][2] as number, depth, path);
     }
+    // A Rust tuple, `(i32, &str)`: its fields as an array, as the daemon's eval prints it.
+    if (name.startsWith("(") && fields.length > 0 && fields.every((f) => /^__\d+$/.test(String(f[0])) && f[4] === undefined)) {
+        path.push(key);
+        const items = fields.slice(0, MAX_KEYS).map((f) => read(addr.add(f[1] as number), f[2] as number, depth - 1, path));
+        path.pop();
+        return items;
+    }
     const out: Record<string, unknown> = {};
     path.push(key);
     for (let i = 0; i < fields.length && i < MAX_KEYS; i++) {

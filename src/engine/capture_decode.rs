@@ -469,6 +469,20 @@ impl<'a> Reader<'a> {
             self.read(addr + members[0].offset, members[0].ty, depth);
             return Ok(());
         }
+        // A Rust tuple, `(i32, &str)`: its fields as an array, as debug_eval prints it.
+        if name.starts_with('(') && members.iter().all(|m| m.bits.is_none() && crate::eval::render::is_tuple_field(&m.name)) {
+            self.out.push('[');
+            self.path.push((addr, id));
+            for (i, m) in members.iter().take(MAX_KEYS).enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                self.read(addr + m.offset, m.ty, depth - 1);
+            }
+            self.path.pop();
+            self.out.push(']');
+            return Ok(());
+        }
         let mut spans = if self.repeats_names(t, members) { Some(Vec::new()) } else { None };
         self.out.push('{');
         let from = self.out.len();
