@@ -404,8 +404,8 @@ async fn native_capture_of_rust_closures_prints_what_the_javascript_serializer_p
 
 /// c_by_value's functions and calls per round: cap_make, cap_small, cap_sum, cap_pick,
 /// cap_tag, cap_scale, cap_mix, cap_seven, cap_wide, cap_note, cap_many, cap_lots,
-/// cap_wider, cap_vadd, cap_mixd, cap_odd, cap_names.
-const BY_VALUE_FUNCTIONS: usize = 17;
+/// cap_wider, cap_vadd, cap_mixd, cap_odd, cap_names, cap_anon.
+const BY_VALUE_FUNCTIONS: usize = 18;
 
 /// Structs by value in one or two registers, struct results (in rax, rax and rdx, or
 /// through the hidden pointer rax holds at exit), floats in xmm registers and values on the
@@ -453,6 +453,9 @@ async fn native_capture_of_structs_by_value_prints_what_the_javascript_serialize
     let big = format!("{}…", "x".repeat(1024));
     let expected = json!({ "name": "hellp", "full": "abcd", "mac": [0, 26, 43, 60, 77, 94], "ctl": ["a", 1, "b", 0], "utf": "Groß", "empty": "", "big": big });
     assert_eq!(names, &expected);
+    // An anonymous union and struct: their members as the struct's (gdb: `{kind = 7, {i = 0,
+    // d = 2.5}, {x = 3, y = 5}}`); under one `<anonymous>` key the union was lost.
+    assert_eq!(enters("cap_anon")[1], json!({ "a": { "kind": 7, "i": 0, "d": 2.5, "x": 3, "y": 5 } }));
     let many = &enters("cap_many")[1];
     assert_eq!((&many["g"], &many["h"], &many["i"], &many["j"], &many["k"], &many["l"]), (&json!(8), &json!({ "id": 2, "tag": "leaf-two" }), &json!("beta-é"), &json!(10), &json!(11), &json!(12)), "twelve parameters, six on the stack: {many}");
     let lots = &enters("cap_lots")[1];

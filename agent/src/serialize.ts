@@ -275,7 +275,11 @@ function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: strin
     for (let i = 0; i < fields.length && i < MAX_KEYS; i++) {
         const [fname, off, fid, bitOff, bitSize] = fields[i] as [string, number, number, number?, number?];
         const faddr = addr.add(off);
-        out[fname] = bitSize !== undefined ? readBits(faddr, fid, bitOff ?? 0, bitSize) : read(faddr, fid, depth - 1, path);
+        const value = bitSize !== undefined ? readBits(faddr, fid, bitOff ?? 0, bitSize) : read(faddr, fid, depth - 1, path);
+        // An anonymous struct or union's members are this struct's (C: `a.x`); two of them
+        // under one key would hide the first. The daemon's decoder does the same.
+        if (fname === "<anonymous>" && value !== null && typeof value === "object" && !Array.isArray(value)) Object.assign(out, value);
+        else out[fname] = value;
     }
     path.pop();
     return out;

@@ -440,7 +440,8 @@ impl<'a> Reader<'a> {
         if let Some((_, r)) = self.repeats_names.get(&key) {
             return *r;
         }
-        let mut names: Vec<&str> = members.iter().take(MAX_KEYS).map(|m| m.name.as_str()).collect();
+        // Anonymous members are not keys: their members are the struct's (structure).
+        let mut names: Vec<&str> = members.iter().take(MAX_KEYS).map(|m| m.name.as_str()).filter(|n| *n != crate::symbols::types::ANONYMOUS).collect();
         names.sort_unstable();
         let repeats = names.windows(2).any(|w| w[0] == w[1]);
         if self.repeats_names.len() >= MEMO_TYPES {
@@ -488,13 +489,31 @@ impl<'a> Reader<'a> {
         let from = self.out.len();
         self.path.push((addr, id));
         for (i, m) in members.iter().take(MAX_KEYS).enumerate() {
-            if i > 0 {
+            let before = self.out.len();
+            if i > 0 && !self.out.ends_with('{') {
                 self.out.push(',');
+            }
+            let faddr = addr + m.offset;
+            // An anonymous struct or union: its members are this struct's (serialize.ts
+            // readStruct), so an object's members are written in place of a key.
+            if m.name == crate::symbols::types::ANONYMOUS && m.bits.is_none() && spans.is_none() {
+                let at = self.out.len();
+                self.read(faddr, m.ty, depth - 1);
+                if self.out.len() >= at + 2 && self.out[at..].starts_with('{') && self.out.ends_with('}') {
+                    let inner = self.out[at + 1..self.out.len() - 1].to_string();
+                    self.out.truncate(if inner.is_empty() { before } else { at });
+                    self.out.push_str(&inner);
+                    continue;
+                }
+                // Not an object (past the depth, unreadable): under its key, as there.
+                let value = self.out.split_off(at);
+                json::key(&mut self.out, &m.name);
+                self.out.push_str(&value);
+                continue;
             }
             let k = self.out.len();
             json::key(&mut self.out, &m.name);
             let v = self.out.len();
-            let faddr = addr + m.offset;
             // A bitfield's failed read fails the whole struct, leaving it on the path, as there.
             match m.bits {
                 Some((bo, bs)) => self.bits(faddr, m.ty, bo, bs)?,
@@ -588,7 +607,8 @@ mod tests {
     }
 
     /// `struct S {int a; int; union U {int x;}; struct S *next; char *name; enum E e; unsigned flag: 1;}`
-    /// with both anonymous members named `<anonymous>`, as DWARF reading names them.
+    /// with both anonymous members named `<anonymous>`, as DWARF reading names them: the
+    /// union's members print as the struct's, the `int` under its key.
     fn plan() -> CapturePlan {
         let s = TypeKind::Struct {
             members: vec![
@@ -649,7 +669,7 @@ mod tests {
         let plan = plan();
         assert_eq!(
             args_json(&plan, &[0x1000, 0x3000], &payload),
-            r#"{"s":{"a":1,"<anonymous>":{"x":3},"next":"<circular ref to struct S>","name":"hi\"\n","e":"B","flag":1},"t":"<unreadable 0x3000>"}"#
+            r#"{"s":{"a":1,"<anonymous>":2,"x":3,"next":"<circular ref to struct S>","name":"hi\"\n","e":"B","flag":1},"t":"<unreadable 0x3000>"}"#
         );
         assert_eq!(ret_json(&plan, &[0x2000], &payload), r#""hi\"\n""#);
         assert_eq!(ret_json(&plan, &[0], &payload), "null");

@@ -219,7 +219,14 @@ impl Renderer<'_> {
                     None => Value::String(format!("<{} out of the value's bytes>", m.name)),
                 },
             };
-            out.insert(m.name.clone(), v);
+            match v {
+                // An anonymous struct or union's members are the enclosing struct's (C: `a.x`):
+                // two of them under one key would hide the first.
+                Value::Object(inner) if m.name == crate::symbols::types::ANONYMOUS => out.extend(inner),
+                v => {
+                    out.insert(m.name.clone(), v);
+                }
+            }
         }
         if addr.is_some() {
             self.path.pop();

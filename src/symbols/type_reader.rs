@@ -241,7 +241,7 @@ impl TypeReader<'_> {
                     let name = if c.tag() == gimli::DW_TAG_inheritance {
                         "<base>".to_string()
                     } else {
-                        info.attr_string(unit, &c, gimli::DW_AT_name).unwrap_or_else(|| "<anonymous>".into())
+                        info.attr_string(unit, &c, gimli::DW_AT_name).unwrap_or_else(|| super::types::ANONYMOUS.into())
                     };
                     let bits = udata(&c, gimli::DW_AT_bit_size).map(|bs| (udata(&c, gimli::DW_AT_data_bit_offset).unwrap_or(0), bs));
                     let located = member_offset(&c);

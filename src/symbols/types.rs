@@ -302,6 +302,10 @@ fn agent_desc(t: &Type) -> (Value, Vec<TypeId>) {
     }
 }
 
+/// The name of an unnamed member (an anonymous struct or union): its members print as the
+/// enclosing struct's, as C reads them (`a.x`).
+pub const ANONYMOUS: &str = "<anonymous>";
+
 /// Whether a type is read as a C string when pointed to: 1-byte characters.
 pub fn is_c_char(t: &Type) -> bool {
     matches!(t.kind, TypeKind::Char { .. }) && t.size == 1
