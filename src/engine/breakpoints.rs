@@ -29,7 +29,6 @@ pub struct PointsResult {
     pub warnings: Vec<String>,
 }
 
-
 /// A thread to resume once every removal is done: (thread id, its process).
 pub(crate) type Waiting = Vec<(u64, u32)>;
 

@@ -356,8 +356,7 @@ impl<'a> Reader<'a> {
             return self.cstring(p);
         }
         // serialize.ts `followable`: structs, Rust containers, std::unique_ptr / shared_ptr.
-        let smart = matches!(tt.kind, TypeKind::Pointer { .. }) && crate::symbols::cxx_std::is_smart_pointer_name(&tt.name);
-        if smart || matches!(tt.kind, TypeKind::Struct { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. } | TypeKind::RustEnum { .. }) {
+        if crate::symbols::cxx_std::is_smart_pointer(tt) || matches!(tt.kind, TypeKind::Struct { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. } | TypeKind::RustEnum { .. }) {
             return self.read(p, target.unwrap(), depth);
         }
         json::hex(&mut self.out, p)

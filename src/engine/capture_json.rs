@@ -84,8 +84,6 @@ pub(super) fn int(out: &mut String, v: i64) {
     out.push_str(itoa::Buffer::new().format(v));
 }
 
-/// serialize.ts `readInt` of `size` bytes: a number, or decimal text beyond 2^53. Returns
-/// the value (for enumerator lookups).
 /// serialize.ts readInt of 16 bytes: a number when exact as one, else its decimal text.
 pub(super) fn int128_value(out: &mut String, raw: u128, signed: bool) {
     let text = if signed { (raw as i128).to_string() } else { raw.to_string() };
@@ -97,6 +95,8 @@ pub(super) fn int128_value(out: &mut String, raw: u128, signed: bool) {
     }
 }
 
+/// serialize.ts `readInt` of `size` bytes: a number, or decimal text beyond 2^53. Returns
+/// the value (for enumerator lookups).
 pub(super) fn int_value(out: &mut String, raw: u64, size: u64, signed: bool) -> i128 {
     let bits = size * 8;
     if signed {

@@ -571,7 +571,7 @@ impl Compiler<'_> {
             let child = self.program(to, depth)?;
             return Some(Edge::pointer(off, KIND_STRUCT, child));
         }
-        if is_rust_container(&tt) || (matches!(tt.kind, TypeKind::Pointer { .. }) && crate::symbols::cxx_std::is_smart_pointer_name(&tt.name)) {
+        if is_rust_container(&tt) || crate::symbols::cxx_std::is_smart_pointer(&tt) {
             // serialize.ts `followable`: read at any depth (what they hold spends it); a
             // std::unique_ptr / shared_ptr too (its `sp` descriptor).
             let child = self.program(to, depth.max(0))?;

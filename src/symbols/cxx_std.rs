@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use super::types::{TypeKind, TypeStore};
+use super::types::{Type, TypeKind, TypeStore};
 use super::TypeId;
 
 /// The offset and type of member `name` somewhere inside `id` (bases and nested members
@@ -125,11 +125,12 @@ pub(crate) fn smart_pointer_target(store: &TypeStore, id: TypeId) -> Option<Type
     }
 }
 
-/// Whether a type of this name is `std::unique_ptr` or `std::shared_ptr` (read as a pointer
-/// where `smart_pointer_target` says so; a pointer to one is followed, as to a struct).
-pub(crate) fn is_smart_pointer_name(n: &str) -> bool {
-    let bare = bare_name(n);
-    bare.starts_with("unique_ptr<") || bare.starts_with("shared_ptr<")
+/// Whether `t` is a `std::unique_ptr` or `std::shared_ptr` read as the pointer it holds
+/// (`smart_pointer_target`, the plan's types): a pointer to one is followed, as to a struct
+/// (serialize.ts `followable`, its `sp` descriptor).
+pub(crate) fn is_smart_pointer(t: &Type) -> bool {
+    let bare = bare_name(&t.name);
+    matches!(t.kind, TypeKind::Pointer { .. }) && (bare.starts_with("unique_ptr<") || bare.starts_with("shared_ptr<"))
 }
 
 /// The first pointer member inside `id` (bases and nested members included, depth-first).

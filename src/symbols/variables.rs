@@ -521,6 +521,21 @@ pub(crate) fn gcc_avx(producer: &str) -> bool {
     explicit.unwrap_or(by_arch)
 }
 
+/// Whether a GCC producer string (`GNU C17 12.2.0 -mtune=generic -g -O2`) says the unit was
+/// built with interprocedural register allocation: optimized, and not `-fno-ipa-ra`.
+fn gcc_ipa_ra(producer: &str) -> bool {
+    let mut on = false;
+    for flag in producer.split_whitespace() {
+        match flag {
+            "-O0" | "-fno-ipa-ra" => on = false,
+            "-fipa-ra" => on = true,
+            f if f.starts_with("-O") => on = true,
+            _ => {}
+        }
+    }
+    on
+}
+
 #[cfg(test)]
 mod avx_tests {
     use super::gcc_avx;
@@ -535,19 +550,4 @@ mod avx_tests {
         assert!(!gcc_avx("GNU C17 12.2.0 -mno-avx512f -mtune=generic -march=x86-64 -g"));
         assert!(!gcc_avx("clang version 16.0.6 -mavx2"));
     }
-}
-
-/// Whether a GCC producer string (`GNU C17 12.2.0 -mtune=generic -g -O2`) says the unit was
-/// built with interprocedural register allocation: optimized, and not `-fno-ipa-ra`.
-fn gcc_ipa_ra(producer: &str) -> bool {
-    let mut on = false;
-    for flag in producer.split_whitespace() {
-        match flag {
-            "-O0" | "-fno-ipa-ra" => on = false,
-            "-fipa-ra" => on = true,
-            f if f.starts_with("-O") => on = true,
-            _ => {}
-        }
-    }
-    on
 }
