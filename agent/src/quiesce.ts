@@ -24,8 +24,10 @@
 // the gate holds (js_gate.ts, the common case on a hot probe) stay held while the others are
 // parked (`gate_hold`); the program's own sleepers are not covered. Frida's own (cloaked)
 // threads and this one are left alone.
-// A parked thread waits at most a second, so a thread parked while holding a lock the patch
-// needs (malloc's) delays it instead of deadlocking.
+// A parked thread waits a second, then for as long as the patcher runs (up to 30 s): one
+// parked while holding a lock the patch needs (malloc's) leaves once the patcher is seen
+// asleep, which delays the patch instead of deadlocking it, and one on a loaded machine does
+// not leave while the patcher merely waits for a core.
 //
 // Frida only writes queued changes when its interceptor's transaction level (one counter for
 // the whole process) falls to 0, and every thread entering JavaScript (a JS listener, a
@@ -83,8 +85,14 @@ typedef struct {
   volatile guint32 arrived;
   guint32 sig;
   guint32 n_pcs;
-  guint64 pc[MAX_PARKED];
+  guint64 pc[MAX_PARKED];     /* the parked threads (strobe_park's result, n_pcs of them) */
   guint32 tid[MAX_PARKED];
+  /* Slots the signal handler claims, and the window (gen) each one's thread parked in: a
+     slot counts only in its own window. */
+  guint64 slot_pc[MAX_PARKED];
+  guint32 slot_tid[MAX_PARKED];
+  volatile guint32 stamp[MAX_PARKED];
+  volatile guint32 patcher; /* the thread that parks the others */
 } Park;
 
 extern Park park;
@@ -104,21 +112,69 @@ static guint64 now_ns (void) {
   return (guint64) t.sec * 1000000000ULL + (guint64) t.nsec;
 }
 
+/* /proc/self/task/TID/path as a C string in out. */
+static void task_path (char * out, guint32 tid, const char * path) {
+  const char * pre = "/proc/self/task/";
+  char digits[12];
+  int n = 0, nd = 0, i;
+  for (i = 0; pre[i]; i++) out[n++] = pre[i];
+  do { digits[nd++] = '0' + tid % 10; tid /= 10; } while (tid);
+  while (nd) out[n++] = digits[--nd];
+  for (i = 0; path[i]; i++) out[n++] = path[i];
+  out[n] = 0;
+}
+
+/* Thread tid's state letter from /proc (R running, S asleep, D uninterruptible, t stopped at
+   a spawn's first instruction ...); 0 when it cannot be read (the thread is gone). */
+static char task_state (guint32 tid) {
+  char path[48], buf[512];
+  int i;
+  task_path (path, tid, "/stat");
+  int fd = open (path, 0);
+  if (fd < 0)
+    return 0;
+  long len = read (fd, buf, sizeof (buf) - 1);
+  close (fd);
+  /* "pid (comm) S ...": the state follows the last ')' (comm may hold one). */
+  long at = -1;
+  for (i = 0; i < len; i++)
+    if (buf[i] == ')') at = i;
+  return at >= 0 && at + 2 < len ? buf[at + 2] : 0;
+}
+
 static void on_park (int sig, void * info, void * uc) {
   int saved = *__errno_location ();
+  /* The window first, then whether one is open: a signal of an earlier window that arrives
+     late stamps its slot with that window (not counted), leaves at once, and parks on the
+     current window's own signal, which is still pending. Read the other way round, it was
+     counted in the new window and left: the patcher took it for parked and wrote with one
+     thread fewer parked than it counted (a SIGILL in a fresh prologue, 1 of 200 under load). */
+  guint32 g = park.gen;
+  asm volatile ("" : : : "memory");
   if (park.open) {
-    guint32 g = park.gen;
     guint32 i = xadd32 (&park.claimed, 1);
     if (i < MAX_PARKED) {
-      park.pc[i] = *(guint64 *) ((guint8 *) uc + UC_RIP);
-      park.tid[i] = (guint32) syscall (SYS_GETTID);
+      park.slot_pc[i] = *(guint64 *) ((guint8 *) uc + UC_RIP);
+      park.slot_tid[i] = (guint32) syscall (SYS_GETTID);
+      asm volatile ("" : : : "memory");
+      park.stamp[i] = g;
     }
     asm volatile ("" : : : "memory");
     xadd32 (&park.arrived, 1);
+    /* A second at first; after it, only while the patcher runs (a loaded machine may not
+       schedule it for a while, and a thread leaving then would run into the patch). It is
+       let go once the patcher has been seen asleep ten times in a row (it may wait on a lock
+       this thread holds) or after 30 s. */
     struct ts_ slice = { 0, 50000000 };
-    int k;
-    for (k = 0; k < 20 && park.gen == g; k++)
+    int k, asleep = 0;
+    for (k = 0; park.gen == g; k++) {
       syscall (SYS_FUTEX, &park.gen, FUTEX_WAIT_PRIVATE, g, &slice, 0, 0);
+      if (k < 20 || park.gen != g)
+        continue;
+      asleep = task_state (park.patcher) != 'R' ? asleep + 1 : 0;
+      if (asleep >= 10 || k >= 600)
+        break;
+    }
     if (park.gen == g) { /* left before the patcher let it go */
       xadd32 (&park_timeouts[0], 1);
       park_timeouts[1] = (guint32) syscall (SYS_GETTID);
@@ -153,27 +209,6 @@ int strobe_park_init (void) {
   return -1;
 }
 
-/* Whether the task whose /proc directory is path[0..dir) waits uninterruptibly ("D": a page
-   fault on a locked page or a migrating one, mmap_lock), as against stopped ("t" at a spawn's
-   first instruction, which a signal would not reach until it is resumed). */
-static int uninterruptible (char * path, int dir) {
-  char buf[512];
-  const char * suf = "/stat";
-  int i, n = dir;
-  for (i = 0; suf[i]; i++) path[n++] = suf[i];
-  path[n] = 0;
-  int fd = open (path, 0);
-  if (fd < 0)
-    return 0;
-  long len = read (fd, buf, sizeof (buf) - 1);
-  close (fd);
-  /* "pid (comm) S ...": the state follows the last ')' (comm may hold one). */
-  long at = -1;
-  for (i = 0; i < len; i++)
-    if (buf[i] == ')') at = i;
-  return at >= 0 && at + 2 < len && buf[at + 2] == 'D';
-}
-
 /* The last hexadecimal field of /proc/self/task/TID/syscall (a blocked thread's user PC);
    0 when the thread is running (or gone), or waits uninterruptibly outside a system call:
    in a page fault (mmap_lock, a locked or migrating page), "-1 sp pc" and state D. Such a
@@ -181,19 +216,9 @@ static int uninterruptible (char * path, int dir) {
    noted as blocked, it would resume from the fault while the patch is written (a CI run
    under load: a thread called a trampoline the patch had just freed). */
 static guint64 blocked_pc (guint32 tid) {
-  char path[64], buf[256];
-  int n = 0, fd, i;
-  const char * pre = "/proc/self/task/";
-  for (i = 0; pre[i]; i++) path[n++] = pre[i];
-  char digits[12];
-  int nd = 0;
-  guint32 v = tid;
-  do { digits[nd++] = '0' + v % 10; v /= 10; } while (v);
-  while (nd) path[n++] = digits[--nd];
-  int dir = n;
-  const char * suf = "/syscall";
-  for (i = 0; suf[i]; i++) path[n++] = suf[i];
-  path[n] = 0;
+  char path[48], buf[256];
+  int fd, i;
+  task_path (path, tid, "/syscall");
   fd = open (path, 0);
   if (fd < 0)
     return 0;
@@ -201,7 +226,7 @@ static guint64 blocked_pc (guint32 tid) {
   close (fd);
   if (len <= 0 || buf[0] == 'r')
     return 0;
-  if (buf[0] == '-' && uninterruptible (path, dir)) {
+  if (buf[0] == '-' && task_state (tid) == 'D') {
     xadd32 (&park_timeouts[4], 1);
     return 0;
   }
@@ -239,11 +264,24 @@ guint32 strobe_list_threads (guint32 * out, guint32 max) {
   return n;
 }
 
+/* Whether every thread of stids[0..n) holds a slot stamped with window g. */
+static int all_parked (const guint32 * stids, guint32 n, guint32 g) {
+  guint32 got = park.claimed < MAX_PARKED ? park.claimed : MAX_PARKED, i, j;
+  for (i = 0; i < n; i++) {
+    for (j = 0; j < got; j++)
+      if (park.stamp[j] == g && park.slot_tid[j] == stids[i]) break;
+    if (j == got) return 0;
+  }
+  return 1;
+}
+
 /* Park the running ones of tids[0..n): blocked threads' PCs are noted from /proc, running
    ones are signalled and note their own. Returns how many signalled threads did not arrive
    within timeout_ns (their PC is unknown). Call strobe_unpark after, whatever it returns. */
 guint32 strobe_park (const guint32 * tids, guint32 n, guint64 timeout_ns) {
   guint32 pid = (guint32) getpid (), signalled = 0, i;
+  guint32 g = park.gen;
+  park.patcher = (guint32) syscall (SYS_GETTID);
   /* First: a gate waiter that reads 0 here is running when its state is read below, so it
      is signalled; one that reads 1 stays blocked until strobe_unpark. */
   gate_hold = 1;
@@ -254,6 +292,7 @@ guint32 strobe_park (const guint32 * tids, guint32 n, guint64 timeout_ns) {
   park.open = 1;
   guint32 blocked = 0;
   guint64 bpc[MAX_PARKED];
+  guint32 stids[MAX_PARKED];
   for (i = 0; i < n; i++) {
     guint64 pc = blocked_pc (tids[i]);
     if (pc != 0) {
@@ -261,19 +300,33 @@ guint32 strobe_park (const guint32 * tids, guint32 n, guint64 timeout_ns) {
       continue;
     }
     if (syscall (SYS_TGKILL, pid, tids[i], park.sig) == 0)
-      signalled++;
+      stids[signalled++] = tids[i];
   }
   guint64 deadline = now_ns () + timeout_ns;
-  while (park.arrived < signalled && now_ns () < deadline)
+  int parked = 0;
+  while (!(parked = park.arrived >= signalled && all_parked (stids, signalled, g)) && now_ns () < deadline)
     sched_yield ();
-  guint32 got = park.claimed < MAX_PARKED ? park.claimed : MAX_PARKED;
+  /* Only this window's slots, then the blocked threads. */
+  guint32 claimed = park.claimed < MAX_PARKED ? park.claimed : MAX_PARKED, got = 0, found = 0;
+  for (i = 0; i < claimed; i++) {
+    if (park.stamp[i] != g) continue;
+    park.pc[got] = park.slot_pc[i];
+    park.tid[got] = park.slot_tid[i];
+    got++;
+  }
+  for (i = 0; i < signalled; i++) {
+    guint32 j;
+    for (j = 0; j < got; j++)
+      if (park.tid[j] == stids[i]) break;
+    if (j < got) found++;
+  }
   for (i = 0; i < blocked && got < MAX_PARKED; i++) {
     park.pc[got] = bpc[i];
     park.tid[got] = 0;
     got++;
   }
   park.n_pcs = got;
-  return park.arrived >= signalled ? 0 : signalled - park.arrived;
+  return parked ? 0 : signalled - found;
 }
 
 /* An address in Frida's own code (the agent this module links against). */
@@ -300,7 +353,7 @@ void strobe_unpark (void) {
 `;
 
 // Park offsets (see `Park` above).
-const PK_N_PCS = 20, PK_PC = 24, PK_TID = 24 + MAX_PARKED * 8, PARK_SIZE = PK_TID + MAX_PARKED * 4;
+const PK_N_PCS = 20, PK_PC = 24, PK_TID = 24 + MAX_PARKED * 8, PARK_SIZE = PK_TID + MAX_PARKED * 4 + MAX_PARKED * 16 + 4;
 // park_timeouts: the threads that left the park on their own (count, last tid, pc low, pc
 // high), then how many were found blocked outside a system call (signalled, blocked_pc).
 const PARK_TIMEOUTS_SIZE = 20;
@@ -332,7 +385,7 @@ let unavailable: string | null = null;
  *  once), gave up waiting, and the longest one patch took (ms). */
 const stats = { flushes: 0, retries: 0, forced: 0, lastForced: null as string | null, unknownThreads: 0, otherTransactions: 0, canaryUnavailable: null as string | null, longestMs: 0, inLocking: 0 };
 /** Attempts for which a running thread parked in Frida's or libc's locking code is waited out
- *  (it may hold a lock the patch needs; after them it is trusted to the park's one-second
+ *  (it may hold a lock the patch needs; after them it is trusted to the park's time
  *  limit). */
 const FRIDA_ATTEMPTS = 50;
 /** After this long (ms) a patch is made at the next park whatever it finds (counted in
