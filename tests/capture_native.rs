@@ -304,8 +304,8 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
 }
 
 /// rust_captured's functions and their calls per round.
-const RUST_FUNCTIONS: usize = 24;
-const RUST_CALLS: usize = 28;
+const RUST_FUNCTIONS: usize = 25;
+const RUST_CALLS: usize = 29;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_prints() {
@@ -384,6 +384,10 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     let table = enters("captured::cap_table")[0]["m"].to_string();
     assert!(table.starts_with("{\"base\":{") && !table.contains("circular"), "{table}");
     assert_eq!(enters("captured::cap_tuple")[1], json!({ "t": [8, "pair", -1] }), "a tuple as an array");
+    let shared = &enters("captured::cap_shared")[0];
+    assert_eq!(shared["one"]["value"], json!({ "id": 5, "tag": "rc" }), "an Rc's value at the default depth: {shared}");
+    assert_eq!(shared["one"]["strong"], json!({ "value": { "value": 2 } }), "its count: {shared}");
+    assert_eq!(shared["all"]["data"], json!({ "id": 6, "tag": "arc" }), "an Arc's value: {shared}");
     // A u128 in two registers, as decimal text past 2^53 (gdb: `u = 1180591620717411303425,
     // i = -8, tag = "wide"`).
     assert_eq!(enters("captured::cap_wide")[1], json!({ "u": "1180591620717411303425", "i": -8, "tag": "wide" }));

@@ -103,16 +103,16 @@ pub(crate) fn vector_layout(store: &TypeStore, id: TypeId) -> Option<(u64, u64, 
     (store.get(of).size > 0).then_some((start, finish, of))
 }
 
-/// What `std::unique_ptr<T>` (with the default deleter) or `std::shared_ptr<T>` points to,
-/// when `id` is one: its pointer is its first word, so it reads as a `T *` (gdb prints
-/// `{get() = 0x…}`; the pointee says more).
+/// What `std::unique_ptr<T>` (with the default deleter), `std::shared_ptr<T>` or Rust's
+/// `Rc<T>` / `Arc<T>` (`is_rust_counted`) points to, when `id` is one: its pointer is its
+/// first word, so it reads as a `T *` (gdb prints `{get() = 0x…}`; the pointee says more).
 pub(crate) fn smart_pointer_target(store: &TypeStore, id: TypeId) -> Option<TypeId> {
     let t = store.get(id);
     let bare = bare_name(&t.name);
     if !matches!(t.kind, TypeKind::Struct { .. }) {
         return None;
     }
-    let (off, ptr) = if bare.starts_with("unique_ptr<") && t.size == 8 {
+    let (off, ptr) = if (bare.starts_with("unique_ptr<") || is_rust_counted(bare)) && t.size == 8 {
         first_pointer(store, id, 0)?
     } else if bare.starts_with("shared_ptr<") {
         find_member(store, id, "_M_ptr", 0)?
@@ -120,17 +120,32 @@ pub(crate) fn smart_pointer_target(store: &TypeStore, id: TypeId) -> Option<Type
         return None;
     };
     match store.get(ptr).kind {
-        TypeKind::Pointer { target: Some(to) } if off == 0 => Some(to),
+        TypeKind::Pointer { target: Some(to) } if off == 0 && (!is_rust_counted(bare) || is_rust_shared_block(&store.get(to).name)) => Some(to),
         _ => None,
     }
 }
 
-/// Whether `t` is a `std::unique_ptr` or `std::shared_ptr` read as the pointer it holds
+/// Whether `t` is a `std::unique_ptr`, `std::shared_ptr` or Rust `Rc` / `Arc` read as the pointer it holds
 /// (`smart_pointer_target`, the plan's types): a pointer to one is followed, as to a struct
 /// (serialize.ts `followable`, its `sp` descriptor).
 pub(crate) fn is_smart_pointer(t: &Type) -> bool {
     let bare = bare_name(&t.name);
-    matches!(t.kind, TypeKind::Pointer { .. }) && (bare.starts_with("unique_ptr<") || bare.starts_with("shared_ptr<"))
+    matches!(t.kind, TypeKind::Pointer { .. }) && (bare.starts_with("unique_ptr<") || bare.starts_with("shared_ptr<") || is_rust_counted(bare))
+}
+
+/// Rust's `Rc<T>` and `Arc<T>`: one pointer to the shared block (`RcInner`/`ArcInner`:
+/// the counts, then the value), read as a pointer to it so the value shows at the default
+/// depth instead of behind `ptr.pointer` (gdb without Rust's printers shows only the address).
+/// The name is DWARF's, without the module path (`Rc<T, alloc::alloc::Global>`); the pointee
+/// being `RcInner` / `ArcInner` (`RcBox` before Rust 1.84) tells it from a type of the same name.
+fn is_rust_counted(bare: &str) -> bool {
+    let bare = bare.strip_prefix("alloc::rc::").or_else(|| bare.strip_prefix("alloc::sync::")).unwrap_or(bare);
+    bare.starts_with("Rc<") || bare.starts_with("Arc<")
+}
+
+fn is_rust_shared_block(name: &str) -> bool {
+    let bare = name.strip_prefix("alloc::rc::").or_else(|| name.strip_prefix("alloc::sync::")).unwrap_or(name);
+    ["RcInner<", "RcBox<", "ArcInner<"].iter().any(|p| bare.starts_with(p))
 }
 
 /// The first pointer member inside `id` (bases and nested members included, depth-first).
