@@ -386,8 +386,10 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     assert_eq!(enters("captured::cap_tuple")[1], json!({ "t": [8, "pair", -1] }), "a tuple as an array");
     let shared = &enters("captured::cap_shared")[0];
     assert_eq!(shared["one"]["value"], json!({ "id": 5, "tag": "rc" }), "an Rc's value at the default depth: {shared}");
-    assert_eq!(shared["one"]["strong"], json!({ "value": { "value": 2 } }), "its count: {shared}");
+    assert_eq!((&shared["one"]["strong"], &shared["all"]["strong"]), (&json!(2), &json!(1)), "counts as numbers (Cell, AtomicUsize): {shared}");
     assert_eq!(shared["all"]["data"], json!({ "id": 6, "tag": "arc" }), "an Arc's value: {shared}");
+    let shared = enters("captured::cap_shared");
+    assert_eq!((&shared[1]["hits"], &shared[1]["total"]), (&json!(1), &json!(10)), "a Cell and an atomic as what they hold, as of the second call");
     // A u128 in two registers, as decimal text past 2^53 (gdb: `u = 1180591620717411303425,
     // i = -8, tag = "wide"`).
     assert_eq!(enters("captured::cap_wide")[1], json!({ "u": "1180591620717411303425", "i": -8, "tag": "wide" }));

@@ -250,6 +250,14 @@ function readUtf8(p: NativePointer, len: number): string {
     return len > MAX_STRING ? s + "…" : s;
 }
 
+const CELLS = ["Cell<", "UnsafeCell<", "SyncUnsafeCell<", "ManuallyDrop<"];
+
+function isTransparentWrapper(name: string, member: string): boolean {
+    if (member === "__0") return true;
+    if (member === "value") return CELLS.some((p) => name.startsWith(p));
+    return member === "v" && name.startsWith("Atomic");
+}
+
 function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: string[], id: number): unknown {
     const name = t.n ?? "?";
     // By type, not name: Rust's HashMap wraps another struct named HashMap at its address.
@@ -259,8 +267,9 @@ function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: strin
     // Probe the first byte: an unreadable struct is one value, not N unreadable fields.
     if ((t.s ?? 0) > 0) addr.readU8();
     const fields = t.f ?? [];
-    // A Rust newtype (`NonZero<u32>(NonZeroU32Inner(5))`): its one field's value.
-    if (fields.length === 1 && fields[0][0] === "__0" && fields[0][4] === undefined) {
+    // A Rust newtype (`NonZero<u32>(NonZeroU32Inner(5))`), cell or atomic: its one field's
+    // value (the daemon's types.rs `is_transparent_wrapper` decides the same).
+    if (fields.length === 1 && isTransparentWrapper(name, String(fields[0][0])) && fields[0][4] === undefined) {
         return read(addr.add(fields[0][1] as number), fields[0][2] as number, depth, path);
     }
     // A Rust tuple, `(i32, &str)`: its fields as an array, as the daemon's eval prints it.

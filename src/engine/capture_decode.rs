@@ -465,7 +465,7 @@ impl<'a> Reader<'a> {
             self.view.bytes(addr, 1)?;
         }
         let TypeKind::Struct { members, .. } = &t.kind else { return Err(()) };
-        if members.len() == 1 && members[0].name == "__0" && members[0].bits.is_none() {
+        if members.len() == 1 && crate::symbols::types::is_transparent_wrapper(&t.name, &members[0].name) && members[0].bits.is_none() {
             self.read(addr + members[0].offset, members[0].ty, depth);
             return Ok(());
         }

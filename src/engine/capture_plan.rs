@@ -841,7 +841,7 @@ impl Compiler<'_> {
         if t.size > 0 {
             b.touch(off, 1);
         }
-        if members.len() == 1 && members[0].name == "__0" && members[0].bits.is_none() {
+        if members.len() == 1 && crate::symbols::types::is_transparent_wrapper(&t.name, &members[0].name) && members[0].bits.is_none() {
             self.value(b, off + members[0].offset, members[0].ty, depth);
             return;
         }

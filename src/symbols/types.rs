@@ -306,6 +306,19 @@ fn agent_desc(t: &Type) -> (Value, Vec<TypeId>) {
 /// enclosing struct's, as C reads them (`a.x`).
 pub const ANONYMOUS: &str = "<anonymous>";
 
+/// Whether a struct named `name` whose one member is `member` prints as that member's value:
+/// a Rust newtype (`NonZero<u32>(NonZeroU32Inner(5))`, field `__0`), a cell or
+/// `ManuallyDrop` (`value`) or an atomic (`v`), as debug_eval prints them (eval/pretty) and
+/// serialize.ts `readStruct` decides too.
+pub fn is_transparent_wrapper(name: &str, member: &str) -> bool {
+    match member {
+        "__0" => true,
+        "value" => ["Cell<", "UnsafeCell<", "SyncUnsafeCell<", "ManuallyDrop<"].iter().any(|p| name.starts_with(p)),
+        "v" => name.starts_with("Atomic"),
+        _ => false,
+    }
+}
+
 /// Whether a type is read as a C string when pointed to: 1-byte characters.
 pub fn is_c_char(t: &Type) -> bool {
     matches!(t.kind, TypeKind::Char { .. }) && t.size == 1
