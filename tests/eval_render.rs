@@ -132,6 +132,14 @@ fn cpp_scalars_enums_and_bitfields_match_gdb() {
     assert_eq!(p.gdb("g_named.name"), "\"widget\\000\\000\\000\\000\\000\\000\\000\\000\\000\"");
     assert_eq!(p.render("g_text"), json!("ab\tc"));
     assert_eq!(p.render("g_null_str"), json!("0x0"));
+    // A function pointer names its target, as gdb does (`0x… <compare_ints(int, int)>`;
+    // the name without its parameter types, as traces name functions).
+    let gdb_text = |expr: &str| p.gdb(expr).replace("(int (*)(int, int)) ", "").replace("(int, int)", "");
+    let callback = p.render("g_callback");
+    assert!(callback.as_str().is_some_and(|c| c.ends_with(" <compare_ints>")), "{callback}");
+    assert_eq!(callback, json!(gdb_text("g_callback")));
+    assert_eq!(p.render("g_callback_mid"), json!(gdb_text("g_callback_mid")), "inside a function: <name+offset>");
+    assert_eq!(p.render("g_ops")["cmp"], callback, "a struct's callback member");
 }
 
 #[test]

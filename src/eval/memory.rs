@@ -10,6 +10,12 @@ pub trait Memory {
     /// Fill `buf` from `addr`; an error says which address could not be read.
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), String>;
 
+    /// The function whose code holds `addr`, as gdb prints a function pointer's target
+    /// (`cmp_int`, `unixOpen+16`); None where memory is not a process's.
+    fn code_symbol(&self, _addr: u64) -> Option<String> {
+        None
+    }
+
     fn read_vec(&self, addr: u64, len: usize) -> Result<Vec<u8>, String> {
         let mut v = vec![0u8; len];
         self.read(addr, &mut v)?;
@@ -30,11 +36,36 @@ const PAGE: u64 = 4096;
 pub struct ProcessMemory {
     pid: u32,
     pages: RefCell<HashMap<u64, Option<Box<[u8]>>>>,
+    /// The process's file mappings, read at the first `code_symbol`.
+    maps: RefCell<Option<Vec<Mapping>>>,
+}
+
+/// A line of /proc/PID/maps that maps a file.
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    exec: bool,
+    path: String,
+}
+
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (lo, hi) = f.next()?.split_once('-')?;
+            let perms = f.next()?;
+            let offset = u64::from_str_radix(f.next()?, 16).ok()?;
+            let path = f.nth(2).filter(|p| p.starts_with('/'))?;
+            let hex = |v: &str| u64::from_str_radix(v, 16).ok();
+            Some(Mapping { start: hex(lo)?, end: hex(hi)?, offset, exec: perms.contains('x'), path: path.to_string() })
+        })
+        .collect()
 }
 
 impl ProcessMemory {
     pub fn new(pid: u32) -> ProcessMemory {
-        ProcessMemory { pid, pages: RefCell::new(HashMap::new()) }
+        ProcessMemory { pid, pages: RefCell::new(HashMap::new()), maps: RefCell::new(None) }
     }
 
     /// Drop cached pages (after a write).
@@ -55,6 +86,18 @@ impl ProcessMemory {
 }
 
 impl Memory for ProcessMemory {
+    fn code_symbol(&self, addr: u64) -> Option<String> {
+        let mut maps = self.maps.borrow_mut();
+        let maps = maps.get_or_insert_with(|| parse_maps(&std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).unwrap_or_default()));
+        let m = maps.iter().find(|m| m.exec && addr >= m.start && addr < m.end)?;
+        // The file's first mapping (offset 0) is where its lowest loaded address went.
+        let first = maps.iter().filter(|f| f.path == m.path && f.offset == 0).map(|f| f.start).min()?;
+        let table = crate::symbols::ElfSymbols::cached(std::path::Path::new(&m.path));
+        let at = addr.wrapping_sub(first).wrapping_add(table.image_base);
+        let (start, name) = table.function_at(at)?;
+        Some(if start == at { name.to_string() } else { format!("{name}+{}", at - start) })
+    }
+
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), String> {
         let unreadable = || format!("unreadable memory 0x{addr:x}");
         if buf.is_empty() {

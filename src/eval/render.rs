@@ -125,6 +125,13 @@ impl Renderer<'_> {
         if crate::symbols::types::is_c_char(&to) {
             return self.c_string(raw);
         }
+        if matches!(to.kind, TypeKind::Function) {
+            // gdb: `0x401136 <cmp_int>`: which callback is set, without another lookup.
+            return match self.mem.code_symbol(raw) {
+                Some(name) => Value::String(format!("0x{raw:x} <{name}>")),
+                None => scalar::hex(raw),
+            };
+        }
         let followable = matches!(
             to.kind,
             TypeKind::Struct { .. } | TypeKind::RustVec { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustEnum { .. }

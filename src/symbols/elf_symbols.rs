@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
-use object::{Object, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
 use super::demangle::{demangle, Lang};
 
@@ -20,6 +20,9 @@ use super::demangle::{demangle, Lang};
 pub struct ElfSymbols {
     /// (start, size, name), sorted by start.
     functions: Vec<(u64, u64, String)>,
+    /// The lowest loaded address (0 for a shared object or PIE): what the file's first
+    /// mapping stands for.
+    pub image_base: u64,
 }
 
 impl ElfSymbols {
@@ -45,6 +48,7 @@ impl ElfSymbols {
         let Ok(data) = std::fs::read(path) else { return ElfSymbols::default() };
         let Ok(obj) = object::File::parse(&*data) else { return ElfSymbols::default() };
         collect(&obj, &mut functions);
+        let image_base = obj.segments().map(|seg| seg.address()).min().unwrap_or(0);
         if let Some(debug) = debug_file(&obj, path) {
             if let Ok(d) = std::fs::read(&debug) {
                 if let Ok(o) = object::File::parse(&*d) {
@@ -55,18 +59,23 @@ impl ElfSymbols {
         // At one address: the longest extent, then the public alias (`free`, not `__libc_free`).
         functions.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(rank(&a.2).cmp(&rank(&b.2))));
         functions.dedup_by(|a, b| a.0 == b.0);
-        ElfSymbols { functions }
+        ElfSymbols { functions, image_base }
     }
 
     /// The function symbol whose extent holds static address `addr`.
     pub fn name_at(&self, addr: u64) -> Option<&str> {
+        self.function_at(addr).map(|(_, name)| name)
+    }
+
+    /// The start and name of the function symbol whose extent holds static address `addr`.
+    pub fn function_at(&self, addr: u64) -> Option<(u64, &str)> {
         let end = self.functions.partition_point(|f| f.0 <= addr);
         self.functions[..end]
             .iter()
             .rev()
             .take(16)
             .find(|(start, size, _)| addr < start + (*size).max(1))
-            .map(|(_, _, name)| name.as_str())
+            .map(|(start, _, name)| (*start, name.as_str()))
     }
 
     pub fn is_empty(&self) -> bool {
