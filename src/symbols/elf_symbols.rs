@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn names_need_an_address_inside_the_symbol() {
-        let t = ElfSymbols { functions: vec![(0x100, 0x10, "a".into()), (0x200, 0x20, "b".into())] };
+        let t = ElfSymbols { functions: vec![(0x100, 0x10, "a".into()), (0x200, 0x20, "b".into())], image_base: 0 };
         assert_eq!(t.name_at(0x100), Some("a"));
         assert_eq!(t.name_at(0x10f), Some("a"));
         assert_eq!(t.name_at(0x110), None, "past a's end: a static function dynsym does not list");
