@@ -295,6 +295,43 @@ function backtrace(context: CpuContext): NativePointer[] {
         } catch (_) {
             // keep what we have
         }
+        if (rest.length > 0 && inMain(rest[rest.length - 1])) scanStackToMain(context, rest, inMain);
     }
     return [context.pc, ...rest].slice(0, 64);
+}
+
+/** Bytes of stack scanned past the fuzzy backtracer's reach. */
+const STACK_SCAN_BYTES = 256 * 1024;
+
+/**
+ * The fuzzy backtracer reads a bounded part of the stack: under an abort in a glibc with deep
+ * message buffers (__libc_message) the program's outer frames lie beyond it, and the
+ * backtrace ended at the frame that called free(). Past the slot holding the last frame
+ * found, the program's return addresses (the instruction before is a call) are its callers,
+ * up to `main`.
+ */
+function scanStackToMain(context: CpuContext, rest: NativePointer[], inMain: (p: NativePointer) => boolean): void {
+    try {
+        const sp = context.sp;
+        const range = Process.findRangeByAddress(sp);
+        if (range === null) return;
+        const end = range.base.add(range.size);
+        const limit = end.compare(sp.add(STACK_SCAN_BYTES)) < 0 ? end : sp.add(STACK_SCAN_BYTES);
+        const seen = new Set([context.pc, ...rest].map((p) => p.toString()));
+        const last = rest[rest.length - 1];
+        let after = false;
+        for (let at = sp; at.add(8).compare(limit) <= 0 && rest.length < 64; at = at.add(8)) {
+            const w = at.readPointer();
+            if (!after) {
+                after = w.equals(last);
+                continue;
+            }
+            if (seen.has(w.toString()) || !isCode(w) || !inMain(w) || !followsCall(w)) continue;
+            seen.add(w.toString());
+            rest.push(w);
+            if (DebugSymbol.fromAddress(w).name === "main") return;
+        }
+    } catch (_) {
+        // keep what we have
+    }
 }
