@@ -264,15 +264,15 @@ guint32 strobe_list_threads (guint32 * out, guint32 max) {
   return n;
 }
 
-/* Whether every thread of stids[0..n) holds a slot stamped with window g. */
-static int all_parked (const guint32 * stids, guint32 n, guint32 g) {
-  guint32 got = park.claimed < MAX_PARKED ? park.claimed : MAX_PARKED, i, j;
+/* How many threads of stids[0..n) hold no slot stamped with window g. */
+static guint32 missing (const guint32 * stids, guint32 n, guint32 g) {
+  guint32 got = park.claimed < MAX_PARKED ? park.claimed : MAX_PARKED, i, j, out = 0;
   for (i = 0; i < n; i++) {
     for (j = 0; j < got; j++)
       if (park.stamp[j] == g && park.slot_tid[j] == stids[i]) break;
-    if (j == got) return 0;
+    if (j == got) out++;
   }
-  return 1;
+  return out;
 }
 
 /* Park the running ones of tids[0..n): blocked threads' PCs are noted from /proc, running
@@ -303,22 +303,19 @@ guint32 strobe_park (const guint32 * tids, guint32 n, guint64 timeout_ns) {
       stids[signalled++] = tids[i];
   }
   guint64 deadline = now_ns () + timeout_ns;
-  int parked = 0;
-  while (!(parked = park.arrived >= signalled && all_parked (stids, signalled, g)) && now_ns () < deadline)
+  guint32 unknown = signalled;
+  while ((park.arrived < signalled || (unknown = missing (stids, signalled, g)) > 0) && now_ns () < deadline)
     sched_yield ();
-  /* Only this window's slots, then the blocked threads. */
-  guint32 claimed = park.claimed < MAX_PARKED ? park.claimed : MAX_PARKED, got = 0, found = 0;
+  if (unknown > 0)
+    unknown = missing (stids, signalled, g);
+  /* Only this window's slots (a thread that parked after the count above is listed, which is
+     safe), then the blocked threads. */
+  guint32 claimed = park.claimed < MAX_PARKED ? park.claimed : MAX_PARKED, got = 0;
   for (i = 0; i < claimed; i++) {
     if (park.stamp[i] != g) continue;
     park.pc[got] = park.slot_pc[i];
     park.tid[got] = park.slot_tid[i];
     got++;
-  }
-  for (i = 0; i < signalled; i++) {
-    guint32 j;
-    for (j = 0; j < got; j++)
-      if (park.tid[j] == stids[i]) break;
-    if (j < got) found++;
   }
   for (i = 0; i < blocked && got < MAX_PARKED; i++) {
     park.pc[got] = bpc[i];
@@ -326,7 +323,7 @@ guint32 strobe_park (const guint32 * tids, guint32 n, guint64 timeout_ns) {
     got++;
   }
   park.n_pcs = got;
-  return parked ? 0 : signalled - found;
+  return unknown;
 }
 
 /* An address in Frida's own code (the agent this module links against). */

@@ -238,17 +238,8 @@ struct FrameSource {
 
 /// Runtime minus static addresses of `binary` in process `pid`, from its first mapping.
 fn runtime_slide(pid: u32, binary: &std::path::Path, image_base: u64) -> Option<u64> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let maps = crate::eval::memory::parse_maps(&std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?);
     let want = binary.to_string_lossy();
-    maps.lines().find_map(|l| {
-        let mut f = l.split_whitespace();
-        let range = f.next()?;
-        let offset = u64::from_str_radix(f.nth(1)?, 16).ok()?;
-        let path = f.nth(2)?;
-        if path != want {
-            return None;
-        }
-        let start = u64::from_str_radix(range.split('-').next()?, 16).ok()?;
-        Some(start.wrapping_sub(offset).wrapping_sub(image_base))
-    })
+    let first = maps.iter().find(|m| m.path == want)?;
+    Some(first.start.wrapping_sub(first.offset).wrapping_sub(image_base))
 }

@@ -41,15 +41,16 @@ pub struct ProcessMemory {
 }
 
 /// A line of /proc/PID/maps that maps a file.
-struct Mapping {
-    start: u64,
-    end: u64,
-    offset: u64,
-    exec: bool,
-    path: String,
+pub(crate) struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    pub exec: bool,
+    pub path: String,
 }
 
-fn parse_maps(text: &str) -> Vec<Mapping> {
+/// The file mappings of /proc/PID/maps text.
+pub(crate) fn parse_maps(text: &str) -> Vec<Mapping> {
     text.lines()
         .filter_map(|l| {
             let mut f = l.split_whitespace();

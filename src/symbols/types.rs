@@ -313,10 +313,15 @@ pub const ANONYMOUS: &str = "<anonymous>";
 pub fn is_transparent_wrapper(name: &str, member: &str) -> bool {
     match member {
         "__0" => true,
-        "value" => ["Cell<", "UnsafeCell<", "SyncUnsafeCell<", "ManuallyDrop<"].iter().any(|p| name.starts_with(p)),
+        "value" => is_rust_cell(name),
         "v" => name.starts_with("Atomic"),
         _ => false,
     }
+}
+
+/// Rust's cells and `ManuallyDrop` (one member, `value`), by DWARF's name.
+pub fn is_rust_cell(name: &str) -> bool {
+    ["Cell<", "UnsafeCell<", "SyncUnsafeCell<", "ManuallyDrop<"].iter().any(|p| name.starts_with(p))
 }
 
 /// Whether a type is read as a C string when pointed to: 1-byte characters.

@@ -56,9 +56,7 @@ pub(crate) fn render(r: &mut Renderer, t: &Type, id: TypeId, bytes: &[u8], addr:
         None if t.name.starts_with("HashSet<") => rust_std::hash_map(r, id, bytes, false, depth),
         None if t.name.starts_with("Rc<") || t.name.starts_with("Arc<") => rust_std::counted(r, id, bytes, depth),
         None if t.name.starts_with("NonZero<") => rust_std::newtype(r, id, bytes, addr, depth),
-        None if ["Cell<", "UnsafeCell<", "SyncUnsafeCell<", "ManuallyDrop<"].iter().any(|p| t.name.starts_with(p)) => {
-            rust_std::cell(r, id, bytes, addr, depth, "value")
-        }
+        None if crate::symbols::types::is_rust_cell(&t.name) => rust_std::cell(r, id, bytes, addr, depth, "value"),
         None if t.name.starts_with("MaybeDangling<") => rust_std::cell(r, id, bytes, addr, depth, "__0"),
         None if t.name.starts_with("Atomic") => rust_std::cell(r, id, bytes, addr, depth, "v"),
         None if t.name.starts_with('(') => rust_std::tuple(r, t, bytes, addr, depth),
