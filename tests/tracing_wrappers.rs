@@ -369,7 +369,10 @@ fn cpu_has_avx2(why: &str) -> bool {
 /// whose typed hook compares the struct it is passed with the copy it kept. That comparison
 /// may run AVX2 code ending in vzeroupper, which zeroes every ymm register's upper half, and
 /// the register-saving stub restores only their lower halves: the hook of a function from
-/// such a unit compares with SSE2 only. The traced run computes the untraced run's bits.
+/// such a unit compares with SSE2 only. The first call also allocates the thread's hook state
+/// with libc's calloc, which the fixture makes clear a reused block with glibc's AVX2 memset
+/// (vzeroupper again): the hook keeps the vector state around it (fast_hook.c vec_keep).
+/// The traced run computes the untraced run's bits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn optimized_callers_keep_their_256_bit_registers_across_a_typed_wrapped_call() {
     if !cpu_has_avx2("neither the fixture nor the AVX2 comparison runs") {
@@ -379,7 +382,7 @@ async fn optimized_callers_keep_their_256_bit_registers_across_a_typed_wrapped_c
     let exe = common::fixture("c_ipa_avx2_O2");
     let untraced = {
         use std::io::Write;
-        let mut child = std::process::Command::new(&exe).arg(n.to_string()).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("run c_ipa_avx2_O2");
+        let mut child = std::process::Command::new(&exe).arg(n.to_string()).envs(avx2_libc()).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("run c_ipa_avx2_O2");
         child.stdin.take().unwrap().write_all(b"go\nend\n").unwrap();
         let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
         out.lines().find(|l| l.starts_with("mix ")).expect("mix line").to_string()
@@ -474,13 +477,19 @@ async fn a_js_path_trace_of_avx_code_kept_across_calls_warns() {
     }
 }
 
+/// glibc's string functions in their AVX2 forms, which end in vzeroupper, even on a CPU with
+/// AVX-512, where glibc would pick forms that use only ymm16-31 and leave ymm0-15 alone.
+fn avx2_libc() -> Vec<(String, String)> {
+    vec![("GLIBC_TUNABLES".into(), "glibc.cpu.hwcaps=-AVX512F,-AVX512VL".into())]
+}
+
 /// One traced run of c_ipa_avx2_O2: vy_step wrapped (behind the register-saving stub) or
 /// attached (Frida's trampoline), its result against the untraced run's.
 async fn ipa_avx2_run(exe: &std::path::Path, n: u32, wrappers: bool, untraced: &str) {
     let h = harness();
     let r = h
         .engine
-        .launch(LaunchRequest { command: exe.display().to_string(), args: vec![n.to_string()], project_root: common::fixtures_src_dir().display().to_string(), ..Default::default() })
+        .launch(LaunchRequest { command: exe.display().to_string(), args: vec![n.to_string()], project_root: common::fixtures_src_dir().display().to_string(), env: avx2_libc(), ..Default::default() })
         .await
         .expect("launch c_ipa_avx2_O2");
     let id = r.session_id;

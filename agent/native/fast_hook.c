@@ -95,22 +95,66 @@ static inline int hook_room (const Shared * sh, const u8 * s) {
   return sh->head - sh->tail + rec_slots_for (*(const u32 *) s) <= sh->mask + 1;
 }
 
+/* A thread's first hooked call allocates its state with libc, whose calloc clears memory with
+   glibc's AVX2 memset, ending in vzeroupper: the upper halves of ymm0-15 go to zero. Neither
+   the register-saving stub nor Frida's trampoline keeps more than the xmm halves, and a
+   caller GCC let keep ymm values across the call (IPA-RA, Fn.sse_only) would compute with
+   zeros. So those libc calls run between an XSAVE and an XRSTOR of the vector state (SSE,
+   AVX, AVX-512's opmasks and zmm halves: XCR0's bits 1, 2, 5, 6, 7). */
+#define VEC_KEEP_AREA 2688 /* XSAVE's standard layout up to the end of Hi16_ZMM */
+#define VEC_KEEP_PARTS 0xe6u
+
+typedef struct {
+  u8 area[VEC_KEEP_AREA] __attribute__ ((aligned (64)));
+  u32 parts; /* 0: no XSAVE enabled, so no register wider than xmm */
+} VecKeep;
+
+static void vec_keep (VecKeep * k) {
+  u32 a, b, c, d;
+  __asm__ volatile ("cpuid" : "=a" (a), "=b" (b), "=c" (c), "=d" (d) : "a" (1), "c" (0));
+  k->parts = 0;
+  if (!(c & (1u << 27))) /* OSXSAVE */
+    return;
+  __asm__ volatile ("xgetbv" : "=a" (a), "=d" (d) : "c" (0));
+  k->parts = a & VEC_KEEP_PARTS;
+  /* The header: XSAVE sets only the bits it saves, XRSTOR faults on stale ones. */
+  for (u32 i = 512; i < 576; i += 8)
+    *(volatile u64 *) &k->area[i] = 0;
+  __asm__ volatile ("xsave %0" : "+m" (*k) : "a" (k->parts), "d" (0) : "memory");
+}
+
+static void vec_restore (const VecKeep * k) {
+  if (k->parts != 0)
+    __asm__ volatile ("xrstor %0" : : "m" (*k), "a" (k->parts), "d" (0) : "memory");
+}
+
 /* This thread's scratch (its payload buffer first), made on its first typed call. */
-static u8 * hook_scratch (const HookCtx * x) {
-  CaptureShared * cs = x->capture;
-  u8 * s = x->getspecific (cs->tls_key);
-  if (s == 0) {
-    s = x->calloc (1, cs->scratch_size);
-    if (s == 0)
-      return 0;
-    x->setspecific (cs->tls_key, s);
-  }
+static __attribute__ ((noinline)) u8 * hook_scratch_new (const HookCtx * x) {
+  VecKeep k;
+  vec_keep (&k);
+  u8 * s = x->calloc (1, x->capture->scratch_size);
+  if (s != 0)
+    x->setspecific (x->capture->tls_key, s);
+  vec_restore (&k);
   return s;
+}
+
+static inline u8 * hook_scratch (const HookCtx * x) {
+  u8 * s = x->getspecific (x->capture->tls_key);
+  return s != 0 ? s : hook_scratch_new (x);
+}
+
+static __attribute__ ((noinline)) Thread * hook_thread_new (const HookCtx * x) {
+  VecKeep k;
+  vec_keep (&k);
+  Thread * t = x->thread_state ();
+  vec_restore (&k);
+  return t;
 }
 
 static inline Thread * hook_thread (const HookCtx * x) {
   Thread * t = x->getspecific (x->shared->tls_key);
-  return t != 0 ? t : x->thread_state ();
+  return t != 0 ? t : hook_thread_new (x);
 }
 
 /* A new call on this thread's stack; its parent is the innermost open call (0: none). Also
