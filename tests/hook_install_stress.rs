@@ -97,3 +97,40 @@ async fn tracing_functions_never_hooked_before_while_threads_run_them_never_cras
     assert_eq!(wrapped, ATTEMPTS, "each in a replaceFast wrapper: {}", settings["hookPaths"]);
     quit_cleanly(&h, &id).await;
 }
+
+/// A crash in bytes a hook just patched is most likely Strobe's, and its report says so with
+/// how the patch went: hookfresh's "torn" runs `padded` from byte 14, where a thread that
+/// stood there during the write would go on. Untraced it returns; traced (a 16-byte jump over
+/// its nops) it crashes in the jump, and the crash event names the patched function's entry
+/// and the park's account (tries, where the parked threads stood).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_in_freshly_patched_bytes_is_reported_as_strobes() {
+    let h = harness();
+    let id = common::busy::launch(&h, "hookfresh", 2).await;
+    h.engine.send_stdin(&id, b"torn\n").await.expect("stdin");
+    common::events::wait_for_stdout(&h.engine, &id, "torn 2", std::time::Duration::from_secs(10)).await;
+    h.engine.trace(Some(&id), &["padded".to_string()], &[]).await.expect("trace padded");
+    let settings = h.engine.configure_tracing(&id, serde_json::json!({})).await.expect("settings");
+    assert_eq!(settings["hookPaths"]["wrapped"], serde_json::json!(["padded"]), "{}", settings["hookPaths"]);
+    h.engine.send_stdin(&id, b"torn\n").await.expect("stdin");
+    let mut crashes = Vec::new();
+    for _ in 0..200 {
+        crashes = common::events::query_all(&h.engine, &id, Some(strobe::store::EventType::Crash), None);
+        if !crashes.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let crash = crashes.first().expect("the torn call crashed the target");
+    let text = crash.text.as_deref().unwrap_or("");
+    assert!(text.starts_with("SIGSEGV"), "{text}");
+    assert!(text.contains("which Strobe patched for a hook") && text.contains("likely Strobe's fault"), "{text}");
+    let patch: serde_json::Value = serde_json::from_str(text.split("Patch: ").nth(1).expect("the patch's account")).expect("patch JSON");
+    let entry = u64::from_str_radix(patch["entry"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let registers: serde_json::Value = serde_json::from_str(crash.registers.as_deref().expect("registers")).expect("registers JSON");
+    let pc = registers["rip"].as_str().and_then(|r| u64::from_str_radix(r.trim_start_matches("0x"), 16).ok());
+    assert_eq!(pc, Some(entry + 14), "crashed at byte 14 of the patched entry: {text} {registers}");
+    assert!(patch["tries"].as_u64().is_some_and(|t| t >= 1) && patch["forced"].is_null(), "{patch}");
+    assert!(patch["parked"].as_array().is_some_and(|p| !p.is_empty()), "the park's threads: {patch}");
+    assert!(patch["patching"]["flushes"].as_u64().is_some_and(|f| f >= 1), "{patch}");
+}

@@ -22,6 +22,7 @@
 import { enlargeSignalStacks } from "./altstack.js";
 import { nowNs } from "./clock.js";
 import { followsCall, isCode, rawFrame } from "./frames.js";
+import { patchNear } from "./quiesce.js";
 import { threadName } from "./threads.js";
 
 /** Returns true if it handled the exception (the thread then resumes). */
@@ -95,9 +96,20 @@ function report(details: ExceptionDetails, flushAll: () => void): void {
         omittedFrames: walk?.omitted ?? 0,
         stackDepth: walk?.depth ?? null,
         stackDump: stackDump(details.context),
+        /** The crash lies in bytes a hook patched: how that patch went (quiesce.ts). */
+        patch: safely(() => patchNear(details.context.pc)),
     };
     send(message);
     recv("crash-ack", () => {}).wait();
+}
+
+/** f's value, or null if it throws (a detail must not cost the report). */
+function safely<T>(f: () => T): T | null {
+    try {
+        return f();
+    } catch (_) {
+        return null;
+    }
 }
 
 /** A write or read fault this close to sp, on no mapping or the stack's guard, is the stack overflowing. */

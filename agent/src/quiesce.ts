@@ -512,6 +512,7 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
                         stats.forced++;
                         stats.lastForced = `${why} (after ${attempt + 1} tries)`;
                     }
+                    remember(p, ranges, attempt + 1, why);
                     apply();
                     Interceptor.flush();
                     return;
@@ -526,6 +527,51 @@ export function patchParked(ranges: DangerRange[], apply: () => void): void {
         moveGate(-1);
         stats.longestMs = Math.max(stats.longestMs, Date.now() - started);
     }
+}
+
+/** The last patches written: when, over which ranges, and where every parked thread stood
+ *  then, so that a crash in patched bytes can say how that patch went (patchNear). */
+interface PatchRecord {
+    at: number;
+    ranges: DangerRange[];
+    tries: number;
+    forced: string | null;
+    parked: string[];
+}
+const recentPatches: PatchRecord[] = [];
+const RECENT_PATCHES = 16;
+
+function remember(p: Parker, ranges: DangerRange[], tries: number, forced: string | null): void {
+    const parked: string[] = [];
+    const n = Math.min(p.park.add(PK_N_PCS).readU32(), MAX_PARKED);
+    for (let i = 0; i < n; i++) {
+        const running = p.park.add(PK_TID + i * 4).readU32() !== 0;
+        parked.push(`${p.park.add(PK_PC + i * 8).readPointer()}${running ? "" : " (in a system call)"}`);
+    }
+    recentPatches.push({ at: Date.now(), ranges, tries, forced, parked });
+    if (recentPatches.length > RECENT_PATCHES) recentPatches.shift();
+}
+
+/**
+ * The latest patch whose bytes hold `pc` (a prologue's danger range, from the entry to its
+ * end): a crash there is likely Strobe's, and what the park found then says how it happened.
+ * Null when no recent patch is near.
+ */
+export function patchNear(pc: NativePointer): object | null {
+    for (let i = recentPatches.length - 1; i >= 0; i--) {
+        const r = recentPatches[i];
+        const range = r.ranges.find(([start, end]) => pc.compare(start.sub(1)) >= 0 && pc.compare(end) < 0);
+        if (range === undefined) continue;
+        return {
+            entry: range[0].sub(1).toString(),
+            agoMs: Date.now() - r.at,
+            tries: r.tries,
+            forced: r.forced,
+            parked: r.parked,
+            patching: quiesceStats(),
+        };
+    }
+    return null;
 }
 
 /** The thread that last left the park on its own (a patch waited a second on something it
@@ -665,6 +711,7 @@ export function tryParked(ranges: DangerRange[], ready: () => boolean, apply: ()
                 return false;
             }
             stats.flushes++;
+            remember(p, ranges, 1, null);
             apply();
             Interceptor.flush();
             return true;

@@ -55,6 +55,9 @@ pub(super) fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> 
             text.push_str(&format!(", inlined into {}", at(f, file, line)));
         }
     }
+    if let Some(patch) = m.get("patch").filter(|p| p.is_object()) {
+        text.push_str(&strobe_patch_note(patch));
+    }
     e.text = Some(text);
     e.signal = Some(signal);
     e.backtrace = Some(Value::Array(frames).to_string());
@@ -88,3 +91,14 @@ fn summarise_deep(engine: &Engine, raw: &[Value], frames: Vec<Value>, omitted: u
 
 /// The outermost frames the agent keeps of an overflowed stack (crash.ts KEEP_OUTER).
 const KEPT_OUTER: usize = 16;
+
+/// A crash in bytes a hook patched moments before is most likely Strobe's, not the
+/// program's: say so, with how the agent's park went (agent/src/quiesce.ts patchNear), which
+/// is what finding its cause takes.
+fn strobe_patch_note(patch: &Value) -> String {
+    let ago = patch.get("agoMs").and_then(Value::as_u64).unwrap_or(0);
+    let entry = patch.get("entry").and_then(Value::as_str).unwrap_or("?");
+    format!(
+        "; in the entry bytes of the function at {entry}, which Strobe patched for a hook {ago} ms before: likely Strobe's fault, not the program's (relaunch to go on; please report it with this text). Patch: {patch}"
+    )
+}
