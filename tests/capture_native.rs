@@ -20,8 +20,8 @@ use strobe::engine::{Engine, EngineConfig, LaunchRequest};
 use strobe::store::{Event, EventType};
 
 /// cap_* functions of the fixture, and their calls per round.
-const FUNCTIONS: usize = 11;
-const CALLS: usize = 20;
+const FUNCTIONS: usize = 12;
+const CALLS: usize = 21;
 
 fn engine() -> (tempfile::TempDir, Arc<Engine>) {
     let home = tempfile::tempdir().unwrap();
@@ -194,6 +194,15 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     assert_eq!(tails[0]["t"], json!({ "a": 1, "b": -1, "c": "1152921504606846976" }), "beyond 2^53: decimal text");
     assert_eq!(tails[1]["t"]["a"], json!(11), "a struct cut by an unreadable page: {}", tails[1]);
     assert!(tails[1]["t"]["b"].as_str().unwrap().starts_with("<unreadable 0x"), "{}", tails[1]);
+    // Function pointers as gdb prints them: the target's name, "+offset" inside it.
+    let ops: Vec<Value> = native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == "cap_ops").map(|e| e.2.clone().unwrap()).take(2).collect();
+    let named = |v: &Value, name: &str| v.as_str().is_some_and(|s| s.starts_with("0x") && s.ends_with(&format!(" <{name}>")));
+    assert!(named(&ops[0]["o"]["cmp"], "compare_ints"), "{}", ops[0]);
+    assert!(named(&ops[0]["o"]["inside"], "compare_ints+4"), "{}", ops[0]);
+    assert!(named(&ops[0]["o"]["alloc"], "malloc"), "a libc function: {}", ops[0]);
+    assert_eq!(ops[0]["o"]["unset"], Value::Null, "{}", ops[0]);
+    assert_eq!(ops[0]["chosen"], Value::Null);
+    assert!(named(&ops[1]["chosen"], "compare_ints"), "a function pointer argument: {}", ops[1]);
     let label = native.iter().find(|e| e.0 == EventType::FunctionExit && e.1 == "cap_label").unwrap();
     assert_eq!(label.3, Some(json!("even label")), "a C string result");
     // Unreadable pointees (a PROT_NONE page, a page cut) are found without a fault, which

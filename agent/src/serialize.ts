@@ -202,7 +202,71 @@ function readPointer(p: NativePointer, t: TypeDesc, depth: number, path: string[
     const target = to === null ? undefined : types.get(to);
     if (target !== undefined && target.k === "char" && (target.s ?? 1) === 1) return readCString(p);
     if (to !== null && followable(target)) return read(p, to, depth, path);
+    if (target !== undefined && target.k === "fn") return codeName(p);
     return p.toString();
+}
+
+/** A code address as gdb prints a function pointer: "0x… <compare_ints>", "<name+4>" inside
+ *  a function, the bare address where no function symbol's extent holds it. The same rule as
+ *  the daemon's decoder of native captures (src/engine/code_names.rs, symbols/elf_symbols.rs):
+ *  the module's function symbols with their sizes, at one address the longest extent, then
+ *  the public alias; C++ names without their parameters. */
+function codeName(p: NativePointer): string {
+    try {
+        const m = Process.findModuleByAddress(p);
+        const f = m === null ? null : containing(codeTable(m), p);
+        if (f === null) return p.toString();
+        const off = p.sub(f.start).toUInt32();
+        return off === 0 ? `${p} <${f.name}>` : `${p} <${f.name}+${off}>`;
+    } catch (_) {
+        return p.toString();
+    }
+}
+
+interface CodeSymbol {
+    start: NativePointer;
+    end: NativePointer;
+    name: string;
+}
+
+const codeTables = new Map<string, CodeSymbol[]>();
+
+function codeTable(m: Module): CodeSymbol[] {
+    const known = codeTables.get(m.path);
+    if (known !== undefined) return known;
+    const rank = (n: string): [number, number, string] => [n.length - n.replace(/^_+/, "").length, n.length, n];
+    const before = (a: [number, number, string], b: [number, number, string]): number => a[0] - b[0] || a[1] - b[1] || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
+    const all = m.enumerateSymbols().filter((s) => s.type === "function" && (s.size ?? 0) > 0 && !s.address.isNull());
+    all.sort((a, b) => a.address.compare(b.address) || (b.size ?? 0) - (a.size ?? 0) || before(rank(a.name), rank(b.name)));
+    const table: CodeSymbol[] = [];
+    for (const s of all) {
+        if (table.length > 0 && table[table.length - 1].start.equals(s.address)) continue;
+        table.push({ start: s.address, end: s.address.add(s.size ?? 0), name: s.name });
+    }
+    codeTables.set(m.path, table);
+    return table;
+}
+
+function containing(table: CodeSymbol[], p: NativePointer): CodeSymbol | null {
+    let lo = 0, hi = table.length; // first start above p
+    while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (table[mid].start.compare(p) <= 0) lo = mid + 1;
+        else hi = mid;
+    }
+    for (let i = lo - 1; i >= 0 && i >= lo - 16; i--) {
+        const f = table[i];
+        if (p.compare(f.end) < 0) return { ...f, name: shownName(f) };
+    }
+    return null;
+}
+
+/** A mangled name as the daemon shows it: demangled, without parameters. */
+function shownName(f: CodeSymbol): string {
+    if (!f.name.startsWith("_Z") && !f.name.startsWith("_R")) return f.name;
+    const demangled = DebugSymbol.fromAddress(f.start).name ?? f.name;
+    const paren = demangled.indexOf("(");
+    return paren > 0 ? demangled.slice(0, paren) : demangled;
 }
 
 export function readCString(p: NativePointer): string {

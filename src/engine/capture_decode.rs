@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 use super::capture_json as json;
 use super::capture_plan::{CapturePlan, SseStruct, LEN_IS_END, MAX_ELEMENTS, MAX_KEYS, MAX_STRING};
 use super::capture_view::{self, Index, View, REG_ADDR, STACK_ADDR, XMM_ADDR};
+use super::code_names::CodeNames;
 use crate::symbols::{Type, TypeId, TypeKind};
 
 /// Per decoding thread: the block index's storage, and which struct types have a member
@@ -38,13 +39,13 @@ thread_local! {
 }
 
 /// Decode with `f` over this thread's scratch.
-fn with_reader(plan: &CapturePlan, regs: &[u64], payload: &[u8], f: impl FnOnce(&mut Reader)) -> String {
+fn with_reader(plan: &CapturePlan, code: Option<&CodeNames>, regs: &[u64], payload: &[u8], f: impl FnOnce(&mut Reader)) -> String {
     SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
         let Scratch { index, repeats_names, last_len } = &mut *s;
         let view = index.view(regs, payload);
         let out = String::with_capacity((*last_len + 64).max(2 * payload.len() + 64));
-        let mut r = Reader { plan, view: &view, path: Vec::new(), repeats_names, types: [(TypeId::MAX, None); TYPE_SLOTS], out };
+        let mut r = Reader { plan, code, view: &view, path: Vec::new(), repeats_names, types: [(TypeId::MAX, None); TYPE_SLOTS], out };
         f(&mut r);
         *last_len = r.out.len();
         r.out
@@ -52,12 +53,13 @@ fn with_reader(plan: &CapturePlan, regs: &[u64], payload: &[u8], f: impl FnOnce(
 }
 
 /// The JSON stored for a typed record: the arguments of an enter (`regs`: its argument
-/// words), the return value of an exit (`regs[0]`: rax).
-pub(crate) fn record_json(plan: &CapturePlan, exit: bool, regs: &[u64], payload: &[u8]) -> String {
+/// words), the return value of an exit (`regs[0]`: rax). `code` names function pointers (the
+/// session's modules); without it they print as bare addresses.
+pub(crate) fn record_json(plan: &CapturePlan, code: Option<&CodeNames>, exit: bool, regs: &[u64], payload: &[u8]) -> String {
     if exit {
-        ret_json(plan, regs, payload)
+        ret_json(plan, code, regs, payload)
     } else {
-        args_json(plan, regs, payload)
+        args_json(plan, code, regs, payload)
     }
 }
 
@@ -128,9 +130,9 @@ fn with_sse_structs<'r>(plan: &CapturePlan, result: bool, regs: Cow<'r, [u64]>, 
 }
 
 /// `{name: value}` of the arguments of a captured enter (`regs`: the argument words).
-fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
+fn args_json(plan: &CapturePlan, code: Option<&CodeNames>, regs: &[u64], payload: &[u8]) -> String {
     let regs = &*with_sse_structs(plan, false, joined(plan, false, regs), payload);
-    with_reader(plan, regs, payload, |r| {
+    with_reader(plan, code, regs, payload, |r| {
         // `(int arg1, int)`: two parameters print as `arg1`.
         let repeated = plan.params.iter().enumerate().any(|(i, p)| plan.params[..i].iter().any(|q| q.0 == p.0));
         let mut spans = Vec::new();
@@ -169,7 +171,7 @@ fn args_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
 }
 
 /// The return value of a captured exit (`regs`: rax, then rdx when the record has it).
-fn ret_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
+fn ret_json(plan: &CapturePlan, code: Option<&CodeNames>, regs: &[u64], payload: &[u8]) -> String {
     let Some(ty) = plan.ret else { return "null".into() };
     if let Some((_, why)) = plan.unavailable.iter().find(|u| u.0.is_none()) {
         let mut out = String::new();
@@ -179,14 +181,14 @@ fn ret_json(plan: &CapturePlan, regs: &[u64], payload: &[u8]) -> String {
     let rax = regs.first().copied().unwrap_or(0);
     let regs = &*with_sse_structs(plan, true, joined(plan, true, regs), payload);
     if let Some((s, w)) = sse_struct_of(plan, None) {
-        return with_reader(plan, regs, payload, |r| r.sse_struct(s, w, ty));
+        return with_reader(plan, code, regs, payload, |r| r.sse_struct(s, w, ty));
     }
     // Returned through a hidden pointer: rax holds its address.
     let at = if plan.ret_by_address { rax } else { REG_ADDR };
     if plan.floats.iter().any(|f| f.0.is_none()) {
-        return with_reader(plan, &[], payload, |r| r.xmm(0, ty));
+        return with_reader(plan, code, &[], payload, |r| r.xmm(0, ty));
     }
-    with_reader(plan, &regs[..regs.len().min(2)], payload, |r| r.read(at, ty, plan.depth as i64))
+    with_reader(plan, code, &regs[..regs.len().min(2)], payload, |r| r.read(at, ty, plan.depth as i64))
 }
 
 /// serialize.ts lengthAt: a length word, capped so a garbage one reads no gigabytes.
@@ -196,6 +198,7 @@ fn length_at(v: &View, addr: u64) -> Result<u64, ()> {
 
 struct Reader<'a> {
     plan: &'a CapturePlan,
+    code: Option<&'a CodeNames>,
     view: &'a View<'a>,
     /// Structs being printed on the current path: (address, type). By type, not name: Rust's
     /// HashMap wraps another struct named HashMap at its address (serialize.ts readStruct).
@@ -354,6 +357,12 @@ impl<'a> Reader<'a> {
         let Some(tt) = target.and_then(|to| self.ty(to)) else { return json::hex(&mut self.out, p) };
         if crate::symbols::types::is_c_char(tt) {
             return self.cstring(p);
+        }
+        if matches!(tt.kind, TypeKind::Function) {
+            // gdb: `0x401136 <cmp_int>` (serialize.ts codeName).
+            if let Some(name) = self.code.and_then(|c| c.name(p)) {
+                return json::string(&mut self.out, &[&format!("0x{p:x} <{name}>")]);
+            }
         }
         // serialize.ts `followable`: structs, Rust containers, std::unique_ptr / shared_ptr.
         if crate::symbols::cxx_std::is_smart_pointer(tt) || matches!(tt.kind, TypeKind::Struct { .. } | TypeKind::RustStr { .. } | TypeKind::RustSlice { .. } | TypeKind::RustVec { .. } | TypeKind::RustEnum { .. }) {
@@ -667,13 +676,13 @@ mod tests {
         block(&mut payload, 0x2000, 4 | 3 << 30, b"hi\"\n");
         let plan = plan();
         assert_eq!(
-            args_json(&plan, &[0x1000, 0x3000], &payload),
+            args_json(&plan, None, &[0x1000, 0x3000], &payload),
             r#"{"s":{"a":1,"<anonymous>":2,"x":3,"next":"<circular ref to struct S>","name":"hi\"\n","e":"B","flag":1},"t":"<unreadable 0x3000>"}"#
         );
-        assert_eq!(ret_json(&plan, &[0x2000], &payload), r#""hi\"\n""#);
-        assert_eq!(ret_json(&plan, &[0], &payload), "null");
+        assert_eq!(ret_json(&plan, None, &[0x2000], &payload), r#""hi\"\n""#);
+        assert_eq!(ret_json(&plan, None, &[0], &payload), "null");
         // Again, with the repeated names remembered, and a struct cut short.
-        assert_eq!(args_json(&plan, &[0x1000, 0], &payload[..12 + 20]), r#"{"s":"<unreadable 0x1000>","t":null}"#);
+        assert_eq!(args_json(&plan, None, &[0x1000, 0], &payload[..12 + 20]), r#"{"s":"<unreadable 0x1000>","t":null}"#);
     }
 
     /// `struct R {name: String, tags: &[u16], next: Option<&R>, shape: Shape}` with
@@ -734,7 +743,7 @@ mod tests {
         // 0x1100: name at 0x4000 not copied, no tags, next None, shape Circle(9).
         block(&mut payload, 0x1100, 56, &words(&[3, 0x4000, 3, 0x2, 0, 0, 1 | 9 << 32]));
         assert_eq!(
-            args_json(&plan, &[0x1000], &payload),
+            args_json(&plan, None, &[0x1000], &payload),
             r#"{"r":{"name":"héllo","tags":[7,8],"next":{"name":"<unreadable 0x4000>","tags":[],"next":null,"shape":{"Circle":9}},"shape":"Dot"}}"#
         );
     }

@@ -68,6 +68,8 @@ pub(super) fn decode_events(engine: &Engine, session_id: &str, events: &mut [Eve
         return;
     }
     let live = engine.sessions.lock().unwrap().get(session_id).cloned();
+    // Function pointers are named while the daemon knows the session's modules.
+    let code = live.as_ref().map(|s| s.state.lock().unwrap().modules.code.clone());
     let decoded = engine.store.with_capture_reader(session_id, |reader| {
         let mut plans: HashMap<u32, Option<Arc<CapturePlan>>> = HashMap::new();
         let mut spans = Resolver { reader, memo: HashMap::new() };
@@ -87,7 +89,7 @@ pub(super) fn decode_events(engine: &Engine, session_id: &str, events: &mut [Eve
             e.arguments = Some(match plan {
                 Some(plan) => {
                     let payload = spans.expand(stored.pid, stored.tid, stored.payload);
-                    super::capture_decode::record_json(&plan, false, &stored.regs, &payload)
+                    super::capture_decode::record_json(&plan, code.as_deref(), false, &stored.regs, &payload)
                 }
                 None => "\"<typed capture without its stored plan>\"".into(),
             });

@@ -59,7 +59,7 @@ impl TypedSamples {
     /// from elsewhere: a decode at query time).
     pub fn json_from(&self, i: usize, payload: &[u8]) -> String {
         let s = &self.samples[i];
-        super::capture_decode::record_json(&s.plan, s.exit, &s.regs, payload)
+        super::capture_decode::record_json(&s.plan, None, s.exit, &s.regs, payload)
     }
 
     /// Whether record `i` is an exit.

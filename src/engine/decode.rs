@@ -302,6 +302,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         });
     }
     drop(st);
+    let code = s.state.lock().unwrap().modules.code.clone();
     // Rows of the same batch as the integer records around them: the writer binds the text.
     // A typed exit without payload (a scalar or void return) prints as a function of its
     // plan and rax (and rdx) alone: a batch's repeats (SQLite's `rc` 0, a `void`) are decoded once.
@@ -319,7 +320,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
                 if let Some(k) = memo {
                     bare.insert(k, texts.len());
                 }
-                t.json(exit)
+                t.json(exit, &code)
             }
         };
         texts.push((t.record as u32, text));
@@ -339,9 +340,9 @@ struct Typed<'a> {
 
 impl Typed<'_> {
     /// The stored JSON: the arguments of an enter, the return value of an exit.
-    fn json(&self, exit: bool) -> String {
+    fn json(&self, exit: bool, code: &super::code_names::CodeNames) -> String {
         match &self.plan {
-            Some(plan) => super::capture_decode::record_json(plan, exit, &self.words[..self.nregs], &self.payload),
+            Some(plan) => super::capture_decode::record_json(plan, Some(code), exit, &self.words[..self.nregs], &self.payload),
             None => "\"<no capture plan>\"".into(),
         }
     }

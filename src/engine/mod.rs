@@ -42,6 +42,7 @@ mod capture_view; // typed capture: a record's copied blocks, indexed by address
 mod capture_spans; // typed capture: a record's references to unchanged spans, resolved
 mod capture_json; // typed capture: JSON text written as serde_json prints it
 mod capture_lazy; // typed capture: enters stored as captured, decoded when read
+mod code_names; // function pointers in typed values named as gdb does
 pub mod capture_samples; // typed records kept for measuring the decoder (benches)
 
 pub use launch::{LaunchRequest, LaunchResult};

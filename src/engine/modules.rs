@@ -44,6 +44,8 @@ pub(crate) struct ModuleState {
     pub seen: std::collections::HashSet<PathBuf>,
     /// The main image's functions followed by every library's, at session addresses.
     pub merged: Option<Arc<SymbolIndex>>,
+    /// Every reported module (with DWARF or not), for naming function pointers.
+    pub code: Arc<super::code_names::CodeNames>,
 }
 
 /// Where a session address is: a module's file and the address in it.
@@ -79,6 +81,11 @@ impl Engine {
         let mut added = Vec::new();
         {
             let mut st = session.state.lock().unwrap();
+            let code: Vec<(u64, u64, PathBuf)> = list
+                .iter()
+                .filter_map(|m| Some((parse_hex(m.get("base"))?, m.get("size").and_then(Value::as_u64)?, PathBuf::from(m.get("path").and_then(Value::as_str)?))))
+                .collect();
+            st.modules.code = Arc::new(st.modules.code.with(&code));
             if st.modules.main_slide.is_none() {
                 let main_entry = list.iter().find(|m| m.get("path").and_then(Value::as_str).is_some_and(|p| super::canonical_or_same(Path::new(p)) == main)).or(list.first());
                 if let (Some(m), Some(idx)) = (main_entry, &main_index) {

@@ -94,9 +94,7 @@ impl Memory for ProcessMemory {
         // The file's first mapping (offset 0) is where its lowest loaded address went.
         let first = maps.iter().filter(|f| f.path == m.path && f.offset == 0).map(|f| f.start).min()?;
         let table = crate::symbols::ElfSymbols::cached(std::path::Path::new(&m.path));
-        let at = addr.wrapping_sub(first).wrapping_add(table.image_base);
-        let (start, name) = table.function_at(at)?;
-        Some(if start == at { name.to_string() } else { format!("{name}+{}", at - start) })
+        table.describe(addr.wrapping_sub(first).wrapping_add(table.image_base))
     }
 
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), String> {

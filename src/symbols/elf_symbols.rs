@@ -78,6 +78,13 @@ impl ElfSymbols {
             .map(|(start, _, name)| (*start, name.as_str()))
     }
 
+    /// gdb's name for static address `addr`: `name` at a function's entry, `name+offset`
+    /// inside it.
+    pub fn describe(&self, addr: u64) -> Option<String> {
+        let (start, name) = self.function_at(addr)?;
+        Some(if start == addr { name.to_string() } else { format!("{name}+{}", addr - start) })
+    }
+
     pub fn is_empty(&self) -> bool {
         self.functions.is_empty()
     }
