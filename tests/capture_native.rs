@@ -203,6 +203,13 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     assert_eq!(ops[0]["o"]["unset"], Value::Null, "{}", ops[0]);
     assert_eq!(ops[0]["chosen"], Value::Null);
     assert!(named(&ops[1]["chosen"], "compare_ints"), "a function pointer argument: {}", ops[1]);
+    // Still named once the daemon let go of the session (its modules are stored with its captures).
+    let id = native_events[0].session_id.clone();
+    engine.stop(&id, true).await.expect("stop, retaining the events");
+    assert!(engine.session(&id).is_err(), "the daemon no longer holds the session");
+    let stored = content(&common::events::trace_events(&engine, &id));
+    let again = stored.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == "cap_ops").map(|e| e.2.clone().unwrap()).nth(4).expect("a native pass cap_ops");
+    assert!(named(&again["o"]["cmp"], "compare_ints") && named(&again["o"]["alloc"], "malloc"), "{again}");
     let label = native.iter().find(|e| e.0 == EventType::FunctionExit && e.1 == "cap_label").unwrap();
     assert_eq!(label.3, Some(json!("even label")), "a C string result");
     // Unreadable pointees (a PROT_NONE page, a page cut) are found without a fault, which

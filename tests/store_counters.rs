@@ -282,7 +282,7 @@ fn a_layout_1_file_is_upgraded_in_place() {
     }
     let store = Store::open(&path).unwrap();
     let version: i64 = Connection::open(&path).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     for cursor in [None, Some(0), Some(all[4_444].id)] {
         for query in filter_variants(&EventQuery { after_event_id: cursor, ..q("s") }) {
             check(&store, &all, &query);

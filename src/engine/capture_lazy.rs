@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use super::capture_plan::CapturePlan;
 use super::capture_spans::{apply_delta, pieces, Piece};
+use super::code_names::CodeNames;
 use super::Engine;
 use crate::store::{CaptureReader, Event};
 
@@ -68,9 +69,11 @@ pub(super) fn decode_events(engine: &Engine, session_id: &str, events: &mut [Eve
         return;
     }
     let live = engine.sessions.lock().unwrap().get(session_id).cloned();
-    // Function pointers are named while the daemon knows the session's modules.
+    // Function pointers are named from the session's modules (stored with its captures once
+    // the daemon no longer holds it).
     let code = live.as_ref().map(|s| s.state.lock().unwrap().modules.code.clone());
     let decoded = engine.store.with_capture_reader(session_id, |reader| {
+        let code = code.or_else(|| reader.modules().ok().flatten().map(|json| Arc::new(CodeNames::from_json(&json))));
         let mut plans: HashMap<u32, Option<Arc<CapturePlan>>> = HashMap::new();
         let mut spans = Resolver { reader, memo: HashMap::new() };
         for e in events.iter_mut() {

@@ -39,6 +39,17 @@ impl CodeNames {
         CodeNames { modules }
     }
 
+    /// `[[base, size, path], ...]`, as stored with the session's captures.
+    pub fn to_json(&self) -> String {
+        serde_json::Value::Array(self.modules.iter().map(|m| serde_json::json!([m.start, m.end.wrapping_sub(m.start), m.path])).collect()).to_string()
+    }
+
+    /// The modules `to_json` wrote (none from text it did not write).
+    pub fn from_json(text: &str) -> CodeNames {
+        let list: Vec<(u64, u64, PathBuf)> = serde_json::from_str(text).unwrap_or_default();
+        CodeNames::default().with(&list)
+    }
+
     /// The function `addr` lies in, `name` at its entry and `name+offset` inside it.
     pub fn name(&self, addr: u64) -> Option<String> {
         let m = self.modules.iter().find(|m| addr >= m.start && addr < m.end)?;

@@ -274,6 +274,10 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
                     if let Some(json) = new {
                         batch.capture_rows.plans.push((plan_id, json));
                     }
+                    if !state.modules.code_stored {
+                        batch.capture_rows.modules = Some(state.modules.code.to_json());
+                        state.modules.code_stored = true;
+                    }
                     // Stored: the argument registers a decode reads, not all six the hook copied.
                     let regs = if exit { regs } else { &regs[..regs.len().min(plan.arg_words())] };
                     batch.captures.push((batch.records.len() as u32, super::capture_lazy::encode(plan_id, pid, r.tid, regs, &payload)));

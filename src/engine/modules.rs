@@ -46,6 +46,8 @@ pub(crate) struct ModuleState {
     pub merged: Option<Arc<SymbolIndex>>,
     /// Every reported module (with DWARF or not), for naming function pointers.
     pub code: Arc<super::code_names::CodeNames>,
+    /// Whether `code` as it is now went to the store with a capture (decode.rs).
+    pub code_stored: bool,
 }
 
 /// Where a session address is: a module's file and the address in it.
@@ -86,6 +88,7 @@ impl Engine {
                 .filter_map(|m| Some((parse_hex(m.get("base"))?, m.get("size").and_then(Value::as_u64)?, PathBuf::from(m.get("path").and_then(Value::as_str)?))))
                 .collect();
             st.modules.code = Arc::new(st.modules.code.with(&code));
+            st.modules.code_stored = false;
             if st.modules.main_slide.is_none() {
                 let main_entry = list.iter().find(|m| m.get("path").and_then(Value::as_str).is_some_and(|p| super::canonical_or_same(Path::new(p)) == main)).or(list.first());
                 if let (Some(m), Some(idx)) = (main_entry, &main_index) {

@@ -30,11 +30,14 @@ pub struct CaptureRows {
     pub spans: Vec<CaptureSpan>,
     /// (plan id, the plan as JSON), once per session and plan.
     pub plans: Vec<(u32, String)>,
+    /// The session's code modules as JSON, when they changed: what names function pointers
+    /// in a decode after the session (engine/code_names.rs).
+    pub modules: Option<String>,
 }
 
 impl CaptureRows {
     pub fn is_empty(&self) -> bool {
-        self.spans.is_empty() && self.plans.is_empty()
+        self.spans.is_empty() && self.plans.is_empty() && self.modules.is_none()
     }
 }
 
@@ -46,6 +49,11 @@ pub(crate) fn write(conn: &Connection, key: i64, rows: &CaptureRows) -> Result<(
         for (id, plan) in &rows.plans {
             st.execute(rusqlite::params![key, id, plan]).map_err(err)?;
         }
+    }
+    if let Some(modules) = &rows.modules {
+        conn.prepare_cached("INSERT OR REPLACE INTO capture_modules (session_key, modules) VALUES (?1, ?2)")
+            .and_then(|mut st| st.execute(rusqlite::params![key, modules]))
+            .map_err(err)?;
     }
     // Whole spans only (a few per remembered walk and thread): one statement each.
     if !rows.spans.is_empty() {
@@ -79,6 +87,7 @@ pub(crate) fn evict(conn: &Connection, key: i64, upto: i64) -> rusqlite::Result<
 pub(crate) fn delete_session(conn: &Connection, key: i64) -> rusqlite::Result<()> {
     conn.execute("DELETE FROM capture_spans WHERE session_key = ?1", [key])?;
     conn.execute("DELETE FROM capture_plans WHERE session_key = ?1", [key])?;
+    conn.execute("DELETE FROM capture_modules WHERE session_key = ?1", [key])?;
     Ok(())
 }
 
@@ -106,6 +115,15 @@ impl<'c> CaptureReader<'c> {
                 st.query_row(rusqlite::params![session, pid, tid, key as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))).optional()
             })
             .map_err(|e| sql_err("capture span", e))
+    }
+
+    /// The session's code modules last stored, as JSON.
+    pub fn modules(&self) -> Result<Option<String>> {
+        let Some(session) = self.key else { return Ok(None) };
+        self.conn
+            .prepare_cached("SELECT modules FROM capture_modules WHERE session_key = ?1")
+            .and_then(|mut st| st.query_row([session], |r| r.get(0)).optional())
+            .map_err(|e| sql_err("capture modules", e))
     }
 
     /// The plan stored as `id`, as JSON.

@@ -28,7 +28,8 @@
 //!
 //! Versions: 1 had no `id_buckets` / `thread_counts` / `null_return_counts`; opening such
 //! a file creates them and fills them from its rows once (`migrate_from`). 2 had no capture
-//! tables (created on open; its rows have no blobs).
+//! tables (created on open; its rows have no blobs). 3 had no `capture_modules` (created on
+//! open; its captures decode with bare function pointers).
 
 use std::path::Path;
 use std::time::Duration;
@@ -39,7 +40,7 @@ use super::event::EventType;
 use crate::error::{Result, StrobeError};
 
 /// Bumped when the layout changes; a file with another version is refused with a message.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 /// The oldest layout `open_writer` upgrades in place.
 const OLDEST_UPGRADABLE: i64 = 1;
 
@@ -190,6 +191,12 @@ CREATE TABLE IF NOT EXISTS capture_plans (
     plan          TEXT NOT NULL,
     PRIMARY KEY (session_key, plan_id)
 ) WITHOUT ROWID;
+-- The session's code modules (JSON [[base, size, path], ...]), which name function pointers
+-- when its captures are decoded after it ended.
+CREATE TABLE IF NOT EXISTS capture_modules (
+    session_key   INTEGER PRIMARY KEY NOT NULL,
+    modules       TEXT NOT NULL
+);
 
 CREATE VIEW IF NOT EXISTS events_wire AS
 SELECT e.id, k.name AS session_id, e.timestamp_ns, t.thread_id, t.thread_name, t.pid,
