@@ -13,6 +13,7 @@ mod common;
 
 use std::time::Instant;
 
+use serde_json::Value;
 use strobe::engine::PointRequest;
 
 const ATTEMPTS: usize = 200;
@@ -131,6 +132,10 @@ async fn a_crash_in_freshly_patched_bytes_is_reported_as_strobes() {
     let pc = registers["rip"].as_str().and_then(|r| u64::from_str_radix(r.trim_start_matches("0x"), 16).ok());
     assert_eq!(pc, Some(entry + 14), "crashed at byte 14 of the patched entry: {text} {registers}");
     assert!(patch["tries"].as_u64().is_some_and(|t| t >= 1) && patch["forced"].is_null(), "{patch}");
-    assert!(patch["parked"].as_array().is_some_and(|p| !p.is_empty()), "the park's threads: {patch}");
+    assert!(text.contains("in the entry bytes of padded at 0x"), "{text}");
+    // Where the parked threads stood, by name: the two workers in their loop, the main thread
+    // in a system call.
+    let parked: Vec<&str> = patch["parked"].as_array().expect("the park's threads").iter().filter_map(Value::as_str).collect();
+    assert!(parked.iter().filter(|p| p.contains(" <worker") || p.contains(" <fresh_")).count() == 2, "{parked:?}");
     assert!(patch["patching"]["flushes"].as_u64().is_some_and(|f| f >= 1), "{patch}");
 }

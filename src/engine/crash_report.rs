@@ -56,7 +56,8 @@ pub(super) fn crash_event(engine: &Engine, s: &Session, pid: u32, m: &Value) -> 
         }
     }
     if let Some(patch) = m.get("patch").filter(|p| p.is_object()) {
-        text.push_str(&strobe_patch_note(patch));
+        let code = s.state.lock().unwrap().modules.code.clone();
+        text.push_str(&strobe_patch_note(patch, &code));
     }
     e.text = Some(text);
     e.signal = Some(signal);
@@ -95,10 +96,23 @@ const KEPT_OUTER: usize = 16;
 /// A crash in bytes a hook patched moments before is most likely Strobe's, not the
 /// program's: say so, with how the agent's park went (agent/src/quiesce.ts patchNear), which
 /// is what finding its cause takes.
-fn strobe_patch_note(patch: &Value) -> String {
+fn strobe_patch_note(patch: &Value, code: &super::code_names::CodeNames) -> String {
+    // Where the parked threads stood, by function: "0x55d0… <worker+35>".
+    let mut patch = patch.clone();
+    if let Some(parked) = patch.get_mut("parked").and_then(Value::as_array_mut) {
+        for p in parked.iter_mut() {
+            let Some(text) = p.as_str() else { continue };
+            let (addr, rest) = text.split_once(' ').map_or((text, ""), |(a, r)| (a, r));
+            let name = u64::from_str_radix(addr.trim_start_matches("0x"), 16).ok().and_then(|a| code.name(a));
+            if let Some(name) = name {
+                *p = Value::String(format!("{addr} <{name}>{}{rest}", if rest.is_empty() { "" } else { " " }));
+            }
+        }
+    }
     let ago = patch.get("agoMs").and_then(Value::as_u64).unwrap_or(0);
     let entry = patch.get("entry").and_then(Value::as_str).unwrap_or("?");
+    let function = u64::from_str_radix(entry.trim_start_matches("0x"), 16).ok().and_then(|a| code.name(a)).map_or_else(|| "the function".to_string(), |n| n.to_string());
     format!(
-        "; in the entry bytes of the function at {entry}, which Strobe patched for a hook {ago} ms before: likely Strobe's fault, not the program's (relaunch to go on; please report it with this text). Patch: {patch}"
+        "; in the entry bytes of {function} at {entry}, which Strobe patched for a hook {ago} ms before: likely Strobe's fault, not the program's (relaunch to go on; please report it with this text). Patch: {patch}"
     )
 }
