@@ -278,9 +278,9 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_through_std_string_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
-    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 10, 12), json!({}), 3).await;
-    assert_eq!(native_settings["capture"]["plans"], json!(10), "std::string and std::optional no longer keep the serializer: {native_settings}");
-    let native = same_as_javascript_of(&js_events, &native_events, 3 * 12);
+    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 11, 13), json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(10), "std::string and std::optional no longer keep the serializer (node containers do): {native_settings}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * 13);
     let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
     let people = enters("cap_person");
     assert_eq!(people[0]["p"]["name"], json!("Annabelle Longname-Smith"), "a heap string");
@@ -290,6 +290,14 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
     assert_eq!(people[1]["p"]["buddy"]["note"], json!(format!("{}…", "x".repeat(1024))));
     assert_eq!((&people[0]["p"]["score"], &people[1]["p"]["score"], &people[1]["p"]["nick"]), (&json!(7), &json!(null), &json!("bobby")));
     assert_eq!((&people[0]["p"]["nick"], &people[2]["p"]["nick"]), (&json!("annie, a nickname past the short buffer"), &json!(null)), "engaged, then not, by round");
+    // Node containers as their entries, in iteration order, as debug_eval prints them (gdb:
+    // `std::map with 3 elements = {["one"] = 1, ["three"] = 3, ["two"] = 2}`).
+    let keyed = &enters("cap_keyed")[1];
+    assert_eq!(keyed["ranks"], json!({ "one": 1, "three": 4, "two": 2 }), "{keyed}");
+    let seen = keyed["seen"].as_array().expect("a set is an array");
+    assert_eq!((seen.len(), &seen[0], &seen[99], &seen[100]), (101, &json!(0), &json!(99), &json!("<3 more>")), "sorted, the first 100");
+    assert_eq!(keyed["pairs"], json!([[1, 10], [1, 11], [2, 20]]), "keys repeat: pairs");
+    assert_eq!(keyed["names"], json!({ "7": "seven" }), "behind a pointer");
     let team = &enters("cap_team")[0]["t"];
     assert_eq!(team["members"][1]["name"], json!("Bob Groß ✓"), "{team}");
     assert_eq!(team["motto"], json!("ship it"));

@@ -31,6 +31,23 @@ export interface TypeDesc {
     d?: [number, number] | null;
     /** Rust enum variants: [discriminant value as decimal text | null, name, type, offset]. */
     v?: [string | number | null, string, number, number][];
+    /** std::map / set / unordered_* (nodes): the walk ("tree" | "list"), a map or a set, the
+     *  offsets of the count, of the first node pointer, of a node's value (nb), of a tree
+     *  node's parent / left / right links or a list node's next, a map's key and value in a
+     *  node's value and their types (src/symbols/cxx_std.rs nodes_desc). */
+    w?: string;
+    m?: boolean;
+    nc?: number;
+    nf?: number;
+    nb?: number;
+    np?: number;
+    nl?: number;
+    nr?: number;
+    nx?: number;
+    kf?: number;
+    kt?: number;
+    vf?: number;
+    vt?: number;
 }
 
 export const MAX_STRING = 1024;
@@ -114,6 +131,8 @@ function read(addr: NativePointer, id: number, depth: number, path: string[]): u
             }
             case "renum":
                 return readRustEnum(addr, t, depth, path);
+            case "nodes": // std::map, std::set, std::unordered_*: their entries
+                return readNodes(addr, t, depth, path);
             case "opt": // std::optional<T>: the value, or null when disengaged
                 return addr.add(t.g ?? 0).readU8() === 0 ? null : read(addr.add(t.p ?? 0), t.of ?? -1, depth, path);
             case "void":
@@ -192,8 +211,69 @@ function lengthAt(addr: NativePointer): number {
 }
 
 /** Struct-like pointees are followed (depth is spent by the struct itself). */
+/**
+ * A node container's entries in iteration order, as debug_eval prints them
+ * (src/eval/pretty/entries.rs): a map is an object keyed by each key's text when every key is
+ * a string, number or bool and none repeats, else `[[key, value], …]`; a set is an array;
+ * past MAX_ELEMENTS, `"<N more>"`. Containers spend no depth, as arrays do.
+ */
+function readNodes(addr: NativePointer, t: TypeDesc, depth: number, path: string[]): unknown {
+    const count = addr.add(t.nc ?? 0).readU64();
+    const total = count.compare(uint64(0x7fffffff)) > 0 ? 0x7fffffff : count.toNumber();
+    const shown = Math.min(total, MAX_ELEMENTS);
+    let node = addr.add(t.nf ?? 0).readPointer();
+    const keys: unknown[] = [], values: unknown[] = [];
+    for (let i = 0; i < shown && !node.isNull(); i++) {
+        const at = node.add(t.nb ?? 0);
+        if (t.m) {
+            keys.push(read(at.add(t.kf ?? 0), t.kt ?? -1, depth, path));
+            values.push(read(at.add(t.vf ?? 0), t.vt ?? -1, depth, path));
+        } else {
+            values.push(read(at, t.of ?? -1, depth, path));
+        }
+        if (i + 1 < shown) node = t.w === "tree" ? treeSuccessor(node, t) : node.add(t.nx ?? 0).readPointer();
+    }
+    const more = total > values.length ? total - values.length : 0;
+    if (!t.m) {
+        if (more > 0) values.push(`<${more} more>`);
+        return values;
+    }
+    const texts = keys.map((k) => (typeof k === "string" ? k : typeof k === "number" || typeof k === "boolean" ? String(k) : null));
+    if (texts.every((k) => k !== null) && new Set(texts).size === texts.length) {
+        const out: Record<string, unknown> = {};
+        texts.forEach((k, i) => (out[k as string] = values[i]));
+        if (more > 0) out[`<${more} more>`] = "…";
+        return out;
+    }
+    const pairs: unknown[] = keys.map((k, i) => [k, values[i]]);
+    if (more > 0) pairs.push(`<${more} more>`);
+    return pairs;
+}
+
+/** The in-order successor of a red-black tree node (libstdc++'s _Rb_tree_increment). */
+function treeSuccessor(node: NativePointer, t: TypeDesc): NativePointer {
+    const link = (n: NativePointer, off: number | undefined): NativePointer => n.add(off ?? 0).readPointer();
+    const right = link(node, t.nr);
+    if (!right.isNull()) {
+        node = right;
+        for (let i = 0; i < 128; i++) {
+            const left = link(node, t.nl);
+            if (left.isNull()) return node;
+            node = left;
+        }
+        throw new Error("tree too tall");
+    }
+    let parent = link(node, t.np);
+    for (let i = 0; i < 128; i++) {
+        if (!node.equals(link(parent, t.nr))) return parent;
+        node = parent;
+        parent = link(node, t.np);
+    }
+    throw new Error("tree too tall");
+}
+
 function followable(t: TypeDesc | undefined): boolean {
-    return t !== undefined && (t.k === "struct" || t.k === "rvec" || t.k === "rstr" || t.k === "rslice" || t.k === "renum" || t.k === "opt" || t.sp === true);
+    return t !== undefined && (t.k === "struct" || t.k === "rvec" || t.k === "rstr" || t.k === "rslice" || t.k === "renum" || t.k === "opt" || t.k === "nodes" || t.sp === true);
 }
 
 function readPointer(p: NativePointer, t: TypeDesc, depth: number, path: string[]): unknown {

@@ -3,7 +3,9 @@
 //! `rstr` descriptor: data pointer and length), `std::vector<T>` as its elements (`rvec` with
 //! the past-the-end pointer's offset `fe`), `std::unique_ptr<T>` and `std::shared_ptr<T>` as
 //! a `T *` (`ptr`), `std::optional<T>` as its value or `null` (`opt`: engaged flag and value
-//! offsets). Other layouts keep their plain struct view.
+//! offsets), `std::map` / `std::set` and `std::unordered_*` as their entries (`nodes`: how to
+//! walk their nodes, as debug_eval's printers do: eval/pretty/cpp_tree.rs, cpp_hash.rs).
+//! Other layouts keep their plain struct view.
 
 use serde_json::{json, Value};
 
@@ -75,7 +77,56 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
         let (engaged, value, of) = optional_layout(store, id)?;
         return Some((json!({"k": "opt", "n": n, "s": t.size, "g": engaged, "p": value, "of": of}), vec![of]));
     }
-    None
+    nodes_desc(store, id, n, bare, t.size)
+}
+
+/// libstdc++'s node containers for serialize.ts `readNodes`: `std::map`, `multimap`, `set`,
+/// `multiset` (`w: "tree"`: an in-order walk of the red-black tree `_M_t`, each node an
+/// `_Rb_tree_node_base` — colour, parent, left, right — followed by its value) and the
+/// `std::unordered_` ones (`w: "list"`: the hashtable's one list of nodes from
+/// `_M_before_begin`, each node its `_M_nxt` link followed by its value). `nc`: the element
+/// count's offset; `nf`: the first node pointer's; `nb`: a node's bytes before its value;
+/// `np`/`nl`/`nr`: a tree node's parent, left and right links, `nx`: a list node's next; a
+/// map's key and value in a node's value: `kf`/`kt`, `vf`/`vt`.
+fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, bare: &str, size: u64) -> Option<(Value, Vec<TypeId>)> {
+    let starts = |ps: &[&str]| ps.iter().any(|p| bare.starts_with(p));
+    let is_map = starts(&["map<", "multimap<", "unordered_map<", "unordered_multimap<"]);
+    let template = |ty: TypeId, name: &str| store.templates.get(&ty).and_then(|ps| ps.iter().find(|p| p.name == name).and_then(|p| p.ty));
+    let direct = |ty: TypeId, name: &str| match &store.get(ty).kind {
+        TypeKind::Struct { members, .. } => members.iter().find(|m| m.name == name).map(|m| (m.offset, m.ty)),
+        _ => None,
+    };
+    let (mut desc, of) = if starts(&["map<", "multimap<", "set<", "multiset<"]) {
+        let (t_off, t_ty) = direct(id, "_M_t")?;
+        let of = template(t_ty, "_Val")?;
+        let (h_off, h_ty) = find_member(store, t_ty, "_M_header", 0)?;
+        let (c_off, _) = find_member(store, t_ty, "_M_node_count", 0)?;
+        let (p, l, r) = (direct(h_ty, "_M_parent")?.0, direct(h_ty, "_M_left")?.0, direct(h_ty, "_M_right")?.0);
+        let nb = store.get(h_ty).size;
+        (json!({"k": "nodes", "w": "tree", "nc": t_off + c_off, "nf": t_off + h_off + l, "nb": nb, "np": p, "nl": l, "nr": r, "of": of}), of)
+    } else if starts(&["unordered_map<", "unordered_multimap<", "unordered_set<", "unordered_multiset<"]) {
+        let (h_off, h_ty) = direct(id, "_M_h")?;
+        let of = template(h_ty, "_Value")?;
+        let (b_off, b_ty) = direct(h_ty, "_M_before_begin")?;
+        let (x, _) = direct(b_ty, "_M_nxt")?;
+        let (c_off, _) = direct(h_ty, "_M_element_count")?;
+        let nb = store.get(b_ty).size;
+        (json!({"k": "nodes", "w": "list", "nc": h_off + c_off, "nf": h_off + b_off + x, "nb": nb, "nx": x, "of": of}), of)
+    } else {
+        return None;
+    };
+    desc["n"] = json!(n);
+    desc["s"] = json!(size);
+    desc["m"] = json!(is_map);
+    let mut refs = vec![of];
+    if is_map {
+        let ((kf, kt), (vf, vt)) = (direct(of, "first")?, direct(of, "second")?);
+        for (k, v) in [("kf", json!(kf)), ("kt", json!(kt)), ("vf", json!(vf)), ("vt", json!(vt))] {
+            desc[k] = v;
+        }
+        refs.extend([kt, vt]);
+    }
+    Some((desc, refs))
 }
 
 /// `std::optional<T>`'s engaged flag offset, value offset and `T`, when `id` is one.
