@@ -336,10 +336,11 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     let (_home, engine) = engine();
     let fixture = ("rust_captured", "captured::cap_*", RUST_FUNCTIONS, RUST_CALLS);
     let (js_events, native_events, native_settings) = run_both_with(&engine, fixture, json!({}), 3).await;
-    // One plan per function: no two take the same types (and `&str`, slices: two registers).
-    assert_eq!(native_settings["capture"]["plans"], json!(RUST_FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
+    // One plan per function: no two take the same types (and `&str`, slices: two registers);
+    // but cap_table's HashMap is read by the serializer (its entries: no native walk of a table).
+    assert_eq!(native_settings["capture"]["plans"], json!(RUST_FUNCTIONS - 1), "every cap_* function but cap_table has a native plan: {native_settings}");
     let after = &native_settings["after"]["capture"];
-    assert!(after["records"].as_u64().unwrap() >= 3 * RUST_CALLS as u64 * 2, "the native hook recorded them: {after}");
+    assert!(after["records"].as_u64().unwrap() >= 3 * (RUST_CALLS as u64 - 1) * 2, "the native hook recorded them (cap_table's one call a round is the serializer's): {after}");
     // The root's walk from `parent` is remembered in round 0 and replayed after; its slot's
     // change of variant in rounds 1 and 2 sends it back to the walk (stale).
     assert!(after["walksReplayed"].as_u64().unwrap() > 0 && after["walksStale"].as_u64().unwrap() > 0, "{after}");
@@ -404,9 +405,8 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     // `()` (unnamed in DWARF) before other parameters takes no register (gdb: `n = 1, tag =
     // "grüße ✓ 日本"`).
     assert_eq!(enters("captured::cap_unit")[1], json!({ "arg0": "<zero-sized>", "n": 1, "tag": "grüße ✓ 日本" }));
-    // A HashMap's wrapper and the struct inside it (same name, same address) are no cycle.
-    let table = enters("captured::cap_table")[0]["m"].to_string();
-    assert!(table.starts_with("{\"base\":{") && !table.contains("circular"), "{table}");
+    // A HashMap as its entries, as debug_eval prints it (gdb: `HashMap(size=1) = {["one"] = 1}`).
+    assert_eq!(enters("captured::cap_table")[0]["m"], json!({ "one": 1 }));
     assert_eq!(enters("captured::cap_tuple")[1], json!({ "t": [8, "pair", -1] }), "a tuple as an array");
     let shared = &enters("captured::cap_shared")[0];
     assert_eq!(shared["one"]["value"], json!({ "id": 5, "tag": "rc" }), "an Rc's value at the default depth: {shared}");

@@ -37,6 +37,11 @@ export interface TypeDesc {
      *  node's value and their types (src/symbols/cxx_std.rs nodes_desc). */
     w?: string;
     m?: boolean;
+    /** Rust HashMap / HashSet (nodes, w "hash"): offsets of the bucket mask and of the control
+     *  bytes pointer, and an element's size. */
+    hm?: number;
+    hc?: number;
+    es?: number;
     nc?: number;
     nf?: number;
     nb?: number;
@@ -221,17 +226,24 @@ function readNodes(addr: NativePointer, t: TypeDesc, depth: number, path: string
     const count = addr.add(t.nc ?? 0).readU64();
     const total = count.compare(uint64(0x7fffffff)) > 0 ? 0x7fffffff : count.toNumber();
     const shown = Math.min(total, MAX_ELEMENTS);
-    let node = addr.add(t.nf ?? 0).readPointer();
     const keys: unknown[] = [], values: unknown[] = [];
-    for (let i = 0; i < shown && !node.isNull(); i++) {
-        const at = node.add(t.nb ?? 0);
+    // A node's value (a C++ pair or value, a Rust tuple): its key and value, or the element.
+    const take = (at: NativePointer): void => {
         if (t.m) {
             keys.push(read(at.add(t.kf ?? 0), t.kt ?? -1, depth, path));
             values.push(read(at.add(t.vf ?? 0), t.vt ?? -1, depth, path));
         } else {
-            values.push(read(at, t.of ?? -1, depth, path));
+            values.push(read(at.add(t.kf ?? 0), t.kt ?? t.of ?? -1, depth, path));
         }
-        if (i + 1 < shown) node = t.w === "tree" ? treeSuccessor(node, t) : node.add(t.nx ?? 0).readPointer();
+    };
+    if (t.w === "hash") {
+        rustTable(addr, t, total, shown, take);
+    } else {
+        let node = addr.add(t.nf ?? 0).readPointer();
+        for (let i = 0; i < shown && !node.isNull(); i++) {
+            take(node.add(t.nb ?? 0));
+            if (i + 1 < shown) node = t.w === "tree" ? treeSuccessor(node, t) : node.add(t.nx ?? 0).readPointer();
+        }
     }
     const more = total > values.length ? total - values.length : 0;
     if (!t.m) {
@@ -248,6 +260,26 @@ function readNodes(addr: NativePointer, t: TypeDesc, depth: number, path: string
     const pairs: unknown[] = keys.map((k, i) => [k, values[i]]);
     if (more > 0) pairs.push(`<${more} more>`);
     return pairs;
+}
+
+/** hashbrown's table: `shown` of the full slots (control byte's top bit clear), slot i's
+ *  element at `ctrl - (i + 1) * es`, control bytes read 256 at a time. */
+function rustTable(addr: NativePointer, t: TypeDesc, total: number, shown: number, take: (at: NativePointer) => void): void {
+    const mask = addr.add(t.hm ?? 0).readU64();
+    const ctrl = addr.add(t.hc ?? 0).readPointer();
+    const es = t.es ?? 0;
+    if (mask.compare(uint64(0xffffffff)) > 0 || total > mask.toNumber() + 1 || es === 0) throw new Error("not a table");
+    const buckets = mask.toNumber() + 1;
+    let found = 0;
+    for (let i = 0; i < buckets && found < shown; i += 256) {
+        const n = Math.min(256, buckets - i);
+        const control = new Uint8Array(ctrl.add(i).readByteArray(n) as ArrayBuffer);
+        for (let j = 0; j < n && found < shown; j++) {
+            if ((control[j] & 0x80) !== 0) continue;
+            take(ctrl.sub((i + j + 1) * es));
+            found++;
+        }
+    }
 }
 
 /** The in-order successor of a red-black tree node (libstdc++'s _Rb_tree_increment). */

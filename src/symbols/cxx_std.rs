@@ -90,7 +90,7 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
 /// map's key and value in a node's value: `kf`/`kt`, `vf`/`vt`.
 fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, bare: &str, size: u64) -> Option<(Value, Vec<TypeId>)> {
     let starts = |ps: &[&str]| ps.iter().any(|p| bare.starts_with(p));
-    let is_map = starts(&["map<", "multimap<", "unordered_map<", "unordered_multimap<"]);
+    let is_map = starts(&["map<", "multimap<", "unordered_map<", "unordered_multimap<", "HashMap<"]);
     let template = |ty: TypeId, name: &str| store.templates.get(&ty).and_then(|ps| ps.iter().find(|p| p.name == name).and_then(|p| p.ty));
     let direct = |ty: TypeId, name: &str| match &store.get(ty).kind {
         TypeKind::Struct { members, .. } => members.iter().find(|m| m.name == name).map(|m| (m.offset, m.ty)),
@@ -112,6 +112,8 @@ fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, bare: &str, size: u64) -> 
         let (c_off, _) = direct(h_ty, "_M_element_count")?;
         let nb = store.get(b_ty).size;
         (json!({"k": "nodes", "w": "list", "nc": h_off + c_off, "nf": h_off + b_off + x, "nb": nb, "nx": x, "of": of}), of)
+    } else if let Some((desc, of)) = rust_hash_desc(store, id) {
+        (desc, of)
     } else {
         return None;
     };
@@ -119,14 +121,47 @@ fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, bare: &str, size: u64) -> 
     desc["s"] = json!(size);
     desc["m"] = json!(is_map);
     let mut refs = vec![of];
+    // A Rust table's element is a tuple, `(K, V)` or `(K, ())`; a C++ map's a `std::pair`.
+    let rust = desc["w"] == "hash";
+    let (first, second) = if rust { ("__0", "__1") } else { ("first", "second") };
+    if is_map || rust {
+        let (kf, kt) = direct(of, first)?;
+        desc["kf"] = json!(kf);
+        desc["kt"] = json!(kt);
+        refs.push(kt);
+    }
     if is_map {
-        let ((kf, kt), (vf, vt)) = (direct(of, "first")?, direct(of, "second")?);
-        for (k, v) in [("kf", json!(kf)), ("kt", json!(kt)), ("vf", json!(vf)), ("vt", json!(vt))] {
-            desc[k] = v;
-        }
-        refs.extend([kt, vt]);
+        let (vf, vt) = direct(of, second)?;
+        desc["vf"] = json!(vf);
+        desc["vt"] = json!(vt);
+        refs.push(vt);
     }
     Some((desc, refs))
+}
+
+/// Rust's `HashMap<K, V>` / `HashSet<K>` (`w: "hash"`): hashbrown's `RawTableInner` keeps
+/// `bucket_mask + 1` control bytes at `ctrl` (top bit clear: slot full) and the `(K, V)`
+/// elements just below them, slot i at `ctrl - (i + 1) * es` (eval/pretty/rust_std.rs).
+/// `hm`/`hc`: the mask's and the ctrl pointer's offsets, `nc` the item count's. Recognized by
+/// that layout under `base` (DWARF names carry no module path).
+fn rust_hash_desc(store: &TypeStore, id: TypeId) -> Option<(Value, TypeId)> {
+    let name = &store.get(id).name;
+    if !(name.starts_with("HashMap<") || name.starts_with("HashSet<")) {
+        return None;
+    }
+    let direct = |ty: TypeId, name: &str| match &store.get(ty).kind {
+        TypeKind::Struct { members, .. } => members.iter().find(|m| m.name == name).map(|m| (m.offset, m.ty)),
+        _ => None,
+    };
+    let (b_off, b_ty) = direct(id, "base")?;
+    let (m_off, m_ty) = if name.starts_with("HashSet<") { direct(b_ty, "map")? } else { (0, b_ty) };
+    let (r_off, r_ty) = direct(m_ty, "table")?;
+    let of = store.templates.get(&r_ty).and_then(|ps| ps.iter().find(|p| p.name == "T").and_then(|p| p.ty))?;
+    let (i_off, i_ty) = direct(r_ty, "table")?;
+    let at = |field: &str| direct(i_ty, field).map(|(o, _)| b_off + m_off + r_off + i_off + o);
+    let es = store.get(of).size;
+    (es > 0).then_some(())?;
+    Some((json!({"k": "nodes", "w": "hash", "nc": at("items")?, "hm": at("bucket_mask")?, "hc": at("ctrl")?, "es": es, "of": of}), of))
 }
 
 /// `std::optional<T>`'s engaged flag offset, value offset and `T`, when `id` is one.
