@@ -405,8 +405,13 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     // `()` (unnamed in DWARF) before other parameters takes no register (gdb: `n = 1, tag =
     // "grüße ✓ 日本"`).
     assert_eq!(enters("captured::cap_unit")[1], json!({ "arg0": "<zero-sized>", "n": 1, "tag": "grüße ✓ 日本" }));
-    // A HashMap as its entries, as debug_eval prints it (gdb: `HashMap(size=1) = {["one"] = 1}`).
-    assert_eq!(enters("captured::cap_table")[0]["m"], json!({ "one": 1 }));
+    // A HashMap and B-trees as their entries, as debug_eval prints them (gdb: `HashMap(size=1)
+    // = {["one"] = 1}`), a B-tree in key order through its internal nodes.
+    let table = &enters("captured::cap_table")[0];
+    assert_eq!(table["m"], json!({ "one": 1 }));
+    assert_eq!(table["sorted"], json!({ "1": "one", "2": "two", "3": "three" }));
+    let seen = table["seen"].as_array().expect("a set is an array");
+    assert_eq!((seen.len(), &seen[0], &seen[99], &seen[100]), (101, &json!(0), &json!(99), &json!("<50 more>")), "{table}");
     assert_eq!(enters("captured::cap_tuple")[1], json!({ "t": [8, "pair", -1] }), "a tuple as an array");
     let shared = &enters("captured::cap_shared")[0];
     assert_eq!(shared["one"]["value"], json!({ "id": 5, "tag": "rc" }), "an Rc's value at the default depth: {shared}");

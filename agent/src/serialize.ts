@@ -42,6 +42,17 @@ export interface TypeDesc {
     hm?: number;
     hc?: number;
     es?: number;
+    /** Rust BTreeMap / BTreeSet (nodes, w "btree"): the root's height and node pointer
+     *  offsets; a leaf's len (u16), keys and vals arrays, their slots' sizes; an internal
+     *  node's child pointers (src/symbols/cxx_std.rs rust_btree_desc). */
+    bh?: number;
+    bp?: number;
+    bl?: number;
+    bk?: number;
+    ks?: number;
+    bv?: number;
+    vs?: number;
+    be?: number;
     nc?: number;
     nf?: number;
     nb?: number;
@@ -238,6 +249,11 @@ function readNodes(addr: NativePointer, t: TypeDesc, depth: number, path: string
     };
     if (t.w === "hash") {
         rustTable(addr, t, total, shown, take);
+    } else if (t.w === "btree") {
+        const height = addr.add(t.bh ?? 0).readU64();
+        const root = addr.add(t.bp ?? 0).readPointer();
+        if (height.compare(uint64(32)) > 0) throw new Error("tree too tall");
+        if (!root.isNull() && shown > 0) btreeWalk(root, height.toNumber(), t, shown, { n: 0 }, keys, values, depth, path);
     } else {
         let node = addr.add(t.nf ?? 0).readPointer();
         for (let i = 0; i < shown && !node.isNull(); i++) {
@@ -260,6 +276,24 @@ function readNodes(addr: NativePointer, t: TypeDesc, depth: number, path: string
     const pairs: unknown[] = keys.map((k, i) => [k, values[i]]);
     if (more > 0) pairs.push(`<${more} more>`);
     return pairs;
+}
+
+/** In key order: edge 0, entry 0, edge 1, … entry len-1, edge len (edges above height 0). */
+function btreeWalk(node: NativePointer, height: number, t: TypeDesc, shown: number, seen: { n: number }, keys: unknown[], values: unknown[], depth: number, path: string[]): void {
+    const len = node.add(t.bl ?? 0).readU16();
+    for (let i = 0; i <= len && seen.n < shown; i++) {
+        if (height > 0) btreeWalk(node.add((t.be ?? 0) + i * 8).readPointer(), height - 1, t, shown, seen, keys, values, depth, path);
+        if (i < len && seen.n < shown) {
+            const key = read(node.add((t.bk ?? 0) + i * (t.ks ?? 0)), t.kt ?? -1, depth, path);
+            if (t.m) {
+                keys.push(key);
+                values.push(read(node.add((t.bv ?? 0) + i * (t.vs ?? 0)), t.vt ?? -1, depth, path));
+            } else {
+                values.push(key);
+            }
+            seen.n++;
+        }
+    }
 }
 
 /** hashbrown's table: `shown` of the full slots (control byte's top bit clear), slot i's

@@ -25,6 +25,14 @@ fn find_member(store: &TypeStore, id: TypeId, name: &str, depth: u32) -> Option<
     })
 }
 
+/// The offset and type of `id`'s own member `name` (not inside its bases or members).
+fn own_member(store: &TypeStore, id: TypeId, name: &str) -> Option<(u64, TypeId)> {
+    match &store.get(id).kind {
+        TypeKind::Struct { members, .. } => members.iter().find(|m| m.name == name).map(|m| (m.offset, m.ty)),
+        _ => None,
+    }
+}
+
 /// `std::string`'s (or `std::string_view`'s) data pointer and length offsets, when `id` is one.
 pub(crate) fn string_layout(store: &TypeStore, id: TypeId) -> Option<(u64, u64)> {
     let t = store.get(id);
@@ -92,10 +100,7 @@ fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, bare: &str, size: u64) -> 
     let starts = |ps: &[&str]| ps.iter().any(|p| bare.starts_with(p));
     let is_map = starts(&["map<", "multimap<", "unordered_map<", "unordered_multimap<", "HashMap<"]);
     let template = |ty: TypeId, name: &str| store.templates.get(&ty).and_then(|ps| ps.iter().find(|p| p.name == name).and_then(|p| p.ty));
-    let direct = |ty: TypeId, name: &str| match &store.get(ty).kind {
-        TypeKind::Struct { members, .. } => members.iter().find(|m| m.name == name).map(|m| (m.offset, m.ty)),
-        _ => None,
-    };
+    let direct = |ty: TypeId, name: &str| own_member(store, ty, name);
     let (mut desc, of) = if starts(&["map<", "multimap<", "set<", "multiset<"]) {
         let (t_off, t_ty) = direct(id, "_M_t")?;
         let of = template(t_ty, "_Val")?;
@@ -114,6 +119,11 @@ fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, bare: &str, size: u64) -> 
         (json!({"k": "nodes", "w": "list", "nc": h_off + c_off, "nf": h_off + b_off + x, "nb": nb, "nx": x, "of": of}), of)
     } else if let Some((desc, of)) = rust_hash_desc(store, id) {
         (desc, of)
+    } else if let Some((desc, refs)) = rust_btree_desc(store, id) {
+        let mut desc = desc;
+        desc["n"] = json!(n);
+        desc["s"] = json!(size);
+        return Some((desc, refs));
     } else {
         return None;
     };
@@ -149,10 +159,7 @@ fn rust_hash_desc(store: &TypeStore, id: TypeId) -> Option<(Value, TypeId)> {
     if !(name.starts_with("HashMap<") || name.starts_with("HashSet<")) {
         return None;
     }
-    let direct = |ty: TypeId, name: &str| match &store.get(ty).kind {
-        TypeKind::Struct { members, .. } => members.iter().find(|m| m.name == name).map(|m| (m.offset, m.ty)),
-        _ => None,
-    };
+    let direct = |ty: TypeId, name: &str| own_member(store, ty, name);
     let (b_off, b_ty) = direct(id, "base")?;
     let (m_off, m_ty) = if name.starts_with("HashSet<") { direct(b_ty, "map")? } else { (0, b_ty) };
     let (r_off, r_ty) = direct(m_ty, "table")?;
@@ -162,6 +169,59 @@ fn rust_hash_desc(store: &TypeStore, id: TypeId) -> Option<(Value, TypeId)> {
     let es = store.get(of).size;
     (es > 0).then_some(())?;
     Some((json!({"k": "nodes", "w": "hash", "nc": at("items")?, "hm": at("bucket_mask")?, "hc": at("ctrl")?, "es": es, "of": of}), of))
+}
+
+/// Rust's `BTreeMap<K, V>` / `BTreeSet<K>` (`w: "btree"`, eval/pretty/rust_btree.rs): `root`
+/// is an `Option` of a node reference (`bh`: its height's offset, `bp`: its node pointer's, 0
+/// when empty); a `LeafNode` holds `len` (u16 at `bl`) keys and values in arrays at `bk` /
+/// `bv` of `kt` / `vt` slots `ks` / `vs` bytes apart; an internal node is that leaf followed by
+/// `len + 1` child pointers (at `be`). An in-order walk gives key order.
+fn rust_btree_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<TypeId>)> {
+    let name = &store.get(id).name;
+    let is_map = name.starts_with("BTreeMap<");
+    if !is_map && !name.starts_with("BTreeSet<") {
+        return None;
+    }
+    let direct = |ty: TypeId, name: &str| own_member(store, ty, name);
+    let (m_off, map) = if is_map { (0, id) } else { direct(id, "map")? };
+    let (root_off, root_ty) = direct(map, "root")?;
+    let (len_off, _) = direct(map, "length")?;
+    let TypeKind::RustEnum { variants, .. } = &store.get(root_ty).kind else { return None };
+    let some = variants.iter().find(|v| v.name == "Some")?;
+    let (noderef_off, noderef) = direct(some.ty, "__0")?;
+    let (h_off, _) = direct(noderef, "height")?;
+    let (node_off, node_ty) = direct(noderef, "node")?;
+    let (p_off, p_ty) = direct(node_ty, "pointer")?;
+    let TypeKind::Pointer { target: Some(leaf) } = store.get(p_ty).kind else { return None };
+    let (bl, _) = direct(leaf, "len")?;
+    let slot = |field: &str| -> Option<(u64, TypeId, u64)> {
+        let (off, array) = direct(leaf, field)?;
+        let TypeKind::Array { element, .. } = store.get(array).kind else { return None };
+        Some((off, unwrap_maybe_uninit(store, element), store.get(element).size))
+    };
+    let ((bk, kt, ks), (bv, vt, vs)) = (slot("keys")?, slot("vals")?);
+    let at = m_off + root_off + some.offset + noderef_off;
+    let desc = json!({
+        "k": "nodes", "w": "btree", "m": is_map, "nc": m_off + len_off, "bh": at + h_off, "bp": at + node_off + p_off,
+        "bl": bl, "bk": bk, "ks": ks, "kt": kt, "bv": bv, "vs": vs, "vt": vt, "be": store.get(leaf).size.next_multiple_of(8),
+    });
+    Some((desc, vec![kt, vt]))
+}
+
+/// The `T` inside std's `MaybeUninit<T>` / `ManuallyDrop<T>` / `MaybeDangling<T>` layers.
+fn unwrap_maybe_uninit(store: &TypeStore, mut ty: TypeId) -> TypeId {
+    for _ in 0..4 {
+        let t = store.get(ty);
+        if !["MaybeUninit<", "ManuallyDrop<", "MaybeDangling<"].iter().any(|p| t.name.starts_with(p)) {
+            break;
+        }
+        let TypeKind::Struct { members, .. } = &t.kind else { break };
+        match members.iter().find(|m| m.name == "value" || m.name == "__0") {
+            Some(m) => ty = m.ty,
+            None => break,
+        }
+    }
+    ty
 }
 
 /// `std::optional<T>`'s engaged flag offset, value offset and `T`, when `id` is one.
