@@ -116,6 +116,8 @@ async def test_cpp_namespaces_and_methods(strobe_home, fixtures_dir):
         t = await c.call("debug_trace", sessionId=sid, add=["geometry::**"])
         assert t["hookedFunctions"] >= 3, t
         r = await c.wait_for(sid, "geometry::Circle::area", eventType="function_exit")
+        # The hooks may go in between a round's distance() and its area(): wait for both.
+        await c.wait_for(sid, "geometry::distance", eventType="function_enter")
         names = {e["function"] for e in (await c.call("debug_query", sessionId=sid, eventType="function_enter",
                                                       limit=500))["events"]}
         assert "geometry::Circle::area" in names
