@@ -226,7 +226,6 @@ function lengthAt(addr: NativePointer): number {
     return v.compare(uint64(0x7fffffff)) > 0 ? 0x7fffffff : v.toNumber();
 }
 
-/** Struct-like pointees are followed (depth is spent by the struct itself). */
 /**
  * A node container's entries in iteration order, as debug_eval prints them
  * (src/eval/pretty/entries.rs): a map is an object keyed by each key's text when every key is
@@ -338,6 +337,7 @@ function treeSuccessor(node: NativePointer, t: TypeDesc): NativePointer {
     throw new Error("tree too tall");
 }
 
+/** Struct-like pointees are followed (depth is spent by the struct itself). */
 function followable(t: TypeDesc | undefined): boolean {
     return t !== undefined && (t.k === "struct" || t.k === "rvec" || t.k === "rstr" || t.k === "rslice" || t.k === "renum" || t.k === "opt" || t.k === "nodes" || t.sp === true);
 }

@@ -305,8 +305,8 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             words,
         });
     }
+    let code = st.modules.code.clone();
     drop(st);
-    let code = s.state.lock().unwrap().modules.code.clone();
     // Rows of the same batch as the integer records around them: the writer binds the text.
     // A typed exit without payload (a scalar or void return) prints as a function of its
     // plan and rax (and rdx) alone: a batch's repeats (SQLite's `rc` 0, a `void`) are decoded once.
