@@ -536,17 +536,18 @@ interface PatchRecord {
     ranges: DangerRange[];
     tries: number;
     forced: string | null;
-    parked: string[];
+    /** Where each parked thread stood, and whether it was in a system call (not signalled). */
+    parked: { pc: string; inSyscall: boolean }[];
 }
 const recentPatches: PatchRecord[] = [];
 const RECENT_PATCHES = 16;
 
 function remember(p: Parker, ranges: DangerRange[], tries: number, forced: string | null): void {
-    const parked: string[] = [];
+    const parked: PatchRecord["parked"] = [];
     const n = Math.min(p.park.add(PK_N_PCS).readU32(), MAX_PARKED);
     for (let i = 0; i < n; i++) {
-        const running = p.park.add(PK_TID + i * 4).readU32() !== 0;
-        parked.push(`${p.park.add(PK_PC + i * 8).readPointer()}${running ? "" : " (in a system call)"}`);
+        // A thread in a system call was not signalled: its slot has no tid.
+        parked.push({ pc: p.park.add(PK_PC + i * 8).readPointer().toString(), inSyscall: p.park.add(PK_TID + i * 4).readU32() === 0 });
     }
     recentPatches.push({ at: Date.now(), ranges, tries, forced, parked });
     if (recentPatches.length > RECENT_PATCHES) recentPatches.shift();

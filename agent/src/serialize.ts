@@ -31,20 +31,34 @@ export interface TypeDesc {
     d?: [number, number] | null;
     /** Rust enum variants: [discriminant value as decimal text | null, name, type, offset]. */
     v?: [string | number | null, string, number, number][];
-    /** std::map / set / unordered_* (nodes): the walk ("tree" | "list"), a map or a set, the
-     *  offsets of the count, of the first node pointer, of a node's value (nb), of a tree
-     *  node's parent / left / right links or a list node's next, a map's key and value in a
-     *  node's value and their types (src/symbols/cxx_std.rs nodes_desc). */
+    /** Node containers (nodes, src/symbols/cxx_std.rs nodes_desc): the walk (w: "tree",
+     *  "list", "hash", "btree"), whether entries are key/value pairs (m), the element count's
+     *  offset (nc), and where an element holds its key and value, with their types
+     *  (kf/kt, vf/vt). */
     w?: string;
     m?: boolean;
-    /** Rust HashMap / HashSet (nodes, w "hash"): offsets of the bucket mask and of the control
-     *  bytes pointer, and an element's size. */
+    nc?: number;
+    kf?: number;
+    kt?: number;
+    vf?: number;
+    vt?: number;
+    /** std::map / set (w "tree") and std::unordered_* (w "list"): the first node pointer's
+     *  offset, a node's bytes before its element, a tree node's parent / left / right links,
+     *  a list node's next (cxx_tree_desc, cxx_hash_desc). */
+    nf?: number;
+    nb?: number;
+    np?: number;
+    nl?: number;
+    nr?: number;
+    nx?: number;
+    /** Rust HashMap / HashSet (w "hash"): offsets of the bucket mask and of the control
+     *  bytes pointer, and an element's size (rust_hash_desc). */
     hm?: number;
     hc?: number;
     es?: number;
-    /** Rust BTreeMap / BTreeSet (nodes, w "btree"): the root's height and node pointer
-     *  offsets; a leaf's len (u16), keys and vals arrays, their slots' sizes; an internal
-     *  node's child pointers (src/symbols/cxx_std.rs rust_btree_desc). */
+    /** Rust BTreeMap / BTreeSet (w "btree"): the root's height and node pointer offsets; a
+     *  leaf's len (u16), keys and vals arrays, their slots' sizes; an internal node's child
+     *  pointers (rust_btree_desc). */
     bh?: number;
     bp?: number;
     bl?: number;
@@ -53,17 +67,6 @@ export interface TypeDesc {
     bv?: number;
     vs?: number;
     be?: number;
-    nc?: number;
-    nf?: number;
-    nb?: number;
-    np?: number;
-    nl?: number;
-    nr?: number;
-    nx?: number;
-    kf?: number;
-    kt?: number;
-    vf?: number;
-    vt?: number;
 }
 
 export const MAX_STRING = 1024;
@@ -237,26 +240,28 @@ function readNodes(addr: NativePointer, t: TypeDesc, depth: number, path: string
     const total = count.compare(uint64(0x7fffffff)) > 0 ? 0x7fffffff : count.toNumber();
     const shown = Math.min(total, MAX_ELEMENTS);
     const keys: unknown[] = [], values: unknown[] = [];
-    // A node's value (a C++ pair or value, a Rust tuple): its key and value, or the element.
-    const take = (at: NativePointer): void => {
+    // An entry: its key and value, or a set's element (at keyAt).
+    const take = (keyAt: NativePointer, valueAt: NativePointer): void => {
         if (t.m) {
-            keys.push(read(at.add(t.kf ?? 0), t.kt ?? -1, depth, path));
-            values.push(read(at.add(t.vf ?? 0), t.vt ?? -1, depth, path));
+            keys.push(read(keyAt, t.kt ?? -1, depth, path));
+            values.push(read(valueAt, t.vt ?? -1, depth, path));
         } else {
-            values.push(read(at.add(t.kf ?? 0), t.kt ?? t.of ?? -1, depth, path));
+            values.push(read(keyAt, t.kt ?? t.of ?? -1, depth, path));
         }
     };
+    // A node's element (a C++ pair or value, a Rust tuple) holds both.
+    const takeElement = (at: NativePointer): void => take(at.add(t.kf ?? 0), at.add(t.vf ?? 0));
     if (t.w === "hash") {
-        rustTable(addr, t, total, shown, take);
+        rustTable(addr, t, total, shown, takeElement);
     } else if (t.w === "btree") {
         const height = addr.add(t.bh ?? 0).readU64();
         const root = addr.add(t.bp ?? 0).readPointer();
         if (height.compare(uint64(32)) > 0) throw new Error("tree too tall");
-        if (!root.isNull() && shown > 0) btreeWalk(root, height.toNumber(), t, shown, { n: 0 }, keys, values, depth, path);
+        if (!root.isNull() && shown > 0) btreeWalk(root, height.toNumber(), t, () => values.length < shown, take);
     } else {
         let node = addr.add(t.nf ?? 0).readPointer();
         for (let i = 0; i < shown && !node.isNull(); i++) {
-            take(node.add(t.nb ?? 0));
+            takeElement(node.add(t.nb ?? 0));
             if (i + 1 < shown) node = t.w === "tree" ? treeSuccessor(node, t) : node.add(t.nx ?? 0).readPointer();
         }
     }
@@ -277,21 +282,13 @@ function readNodes(addr: NativePointer, t: TypeDesc, depth: number, path: string
     return pairs;
 }
 
-/** In key order: edge 0, entry 0, edge 1, … entry len-1, edge len (edges above height 0). */
-function btreeWalk(node: NativePointer, height: number, t: TypeDesc, shown: number, seen: { n: number }, keys: unknown[], values: unknown[], depth: number, path: string[]): void {
+/** In key order: edge 0, entry 0, edge 1, … entry len-1, edge len (edges above height 0),
+ *  while `room()`. */
+function btreeWalk(node: NativePointer, height: number, t: TypeDesc, room: () => boolean, take: (keyAt: NativePointer, valueAt: NativePointer) => void): void {
     const len = node.add(t.bl ?? 0).readU16();
-    for (let i = 0; i <= len && seen.n < shown; i++) {
-        if (height > 0) btreeWalk(node.add((t.be ?? 0) + i * 8).readPointer(), height - 1, t, shown, seen, keys, values, depth, path);
-        if (i < len && seen.n < shown) {
-            const key = read(node.add((t.bk ?? 0) + i * (t.ks ?? 0)), t.kt ?? -1, depth, path);
-            if (t.m) {
-                keys.push(key);
-                values.push(read(node.add((t.bv ?? 0) + i * (t.vs ?? 0)), t.vt ?? -1, depth, path));
-            } else {
-                values.push(key);
-            }
-            seen.n++;
-        }
+    for (let i = 0; i <= len && room(); i++) {
+        if (height > 0) btreeWalk(node.add((t.be ?? 0) + i * 8).readPointer(), height - 1, t, room, take);
+        if (i < len && room()) take(node.add((t.bk ?? 0) + i * (t.ks ?? 0)), node.add((t.bv ?? 0) + i * (t.vs ?? 0)));
     }
 }
 

@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use super::debug_state::parse_hex;
 use super::{Engine, Session};
 use crate::store::event::{Event, EventType};
 
@@ -101,17 +102,15 @@ fn strobe_patch_note(patch: &Value, code: &super::code_names::CodeNames) -> Stri
     let mut patch = patch.clone();
     if let Some(parked) = patch.get_mut("parked").and_then(Value::as_array_mut) {
         for p in parked.iter_mut() {
-            let Some(text) = p.as_str() else { continue };
-            let (addr, rest) = text.split_once(' ').map_or((text, ""), |(a, r)| (a, r));
-            let name = u64::from_str_radix(addr.trim_start_matches("0x"), 16).ok().and_then(|a| code.name(a));
-            if let Some(name) = name {
-                *p = Value::String(format!("{addr} <{name}>{}{rest}", if rest.is_empty() { "" } else { " " }));
-            }
+            let Some(pc) = parse_hex(p.get("pc")) else { continue };
+            let name = code.name(pc).map_or_else(String::new, |n| format!(" <{n}>"));
+            let syscall = if p.get("inSyscall").and_then(Value::as_bool) == Some(true) { " (in a system call)" } else { "" };
+            *p = Value::String(format!("0x{pc:x}{name}{syscall}"));
         }
     }
     let ago = patch.get("agoMs").and_then(Value::as_u64).unwrap_or(0);
     let entry = patch.get("entry").and_then(Value::as_str).unwrap_or("?");
-    let function = u64::from_str_radix(entry.trim_start_matches("0x"), 16).ok().and_then(|a| code.name(a)).map_or_else(|| "the function".to_string(), |n| n.to_string());
+    let function = parse_hex(patch.get("entry")).and_then(|a| code.name(a)).map_or_else(|| "the function".to_string(), |n| n.to_string());
     format!(
         "; in the entry bytes of {function} at {entry}, which Strobe patched for a hook {ago} ms before: likely Strobe's fault, not the program's (relaunch to go on; please report it with this text). Patch: {patch}"
     )

@@ -88,65 +88,74 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
     nodes_desc(store, id, n, bare, t.size)
 }
 
-/// libstdc++'s node containers for serialize.ts `readNodes`: `std::map`, `multimap`, `set`,
-/// `multiset` (`w: "tree"`: an in-order walk of the red-black tree `_M_t`, each node an
-/// `_Rb_tree_node_base` — colour, parent, left, right — followed by its value) and the
-/// `std::unordered_` ones (`w: "list"`: the hashtable's one list of nodes from
-/// `_M_before_begin`, each node its `_M_nxt` link followed by its value). `nc`: the element
-/// count's offset; `nf`: the first node pointer's; `nb`: a node's bytes before its value;
-/// `np`/`nl`/`nr`: a tree node's parent, left and right links, `nx`: a list node's next; a
-/// map's key and value in a node's value: `kf`/`kt`, `vf`/`vt`.
+/// The node containers serialize.ts `readNodes` walks, as their entries: libstdc++'s trees
+/// and hash tables, Rust's hash tables and B-trees. Every descriptor is `k: "nodes"` with
+/// `w` the walk, `nc` the element count's offset, `m` whether entries are key/value pairs,
+/// and the container's name `n` and size `s`.
 fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, bare: &str, size: u64) -> Option<(Value, Vec<TypeId>)> {
-    let starts = |ps: &[&str]| ps.iter().any(|p| bare.starts_with(p));
-    let is_map = starts(&["map<", "multimap<", "unordered_map<", "unordered_multimap<", "HashMap<"]);
-    let template = |ty: TypeId, name: &str| store.templates.get(&ty).and_then(|ps| ps.iter().find(|p| p.name == name).and_then(|p| p.ty));
-    let direct = |ty: TypeId, name: &str| own_member(store, ty, name);
-    let (mut desc, of) = if starts(&["map<", "multimap<", "set<", "multiset<"]) {
-        let (t_off, t_ty) = direct(id, "_M_t")?;
-        let of = template(t_ty, "_Val")?;
-        let (h_off, h_ty) = find_member(store, t_ty, "_M_header", 0)?;
-        let (c_off, _) = find_member(store, t_ty, "_M_node_count", 0)?;
-        let (p, l, r) = (direct(h_ty, "_M_parent")?.0, direct(h_ty, "_M_left")?.0, direct(h_ty, "_M_right")?.0);
-        let nb = store.get(h_ty).size;
-        (json!({"k": "nodes", "w": "tree", "nc": t_off + c_off, "nf": t_off + h_off + l, "nb": nb, "np": p, "nl": l, "nr": r, "of": of}), of)
-    } else if starts(&["unordered_map<", "unordered_multimap<", "unordered_set<", "unordered_multiset<"]) {
-        let (h_off, h_ty) = direct(id, "_M_h")?;
-        let of = template(h_ty, "_Value")?;
-        let (b_off, b_ty) = direct(h_ty, "_M_before_begin")?;
-        let (x, _) = direct(b_ty, "_M_nxt")?;
-        let (c_off, _) = direct(h_ty, "_M_element_count")?;
-        let nb = store.get(b_ty).size;
-        (json!({"k": "nodes", "w": "list", "nc": h_off + c_off, "nf": h_off + b_off + x, "nb": nb, "nx": x, "of": of}), of)
-    } else if let Some((desc, of)) = rust_hash_desc(store, id) {
-        (desc, of)
-    } else if let Some((desc, refs)) = rust_btree_desc(store, id) {
-        let mut desc = desc;
-        desc["n"] = json!(n);
-        desc["s"] = json!(size);
-        return Some((desc, refs));
-    } else {
-        return None;
-    };
+    let (mut desc, refs) = cxx_tree_desc(store, id, bare)
+        .or_else(|| cxx_hash_desc(store, id, bare))
+        .or_else(|| rust_hash_desc(store, id))
+        .or_else(|| rust_btree_desc(store, id))?;
     desc["n"] = json!(n);
     desc["s"] = json!(size);
-    desc["m"] = json!(is_map);
+    Some((desc, refs))
+}
+
+/// Type parameter `name` of the template type `ty` (`_Val`, `T`).
+fn template_param(store: &TypeStore, ty: TypeId, name: &str) -> Option<TypeId> {
+    store.templates.get(&ty)?.iter().find(|p| p.name == name)?.ty
+}
+
+/// Where a node's element `of` (`refs[0]`) holds its key and value: `kf`/`kt` and `vf`/`vt`
+/// (fields `key` and `value` of the element, each only when named), their types added to
+/// `refs`. A set's element is its key: no fields.
+fn entry_fields(store: &TypeStore, mut desc: Value, of: TypeId, key: Option<&str>, value: Option<&str>) -> Option<(Value, Vec<TypeId>)> {
     let mut refs = vec![of];
-    // A Rust table's element is a tuple, `(K, V)` or `(K, ())`; a C++ map's a `std::pair`.
-    let rust = desc["w"] == "hash";
-    let (first, second) = if rust { ("__0", "__1") } else { ("first", "second") };
-    if is_map || rust {
-        let (kf, kt) = direct(of, first)?;
-        desc["kf"] = json!(kf);
-        desc["kt"] = json!(kt);
-        refs.push(kt);
-    }
-    if is_map {
-        let (vf, vt) = direct(of, second)?;
-        desc["vf"] = json!(vf);
-        desc["vt"] = json!(vt);
-        refs.push(vt);
+    for (field, (f, t)) in [(key, ("kf", "kt")), (value, ("vf", "vt"))] {
+        let Some(field) = field else { continue };
+        let (off, ty) = own_member(store, of, field)?;
+        desc[f] = json!(off);
+        desc[t] = json!(ty);
+        refs.push(ty);
     }
     Some((desc, refs))
+}
+
+/// `std::map`, `multimap`, `set`, `multiset` (`w: "tree"`): an in-order walk of the
+/// red-black tree `_M_t`, each node an `_Rb_tree_node_base` (colour, parent, left, right)
+/// followed by its value. `nf`: the leftmost node pointer's offset; `nb`: a node's bytes
+/// before its value; `np`/`nl`/`nr`: a node's parent, left and right links.
+fn cxx_tree_desc(store: &TypeStore, id: TypeId, bare: &str) -> Option<(Value, Vec<TypeId>)> {
+    let is_map = bare.starts_with("map<") || bare.starts_with("multimap<");
+    if !is_map && !bare.starts_with("set<") && !bare.starts_with("multiset<") {
+        return None;
+    }
+    let (t_off, t_ty) = own_member(store, id, "_M_t")?;
+    let of = template_param(store, t_ty, "_Val")?;
+    let (h_off, h_ty) = find_member(store, t_ty, "_M_header", 0)?;
+    let (c_off, _) = find_member(store, t_ty, "_M_node_count", 0)?;
+    let link = |name: &str| own_member(store, h_ty, name).map(|(o, _)| o);
+    let (p, l, r) = (link("_M_parent")?, link("_M_left")?, link("_M_right")?);
+    let desc = json!({"k": "nodes", "w": "tree", "m": is_map, "nc": t_off + c_off, "nf": t_off + h_off + l, "nb": store.get(h_ty).size, "np": p, "nl": l, "nr": r, "of": of});
+    if is_map { entry_fields(store, desc, of, Some("first"), Some("second")) } else { entry_fields(store, desc, of, None, None) }
+}
+
+/// The `std::unordered_` containers (`w: "list"`): the hashtable's one list of nodes from
+/// `_M_before_begin`, each node its `_M_nxt` link (at `nx`) followed by its value. `nf`: the
+/// first node pointer's offset; `nb`: a node's bytes before its value.
+fn cxx_hash_desc(store: &TypeStore, id: TypeId, bare: &str) -> Option<(Value, Vec<TypeId>)> {
+    let is_map = bare.starts_with("unordered_map<") || bare.starts_with("unordered_multimap<");
+    if !is_map && !bare.starts_with("unordered_set<") && !bare.starts_with("unordered_multiset<") {
+        return None;
+    }
+    let (h_off, h_ty) = own_member(store, id, "_M_h")?;
+    let of = template_param(store, h_ty, "_Value")?;
+    let (b_off, b_ty) = own_member(store, h_ty, "_M_before_begin")?;
+    let (x, _) = own_member(store, b_ty, "_M_nxt")?;
+    let (c_off, _) = own_member(store, h_ty, "_M_element_count")?;
+    let desc = json!({"k": "nodes", "w": "list", "m": is_map, "nc": h_off + c_off, "nf": h_off + b_off + x, "nb": store.get(b_ty).size, "nx": x, "of": of});
+    if is_map { entry_fields(store, desc, of, Some("first"), Some("second")) } else { entry_fields(store, desc, of, None, None) }
 }
 
 /// Rust's `HashMap<K, V>` / `HashSet<K>` (`w: "hash"`): hashbrown's `RawTableInner` keeps
@@ -154,21 +163,24 @@ fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, bare: &str, size: u64) -> 
 /// elements just below them, slot i at `ctrl - (i + 1) * es` (eval/pretty/rust_std.rs).
 /// `hm`/`hc`: the mask's and the ctrl pointer's offsets, `nc` the item count's. Recognized by
 /// that layout under `base` (DWARF names carry no module path).
-fn rust_hash_desc(store: &TypeStore, id: TypeId) -> Option<(Value, TypeId)> {
+fn rust_hash_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<TypeId>)> {
     let name = &store.get(id).name;
-    if !(name.starts_with("HashMap<") || name.starts_with("HashSet<")) {
+    let is_map = name.starts_with("HashMap<");
+    if !is_map && !name.starts_with("HashSet<") {
         return None;
     }
     let direct = |ty: TypeId, name: &str| own_member(store, ty, name);
     let (b_off, b_ty) = direct(id, "base")?;
-    let (m_off, m_ty) = if name.starts_with("HashSet<") { direct(b_ty, "map")? } else { (0, b_ty) };
+    let (m_off, m_ty) = if is_map { (0, b_ty) } else { direct(b_ty, "map")? };
     let (r_off, r_ty) = direct(m_ty, "table")?;
-    let of = store.templates.get(&r_ty).and_then(|ps| ps.iter().find(|p| p.name == "T").and_then(|p| p.ty))?;
+    let of = template_param(store, r_ty, "T")?;
     let (i_off, i_ty) = direct(r_ty, "table")?;
     let at = |field: &str| direct(i_ty, field).map(|(o, _)| b_off + m_off + r_off + i_off + o);
     let es = store.get(of).size;
     (es > 0).then_some(())?;
-    Some((json!({"k": "nodes", "w": "hash", "nc": at("items")?, "hm": at("bucket_mask")?, "hc": at("ctrl")?, "es": es, "of": of}), of))
+    let desc = json!({"k": "nodes", "w": "hash", "m": is_map, "nc": at("items")?, "hm": at("bucket_mask")?, "hc": at("ctrl")?, "es": es, "of": of});
+    // The element is a tuple: `(K, V)`, or a set's `(K, ())`.
+    entry_fields(store, desc, of, Some("__0"), is_map.then_some("__1"))
 }
 
 /// Rust's `BTreeMap<K, V>` / `BTreeSet<K>` (`w: "btree"`, eval/pretty/rust_btree.rs): `root`
