@@ -16,8 +16,9 @@
 //! and `SQLITE_BENCH_FUNCTIONS=a,b` (those functions only):
 //! the typed row alone, see `typed_only`; `SQLITE_BENCH_TYPED_ONLY=store`: the typed row
 //! alone, sessions one after another in one daemon, each until every row is stored, printing
-//! rows/s end to end and the CPU per stored row of the store's writer thread, the rest of the
-//! daemon (launch and symbol loading included) and the Frida host; with
+//! rows/s end to end and the CPU per stored row, from "go" to the last row committed, of the
+//! store's writer thread, the rest of the daemon, the Frida host and the target's threads
+//! other than the workload's (the agent's drain, Frida's); with
 //! `SQLITE_BENCH_WORDS=1` the integer-only row instead). uftrace
 //! (Debian package) is installed with apt-get when missing and this runs as root; otherwise
 //! its row is skipped with a note.
@@ -171,7 +172,7 @@ fn typed_stored(exe: &Path, args: &[String]) {
             let c = r.cpu_split;
             let per_row = |secs: f64| secs * 1e9 / r.stored.max(1) as f64;
             println!(
-                "{} session {}: {} stored, {} lost, {:.0} rows/s end to end, CPU {:.0} ms in the workload; CPU ns per row: writer {:.0}, rest of the daemon {:.0}, Frida host {:.0}",
+                "{} session {}: {} stored, {} lost, {:.0} rows/s end to end, CPU {:.0} ms in the workload; CPU ns per row: writer {:.0}, rest of the daemon {:.0}, Frida host {:.0}, the target's other threads {:.0}",
                 if words { "integer-only" } else { "typed" },
                 i + 1,
                 r.stored,
@@ -180,7 +181,8 @@ fn typed_stored(exe: &Path, args: &[String]) {
                 r.cpu / 1e6,
                 per_row(c.writer),
                 per_row(c.daemon_other),
-                per_row(c.host)
+                per_row(c.host),
+                per_row(c.target_live - r.cpu / 1e9)
             );
         }
     });

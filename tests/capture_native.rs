@@ -155,6 +155,10 @@ async fn native_capture_prints_what_the_javascript_serializer_prints() {
     let (js_events, native_events, native_settings) = run_both(&engine, json!({}), 3).await;
     assert_eq!(native_settings["capture"]["plans"], json!(FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
     assert_eq!(native_settings["hookPaths"]["wrapped"].as_array().map(Vec::len), Some(FUNCTIONS), "typed capture runs in replaceFast wrappers: {native_settings}");
+    // The records came through the outbox the daemon mapped (engine/outbox.rs), not Frida's channel.
+    let outbox = &native_settings["after"]["outbox"];
+    assert_eq!(outbox["ready"], json!(true), "{native_settings}");
+    assert!(outbox["batches"].as_u64() > Some(0), "{native_settings}");
     // Kept spans were compared with the loop this CPU runs best (capture_read.h): the AVX2
     // one where the CPU has it (capture_compare checks both loops against memcmp).
     let cpu_has_avx2 = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default().lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "avx2"));

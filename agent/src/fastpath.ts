@@ -2,6 +2,8 @@
 // fastpath_c.ts) writing binary records into a shared ring; this file owns the ring, attaches
 // the native callbacks, and drains the ring every few ms into
 //   send({ type: "events_bin", format: "rec-v2", seq, count, lost, sampledOut }, records)
+// where the daemon mapped the outbox (outbox.ts) the records go there and the message names
+// their place in it (`outbox: [start, length]`) instead of carrying them.
 // `lost` (records dropped because the ring was full) and `sampledOut` (calls skipped by hot
 // function sampling) are running totals since the agent loaded.
 //
@@ -31,6 +33,7 @@ import { forkGateStats, isForkedCopy, onPiggybackedAck, requestReceipt, sendBatc
 import { fastHookPatches, installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
 import { costOptions, setCostOptions } from "./cost_sampling.js";
 import { CAPTURE_MAX_SLOTS, FN_PLAN_OFFSET } from "./capture_c.js";
+import { openOutbox, outboxRoom, outboxStats, outboxWritten } from "./outbox.js";
 import { captureStats, captureSymbols, CaptureSpec, nativeCaptureEnabled, setCheckedReads, setNativeCapture, setTypedValues, usableCapture, wordsOnly } from "./capture.js";
 
 /** Tuning knobs, settable by the daemon before (or between) hook changes. */
@@ -47,6 +50,8 @@ export interface TracingOptions {
     wrappers?: boolean;
     /** Most records per binary batch; only before the first fast hook. */
     drainBatch?: number;
+    /** Batches through the outbox the daemon maps (outbox.ts; default true); only before the first fast hook. */
+    outbox?: boolean;
     /** JS-path hooks taking more than this share of their threads' time are sampled; 0: never (cost_sampling.ts). */
     costShare?: number;
 }
@@ -104,6 +109,7 @@ const options: Required<Omit<TracingOptions, "costShare">> = {
     sampleEvery: 100,
     wrappers: true,
     drainBatch: 16384,
+    outbox: true,
 };
 
 interface Native {
@@ -164,6 +170,10 @@ export function configure(opts: TracingOptions & CaptureOptions): object {
         if (native !== null) throw new Error("drainBatch can only be set before the first fast-path hook");
         options.drainBatch = Math.max(64, Math.min(1 << 16, Math.floor(opts.drainBatch)));
     }
+    if (opts.outbox !== undefined) {
+        if (native !== null) throw new Error("outbox can only be set before the first fast-path hook");
+        options.outbox = opts.outbox === true;
+    }
     if (opts.drainIntervalMs !== undefined) options.drainIntervalMs = Math.max(1, Math.min(1000, Math.floor(opts.drainIntervalMs)));
     if (opts.sampleEvery !== undefined) options.sampleEvery = Math.max(1, Math.floor(opts.sampleEvery));
     if (opts.hotCallsPerSec !== undefined) options.hotCallsPerSec = Math.max(0, opts.hotCallsPerSec);
@@ -176,7 +186,7 @@ export function configure(opts: TracingOptions & CaptureOptions): object {
     if (opts.typedValues !== undefined) setTypedValues(opts.typedValues === true);
     if (opts.checkedReads !== undefined) setCheckedReads(opts.checkedReads === true);
     if (native !== null) writeSamplingThresholds(native.shared);
-    return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, clock: hookClock(), hookPaths: wrapperStats(), forkGate: forkGateStats(), capture: captureStats() };
+    return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, clock: hookClock(), hookPaths: wrapperStats(), forkGate: forkGateStats(), capture: captureStats(), outbox: outboxStats() };
 }
 
 /** The cost share changed (hooks.ts sends tracing.costShare with every add): the native hooks weigh by it too. */
@@ -293,6 +303,11 @@ function recalibrate(n: Native): void {
     if (perTick > 0 && perTick < 1) writeTsc(n.shared, now, perTick);
 }
 
+/** The most bytes one drain writes: a batch and one typed record beyond it (capture_c.ts). */
+function outBytes(): number {
+    return (options.drainBatch + CAPTURE_MAX_SLOTS) * RECORD_SIZE;
+}
+
 /** The CModule, compiled on first need; null when this platform cannot have it. */
 function setUp(): Native | null {
     if (native !== null || unavailable !== null) return native;
@@ -304,7 +319,7 @@ function setUp(): Native | null {
         const shared = zeroed(SHARED_SIZE);
         const ring = ringMemory(capacity * RECORD_SIZE);
         // Room for one typed record beyond the batch (capture_c.ts).
-        const out = Memory.alloc((options.drainBatch + CAPTURE_MAX_SLOTS) * RECORD_SIZE);
+        const out = Memory.alloc(outBytes());
         const newTids = zeroed(NEW_TIDS * NEW_TID_SLOT);
         const idsOutPtr = zeroed(24);
         const keyCreate = new NativeFunction(libc("pthread_key_create"), "int", ["pointer", "pointer"]);
@@ -328,6 +343,7 @@ function setUp(): Native | null {
             xmm_saved: xmmSavedCell(),
         });
         setUpTsc(cm, shared);
+        if (options.outbox) openOutbox(outBytes());
         const drain = new NativeFunction(cm.strobe_drain, "uint32", ["pointer", "uint32", "pointer"], {
             scheduling: "exclusive",
             exceptions: "propagate",
@@ -524,7 +540,9 @@ function drainRing(n: Native, force: boolean): void {
         const tail = n.words[W_TAIL];
         // Out of credit with a fork gate: acks come only with receipts, so ask for one.
         if (!credit) requestReceipt();
-        const count = credit ? n.drain(n.out, batch, n.drainBytes) : 0;
+        // Into the outbox the daemon maps (outbox.ts) where it has room, else into `out`.
+        const room = credit ? outboxRoom(outBytes()) : null;
+        const count = credit ? n.drain(room?.at ?? n.out, batch, n.drainBytes) : 0;
         // Ring slots this drain freed: a typed record takes several (capture_c.ts), so a full
         // batch holds fewer records than `batch`; more may wait only if the slots ran out.
         const slots = (n.words[W_TAIL] - tail) >>> 0;
@@ -542,9 +560,15 @@ function drainRing(n: Native, force: boolean): void {
             sendBatch(header);
             return;
         }
-        // A view of the drain buffer, not a copy: send() copies the bytes into the message
-        // before it returns (Frida's "B" argument), and the buffer is refilled only after.
-        sendBatch(header, ArrayBuffer.wrap(n.out, n.drainBytes.readU32()));
+        const bytes = n.drainBytes.readU32();
+        if (room !== null) {
+            outboxWritten(room.start, bytes);
+            sendBatch({ ...header, outbox: [room.start, bytes] });
+        } else {
+            // A view of the drain buffer, not a copy: send() copies the bytes into the message
+            // before it returns (Frida's "B" argument), and the buffer is refilled only after.
+            sendBatch(header, ArrayBuffer.wrap(n.out, bytes));
+        }
         if (slots + CAPTURE_MAX_SLOTS <= batch) return;
     }
 }
@@ -569,5 +593,6 @@ export function fastStats(): object {
         inFlight: sentSeq - ackedSeq,
         hookPaths: wrapperStats(),
         capture: captureStats(),
+        outbox: outboxStats(),
     };
 }

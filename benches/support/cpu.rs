@@ -12,6 +12,9 @@ pub struct CpuSplit {
     pub host: f64,
     /// The host's reaped children: the target, after it exits.
     pub target: f64,
+    /// The host's live children: the target while it runs (every thread: the workload, the
+    /// agent's drain, Frida's).
+    pub target_live: f64,
 }
 
 fn stat_fields(path: &std::path::Path) -> Option<(String, Vec<String>)> {
@@ -41,14 +44,20 @@ pub fn sample() -> CpuSplit {
         }
     }
     let me = std::process::id().to_string();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for p in dir.flatten() {
-            if let Some((_, f)) = stat_fields(&p.path().join("stat")) {
-                if f.get(1) == Some(&me) {
-                    s.host += secs(&f, false);
-                    s.target += secs(&f, true);
-                }
-            }
+    let procs: Vec<(String, Vec<String>)> = std::fs::read_dir("/proc")
+        .map(|dir| dir.flatten().filter_map(|p| Some((p.file_name().into_string().ok()?, stat_fields(&p.path().join("stat"))?.1))).collect())
+        .unwrap_or_default();
+    let mut hosts = Vec::new();
+    for (pid, f) in &procs {
+        if f.get(1) == Some(&me) {
+            s.host += secs(f, false);
+            s.target += secs(f, true);
+            hosts.push(pid.clone());
+        }
+    }
+    for (_, f) in &procs {
+        if f.get(1).is_some_and(|pp| hosts.contains(pp)) {
+            s.target_live += secs(f, false);
         }
     }
     s
@@ -62,6 +71,7 @@ impl std::ops::Sub for CpuSplit {
             daemon_other: self.daemon_other - o.daemon_other,
             host: self.host - o.host,
             target: self.target - o.target,
+            target_live: self.target_live - o.target_live,
         }
     }
 }

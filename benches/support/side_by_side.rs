@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use strobe::engine::{Engine, EngineConfig};
 use strobe::store::{EventQuery, EventType};
 
-use crate::sqlite_driver::{launch_waiting, repo, run_traced, workload_cpu_ns, workload_ns};
+use crate::sqlite_driver::{launch_waiting, repo, run_traced_marked, workload_cpu_ns, workload_ns};
 
 /// uftrace on PATH, installing the Debian package when missing (as root).
 #[allow(dead_code)] // rust_real has no uftrace row
@@ -71,7 +71,7 @@ pub struct StrobeRun {
     pub sample: Option<String>,
     /// A page of 500 enters read from the middle of the run (typed ones decoded at read).
     pub page_ms: f64,
-    /// CPU from launch to every row stored (before the reads and the stop).
+    /// CPU from "go" to every row stored (launch and hooks left out; before the reads and the stop).
     #[allow(dead_code)] // printed by sqlite_real's store mode only
     pub cpu_split: crate::cpu::CpuSplit,
 }
@@ -96,10 +96,18 @@ impl StrobeRun {
 
 /// One Strobe session of the driver tracing `functions` with tracing `options`.
 pub async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], functions: &[&str], options: Value) -> StrobeRun {
-    let cpu0 = crate::cpu::sample();
     let id = launch_waiting(engine, exe, args).await;
-    let run = run_traced(engine, &id, functions, options).await;
-    let cpu_split = crate::cpu::sample() - cpu0;
+    let (mut at_go, mut last) = (None, None);
+    let run = run_traced_marked(engine, &id, functions, options, &mut || {
+        let now = crate::cpu::sample();
+        if at_go.is_none() {
+            at_go = Some(now);
+        } else {
+            last = Some(now);
+        }
+    })
+    .await;
+    let cpu_split = last.zip(at_go).map(|(b, a)| b - a).unwrap_or_default();
     // One typed enter, to show what was stored.
     let q = EventQuery { session_id: id.clone(), event_type: Some(EventType::FunctionEnter), limit: 1, ..Default::default() };
     let sample = engine.query(&q).ok().and_then(|r| r.events.first().and_then(|e| e.arguments.clone()));
@@ -140,7 +148,8 @@ pub async fn bench_engine() -> (tempfile::TempDir, Arc<Engine>) {
 /// Tracing options recording every call: no rate sampling and no cost sampling (a JS-path
 /// fallback would otherwise be thinned to 1 call in 100, which reads as missing events), and
 /// a ring of 2^20 records (`BENCH_RING_RECORDS` sets another size; the agent's default is 2^17;
-/// `BENCH_DRAIN_MS` sets the agent's drain interval, `BENCH_DRAIN_BATCH` its records per batch).
+/// `BENCH_DRAIN_MS` sets the agent's drain interval, `BENCH_DRAIN_BATCH` its records per batch,
+/// `BENCH_OUTBOX=0` sends batches through Frida's channel instead of the outbox).
 pub fn every_call() -> Value {
     let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
     let mut o = json!({ "hotCallsPerSec": 0, "costShare": 0, "ringRecords": env("BENCH_RING_RECORDS").unwrap_or(1 << 20) });
@@ -149,6 +158,10 @@ pub fn every_call() -> Value {
     }
     if let Some(n) = env("BENCH_DRAIN_BATCH") {
         o["drainBatch"] = json!(n);
+    }
+    // 0: batches carry their bytes through Frida's channel, as before the outbox.
+    if env("BENCH_OUTBOX") == Some(0) {
+        o["outbox"] = json!(false);
     }
     o
 }

@@ -113,23 +113,31 @@ pub struct Traced {
 /// on stdin before exiting), then let it exit.
 #[allow(dead_code)] // not every bench launches under Strobe
 pub async fn run_traced(engine: &std::sync::Arc<Engine>, id: &str, functions: &[&str], options: Value) -> Traced {
+    run_traced_marked(engine, id, functions, options, &mut || {}).await
+}
+
+/// [`run_traced`], calling `mark` just before "go" and whenever the stored count grew (its
+/// last call is within 10 ms of the last row committed): a bench measures that window.
+#[allow(dead_code)] // not every bench measures it
+pub async fn run_traced_marked(engine: &std::sync::Arc<Engine>, id: &str, functions: &[&str], options: Value, mark: &mut (dyn FnMut() + Send)) -> Traced {
     engine.configure_tracing(id, options).await.expect("tracing options");
     let patterns: Vec<String> = functions.iter().map(|f| f.to_string()).collect();
     let t = engine.trace(Some(id), &patterns, &[]).await.expect("trace");
     assert_eq!(t.hooked_functions, functions.len(), "{t:?}");
     let settings = engine.configure_tracing(id, json!({})).await.expect("settings");
+    mark();
     let t0 = Instant::now();
     engine.send_stdin(id, b"go\n").await.expect("stdin");
     let line = crate::session::stdout_line(engine, id, "workload ns=").await;
     let after = engine.configure_tracing(id, json!({})).await.expect("settings after the workload");
     // The daemon may still be decoding and storing what the agent sent: count once the
     // count stops growing, with the process alive, then check nothing more arrives at exit.
-    let (stored, elapsed) = settle(engine, id, t0).await;
+    let (stored, elapsed) = settle(engine, id, t0, mark).await;
     engine.send_stdin(id, b"exit\n").await.expect("stdin");
     while engine.status(id).map(|s| s.status == "running").unwrap_or(false) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(settle(engine, id, t0).await.0, stored, "events stored after the driver exited");
+    assert_eq!(settle(engine, id, t0, &mut || {}).await.0, stored, "events stored after the driver exited");
     let lost = engine.status(id).expect("status").events_lost;
     Traced { settings, after, line, stored, lost, elapsed }
 }
@@ -140,12 +148,13 @@ pub async fn run_traced(engine: &std::sync::Arc<Engine>, id: &str, functions: &[
 /// function events by type scans the session's index, and doing that every 10 ms over
 /// hundreds of thousands of rows took CPU from the pipeline being measured (the bench's own
 /// thread in SQLite's VDBE held ≈ 7 % of a typed run's samples).
-async fn settle(engine: &std::sync::Arc<Engine>, id: &str, t0: Instant) -> (i64, Duration) {
+async fn settle(engine: &std::sync::Arc<Engine>, id: &str, t0: Instant, mark: &mut (dyn FnMut() + Send)) -> (i64, Duration) {
     let (mut seen, mut elapsed, mut still) = (-1, t0.elapsed(), Instant::now());
     while still.elapsed() < Duration::from_secs(2) && t0.elapsed() < Duration::from_secs(600) {
         engine.store().flush();
         let n = engine.store().count_events(id).unwrap_or(0);
         if n != seen {
+            mark();
             (seen, elapsed, still) = (n, t0.elapsed(), Instant::now());
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

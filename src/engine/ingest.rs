@@ -72,7 +72,25 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                     continue;
                 };
                 match message.get("type").and_then(Value::as_str) {
-                    Some("events_bin") => super::decode::ingest(&engine, &s, pid, &message, data.as_deref()),
+                    Some("events_bin") => match message.get("outbox") {
+                        Some(place) => {
+                            let bytes = outbox_batch(&s, pid, place);
+                            super::decode::ingest(&engine, &s, pid, &message, bytes.as_deref())
+                        }
+                        None => super::decode::ingest(&engine, &s, pid, &message, data.as_deref()),
+                    },
+                    Some("outbox") => {
+                        let answer = match s.outboxes.open(pid, &message) {
+                            Ok(()) => serde_json::json!({ "type": "outbox-ok", "ok": true }),
+                            Err(why) => {
+                                tracing::debug!(pid, "outbox not mapped: {why}");
+                                serde_json::json!({ "type": "outbox-ok", "ok": false, "why": why })
+                            }
+                        };
+                        if let Ok(frida) = engine.frida_running() {
+                            tokio::spawn(async move { frida.host().post(pid, answer).await });
+                        }
+                    }
                     Some("paused" | "conditionError") => super::debug_state::ingest(&engine, &s, pid, &message),
                     Some("logpoints") => super::debug_state::ingest_logpoints(&engine, &s, pid, &message),
                     Some("events") => {
@@ -134,10 +152,26 @@ fn release(engine: &Arc<Engine>, lines: &mut LineBuffers, held: &mut VecDeque<(I
     }
 }
 
+/// The bytes of a batch the agent left in its outbox (engine/outbox.rs): `place` is
+/// `[start, length]`. One that cannot be found (not expected: the agent writes there only
+/// after this daemon mapped the outbox) is logged as lost.
+fn outbox_batch(s: &Session, pid: u32, place: &Value) -> Option<Vec<u8>> {
+    let at = |i: usize| place.get(i).and_then(Value::as_u64);
+    let bytes = at(0).zip(at(1)).and_then(|(start, len)| s.outboxes.copy_out(pid, start, len));
+    if bytes.is_none() {
+        tracing::warn!(pid, "a fast-path batch named {place} in an outbox that is not mapped; its records are lost");
+    }
+    bytes
+}
+
 /// A process ended: its partial lines are stored as they are, then its end is recorded.
 fn process_end(engine: &Arc<Engine>, lines: &mut LineBuffers, ev: HostEvent) {
     if let Some(pid) = end_pid(&ev) {
         store_lines(engine, lines.take(pid, None));
+        // Every message of the process was read before its end: its outbox is done.
+        if let Some(s) = engine.session_by_pid(pid) {
+            s.outboxes.close(pid);
+        }
     }
     match ev {
         HostEvent::Detached { pid, reason } => lifecycle::on_detached(engine, pid, &reason),

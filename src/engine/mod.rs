@@ -14,6 +14,7 @@ mod eval; // debug_eval: expressions in a paused frame (src/eval)
 mod event_limits; // settings → per-session FIFO limits
 mod frame_vars;
 mod ingest;
+mod outbox; // fast-path batches through shared memory, not Frida's channel
 mod python_target; // tracing Python code is not supported yet: say so
 mod shebang; // `#!` scripts start as their interpreter's process
 mod output_lines; // stdout/stderr pieces → one event per line

@@ -38,6 +38,8 @@ pub struct Session {
     pub(crate) state: Mutex<SessionState>,
     /// Breakpoints, logpoints and paused threads (engine/debug_state.rs).
     pub debug: super::debug_state::DebugState,
+    /// The agents' mapped outboxes, by pid (engine/outbox.rs).
+    pub(crate) outboxes: super::outbox::Outboxes,
 }
 
 pub(crate) struct SessionState {
@@ -122,6 +124,7 @@ impl Session {
             project_root,
             start_mono_ns,
             debug: Default::default(),
+            outboxes: Default::default(),
             state: Mutex::new(SessionState {
                 status: SessionStatus::Running,
                 exit_code: None,

@@ -24,6 +24,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/js_gate.ts", include_str!("../../agent/src/js_gate.ts")),
     ("src/logpoint_messages.ts", include_str!("../../agent/src/logpoint_messages.ts")),
     ("src/batch.ts", include_str!("../../agent/src/batch.ts")),
+    ("src/outbox.ts", include_str!("../../agent/src/outbox.ts")),
     ("src/cost_sampling.ts", include_str!("../../agent/src/cost_sampling.ts")),
     ("src/crash.ts", include_str!("../../agent/src/crash.ts")),
     ("src/frames.ts", include_str!("../../agent/src/frames.ts")),

@@ -1,0 +1,145 @@
+//! The agents' outboxes (agent/src/outbox.ts): shared memory a process's agent drains its
+//! ring records into, mapped here too, so a fast-path batch reaches the daemon as a small
+//! `events_bin` message naming where its bytes are (`outbox: [start, length]`), not through
+//! Frida's channel and the Python host.
+//!
+//! An agent offers its outbox with `{type: "outbox", fd, size, token}`: the memfd is opened
+//! as `/proc/PID/fd/FD`, must be a `strobe-outbox` memfd of that size holding that token, and
+//! is mapped; the answer (`outbox-ok`, with `ok` and else `why`) tells the agent whether to use
+//! it. A batch is copied out as its message is read, and the read cursor (the header's first
+//! word) moves past it, freeing that room for the agent. The mapping is dropped when its
+//! process ends (ingest.rs `process_end`), after every message of that process was read.
+
+use std::fs::OpenOptions;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use memmap2::MmapMut;
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+
+/// Bytes before the ring: the read cursor (u64) and the token (u64), then padding.
+const HEADER: usize = 64;
+/// Larger offers are refused (the agent asks for a few batches' worth: megabytes).
+const MAX_SIZE: u64 = 1 << 30;
+
+struct Outbox {
+    map: MmapMut,
+}
+
+/// Each process's mapped outbox, by pid (a session's followed children have their own).
+#[derive(Default)]
+pub(crate) struct Outboxes {
+    boxes: Mutex<FxHashMap<u32, Outbox>>,
+}
+
+impl Outboxes {
+    /// Map the outbox `offer` describes (the agent's `outbox` message) for `pid`; why not, else.
+    pub(crate) fn open(&self, pid: u32, offer: &Value) -> Result<(), String> {
+        let fd = offer.get("fd").and_then(Value::as_u64).ok_or("no fd")?;
+        let size = offer.get("size").and_then(Value::as_u64).filter(|s| (HEADER as u64 + 8..=MAX_SIZE).contains(s)).ok_or("bad size")?;
+        let token = offer.get("token").and_then(Value::as_str).and_then(|t| t.parse::<u64>().ok()).ok_or("no token")?;
+        let path = format!("/proc/{pid}/fd/{fd}");
+        let target = std::fs::read_link(&path).map_err(|e| format!("{path}: {e}"))?;
+        if !target.to_string_lossy().starts_with("/memfd:strobe-outbox") {
+            return Err(format!("{path} is {}, not the outbox", target.display()));
+        }
+        let file = OpenOptions::new().read(true).write(true).open(&path).map_err(|e| format!("{path}: {e}"))?;
+        if file.metadata().map(|m| m.len()).ok() != Some(size) {
+            return Err(format!("{path} is not {size} bytes"));
+        }
+        // Safety: the agent writes only where the cursor says the daemon is done (copy_out
+        // reads before it moves the cursor), and the mapping is only read through copies.
+        let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| format!("mmap {path}: {e}"))?;
+        if u64::from_le_bytes(map[8..16].try_into().unwrap()) != token {
+            return Err(format!("{path} does not hold the token"));
+        }
+        self.boxes.lock().unwrap().insert(pid, Outbox { map });
+        Ok(())
+    }
+
+    /// The bytes of the batch at logical offset `start` (`len` bytes) in `pid`'s outbox, which
+    /// the agent may then reuse; None if there is no such outbox or the place is out of it.
+    pub(crate) fn copy_out(&self, pid: u32, start: u64, len: u64) -> Option<Vec<u8>> {
+        let mut boxes = self.boxes.lock().unwrap();
+        let b = boxes.get_mut(&pid)?;
+        let ring = (b.map.len() - HEADER) as u64;
+        let at = start % ring;
+        if len > ring - at {
+            return None;
+        }
+        let from = HEADER + at as usize;
+        let bytes = b.map[from..from + len as usize].to_vec();
+        // Safety: the first 8 bytes of the page-aligned mapping, only ever accessed as this
+        // atomic here (the agent reads it with a u64 load).
+        let cursor = unsafe { AtomicU64::from_ptr(b.map.as_mut_ptr() as *mut u64) };
+        cursor.store(start + len, Ordering::Release);
+        Some(bytes)
+    }
+
+    /// Unmap `pid`'s outbox (its process ended, or its agent is gone).
+    pub(crate) fn close(&self, pid: u32) {
+        self.boxes.lock().unwrap().remove(&pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    /// An outbox as the agent makes one, in this process: a memfd named as the agent names
+    /// it, `size` bytes, the token at 8.
+    fn memfd(name: &str, size: u64, token: u64) -> std::fs::File {
+        let name = std::ffi::CString::new(name).unwrap();
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "memfd_create");
+        let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.set_len(size).unwrap();
+        file.write_all(&[0u8; 8]).unwrap();
+        file.write_all(&token.to_le_bytes()).unwrap();
+        file
+    }
+
+    fn offer(fd: i32, size: u64, token: u64) -> Value {
+        serde_json::json!({ "fd": fd, "size": size, "token": token.to_string() })
+    }
+
+    #[test]
+    fn a_batch_is_copied_out_and_the_cursor_moves_past_it() {
+        let pid = std::process::id();
+        let size = (HEADER + 4096) as u64;
+        let file = memfd("strobe-outbox", size, 42);
+        let boxes = Outboxes::default();
+        boxes.open(pid, &offer(file.as_raw_fd(), size, 42)).expect("mapped");
+        // The agent's side: a batch at logical 4096 + 10 (the ring's second lap), physically 10.
+        let mut agent = unsafe { MmapMut::map_mut(&file) }.unwrap();
+        agent[HEADER + 10..HEADER + 15].copy_from_slice(b"hello");
+        assert_eq!(boxes.copy_out(pid, 4096 + 10, 5).as_deref(), Some(&b"hello"[..]));
+        assert_eq!(u64::from_le_bytes(agent[0..8].try_into().unwrap()), 4096 + 15, "the read cursor");
+        // Across the end, or of a process without an outbox: nothing.
+        assert_eq!(boxes.copy_out(pid, 4090, 10), None);
+        assert_eq!(boxes.copy_out(pid + 1, 0, 5), None);
+        boxes.close(pid);
+        assert_eq!(boxes.copy_out(pid, 10, 5), None, "closed");
+    }
+
+    #[test]
+    fn offers_that_are_not_the_agents_outbox_are_refused() {
+        let pid = std::process::id();
+        let size = (HEADER + 4096) as u64;
+        let boxes = Outboxes::default();
+        let other = memfd("something-else", size, 7);
+        let err = boxes.open(pid, &offer(other.as_raw_fd(), size, 7)).unwrap_err();
+        assert!(err.contains("not the outbox"), "{err}");
+        let file = memfd("strobe-outbox", size, 7);
+        let err = boxes.open(pid, &offer(file.as_raw_fd(), size, 8)).unwrap_err();
+        assert!(err.contains("token"), "{err}");
+        let err = boxes.open(pid, &offer(file.as_raw_fd(), size + 4096, 7)).unwrap_err();
+        assert!(err.contains("bytes"), "{err}");
+        assert!(boxes.open(pid, &offer(9999, size, 7)).is_err(), "no such descriptor");
+        assert!(boxes.open(pid, &serde_json::json!({ "fd": "x" })).is_err());
+        assert_eq!(boxes.copy_out(pid, 0, 1), None, "nothing mapped");
+    }
+}
