@@ -30,37 +30,52 @@ fn secs(f: &[String], children: bool) -> f64 {
     (if children { get(13) + get(14) } else { get(11) + get(12) }) / 100.0
 }
 
+#[allow(dead_code)] // benches/tracing.rs samples once before and once after
 pub fn sample() -> CpuSplit {
-    let mut s = CpuSplit::default();
-    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
-        for t in dir.flatten() {
-            if let Some((comm, f)) = stat_fields(&t.path().join("stat")) {
-                if comm == "strobe-store-wr" {
-                    s.writer += secs(&f, false);
-                } else {
-                    s.daemon_other += secs(&f, false);
+    Processes::find().sample()
+}
+
+/// The Frida host processes (this process's children) and their children (the targets),
+/// found once: sampling them again is then a few reads, cheap enough to repeat every few ms.
+pub struct Processes {
+    hosts: Vec<String>,
+    targets: Vec<String>,
+}
+
+impl Processes {
+    pub fn find() -> Processes {
+        let me = std::process::id().to_string();
+        let procs: Vec<(String, Vec<String>)> = std::fs::read_dir("/proc")
+            .map(|dir| dir.flatten().filter_map(|p| Some((p.file_name().into_string().ok()?, stat_fields(&p.path().join("stat"))?.1))).collect())
+            .unwrap_or_default();
+        let hosts: Vec<String> = procs.iter().filter(|(_, f)| f.get(1) == Some(&me)).map(|(pid, _)| pid.clone()).collect();
+        let targets = procs.iter().filter(|(_, f)| f.get(1).is_some_and(|pp| hosts.contains(pp))).map(|(pid, _)| pid.clone()).collect();
+        Processes { hosts, targets }
+    }
+
+    pub fn sample(&self) -> CpuSplit {
+        let mut s = CpuSplit::default();
+        if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+            for t in dir.flatten() {
+                if let Some((comm, f)) = stat_fields(&t.path().join("stat")) {
+                    if comm == "strobe-store-wr" {
+                        s.writer += secs(&f, false);
+                    } else {
+                        s.daemon_other += secs(&f, false);
+                    }
                 }
             }
         }
-    }
-    let me = std::process::id().to_string();
-    let procs: Vec<(String, Vec<String>)> = std::fs::read_dir("/proc")
-        .map(|dir| dir.flatten().filter_map(|p| Some((p.file_name().into_string().ok()?, stat_fields(&p.path().join("stat"))?.1))).collect())
-        .unwrap_or_default();
-    let mut hosts = Vec::new();
-    for (pid, f) in &procs {
-        if f.get(1) == Some(&me) {
-            s.host += secs(f, false);
-            s.target += secs(f, true);
-            hosts.push(pid.clone());
+        let stat = |pid: &String| stat_fields(&std::path::Path::new("/proc").join(pid).join("stat")).map(|(_, f)| f);
+        for f in self.hosts.iter().filter_map(stat) {
+            s.host += secs(&f, false);
+            s.target += secs(&f, true);
         }
-    }
-    for (_, f) in &procs {
-        if f.get(1).is_some_and(|pp| hosts.contains(pp)) {
-            s.target_live += secs(f, false);
+        for f in self.targets.iter().filter_map(stat) {
+            s.target_live += secs(&f, false);
         }
+        s
     }
-    s
 }
 
 impl std::ops::Sub for CpuSplit {

@@ -98,8 +98,9 @@ impl StrobeRun {
 pub async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], functions: &[&str], options: Value) -> StrobeRun {
     let id = launch_waiting(engine, exe, args).await;
     let (mut at_go, mut last) = (None, None);
+    let processes = crate::cpu::Processes::find(); // the target is running: found too
     let run = run_traced_marked(engine, &id, functions, options, &mut || {
-        let now = crate::cpu::sample();
+        let now = processes.sample();
         if at_go.is_none() {
             at_go = Some(now);
         } else {

@@ -79,16 +79,10 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                         }
                         None => super::decode::ingest(&engine, &s, pid, &message, data.as_deref()),
                     },
+                    // Not mapped: the agent's batches keep carrying their bytes.
                     Some("outbox") => {
-                        let answer = match s.outboxes.open(pid, &message) {
-                            Ok(()) => serde_json::json!({ "type": "outbox-ok", "ok": true }),
-                            Err(why) => {
-                                tracing::debug!(pid, "outbox not mapped: {why}");
-                                serde_json::json!({ "type": "outbox-ok", "ok": false, "why": why })
-                            }
-                        };
-                        if let Ok(frida) = engine.frida_running() {
-                            tokio::spawn(async move { frida.host().post(pid, answer).await });
+                        if let Err(why) = s.outboxes.open(pid, &message) {
+                            tracing::debug!(pid, "outbox not mapped: {why}");
                         }
                     }
                     Some("paused" | "conditionError") => super::debug_state::ingest(&engine, &s, pid, &message),

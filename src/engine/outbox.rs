@@ -5,8 +5,9 @@
 //!
 //! An agent offers its outbox with `{type: "outbox", fd, size, token}`: the memfd is opened
 //! as `/proc/PID/fd/FD`, must be a `strobe-outbox` memfd of that size holding that token, and
-//! is mapped; the answer (`outbox-ok`, with `ok` and else `why`) tells the agent whether to use
-//! it. A batch is copied out as its message is read, and the read cursor (the header's first
+//! is mapped; the word at 16 set to 1 tells the agent to use it (an answer in the shared
+//! memory: a message the agent did not ask for could be in Frida's queues when the program
+//! forks, which crashes the child, agent/src/forksafe.ts). A batch is copied out as its message is read, and the read cursor (the header's first
 //! word) moves past it, freeing that room for the agent. The mapping is dropped when its
 //! process ends (ingest.rs `process_end`), after every message of that process was read.
 
@@ -18,8 +19,10 @@ use memmap2::MmapMut;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-/// Bytes before the ring: the read cursor (u64) and the token (u64), then padding.
+/// Bytes before the ring: the read cursor (u64), the token (u64), the "mapped" word (u32),
+/// then padding.
 const HEADER: usize = 64;
+const MAPPED: usize = 16;
 /// Larger offers are refused (the agent asks for a few batches' worth: megabytes).
 const MAX_SIZE: u64 = 1 << 30;
 
@@ -50,10 +53,14 @@ impl Outboxes {
         }
         // Safety: the agent writes only where the cursor says the daemon is done (copy_out
         // reads before it moves the cursor), and the mapping is only read through copies.
-        let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| format!("mmap {path}: {e}"))?;
+        let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| format!("mmap {path}: {e}"))?;
         if u64::from_le_bytes(map[8..16].try_into().unwrap()) != token {
             return Err(format!("{path} does not hold the token"));
         }
+        // Safety: a u32 of the mapping only ever accessed as this atomic here (the agent
+        // reads it with a u32 load).
+        let mapped = unsafe { std::sync::atomic::AtomicU32::from_ptr(map.as_mut_ptr().add(MAPPED) as *mut u32) };
+        mapped.store(1, Ordering::Release);
         self.boxes.lock().unwrap().insert(pid, Outbox { map });
         Ok(())
     }
@@ -113,8 +120,9 @@ mod tests {
         let file = memfd("strobe-outbox", size, 42);
         let boxes = Outboxes::default();
         boxes.open(pid, &offer(file.as_raw_fd(), size, 42)).expect("mapped");
-        // The agent's side: a batch at logical 4096 + 10 (the ring's second lap), physically 10.
         let mut agent = unsafe { MmapMut::map_mut(&file) }.unwrap();
+        assert_eq!(agent[MAPPED], 1, "the agent is told");
+        // The agent's side: a batch at logical 4096 + 10 (the ring's second lap), physically 10.
         agent[HEADER + 10..HEADER + 15].copy_from_slice(b"hello");
         assert_eq!(boxes.copy_out(pid, 4096 + 10, 5).as_deref(), Some(&b"hello"[..]));
         assert_eq!(u64::from_le_bytes(agent[0..8].try_into().unwrap()), 4096 + 15, "the read cursor");
