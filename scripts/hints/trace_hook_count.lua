@@ -14,6 +14,6 @@ return {
     else
       stability = "Many hooks - expect a visible slowdown and many events; narrow the patterns if you can."
     end
-    return string.format("%d function(s) hooked. %s Query with debug_query({sessionId, eventType: 'function_enter'}).", n, stability)
+    return string.format("%d function(s) hooked. %s Query with debug_query({sessionId, eventType: 'function_enter', verbose: true}) (verbose: with arguments and return values).", n, stability)
   end,
 }

@@ -42,6 +42,8 @@ async def test_c_scenario(strobe_home, fixtures_dir):
         assert t["activePatterns"] == ["compute_sum", "process_point"]
         assert t["hookedFunctions"] == 2, t
         assert "hooked" in t["status"]
+        # The hint names the query that shows values: an LLM following it needs no second query.
+        assert "verbose: true" in t["status"], t["status"]
 
         # 3. Events of the traced functions arrive with arguments and return values.
         r = await c.wait_for(sid, "compute_sum", eventType="function_exit", verbose=True,
