@@ -54,6 +54,8 @@ struct Kept {
     whole: u64,
     /// (offset, bytes) by offset: what the deltas since `whole` changed.
     windows: Vec<(u32, [u8; 8])>,
+    /// compose's other buffer, kept to reuse its allocation.
+    spare: Vec<(u32, [u8; 8])>,
 }
 
 impl Kept {
@@ -77,22 +79,58 @@ impl Kept {
     /// sharing an offset; a read applies them by offset, not by age, so the newer bytes are
     /// also written into every older window they overlap: each byte reads the same, newest,
     /// whichever window is applied last (else a stale pointer word could come back).
+    /// A delta's entries come in offset order (the agent compares a span's blocks in order),
+    /// so both steps are one pass each, merged through `spare`; out of order, one entry at a time.
     fn compose(&mut self, entries: &[u8]) {
-        for entry in entries.chunks_exact(ENTRY) {
-            let at = u32::from_le_bytes(entry[..4].try_into().unwrap());
-            let bytes: [u8; 8] = entry[4..].try_into().unwrap();
-            let from = self.windows.partition_point(|w| w.0 + 8 <= at);
+        let entry = |e: &[u8]| (u32::from_le_bytes(e[..4].try_into().unwrap()), <[u8; 8]>::try_from(&e[4..]).unwrap());
+        let sorted = entries.chunks_exact(ENTRY).zip(entries.chunks_exact(ENTRY).skip(1)).all(|(a, b)| entry(a).0 < entry(b).0);
+        if !sorted {
+            return entries.chunks_exact(ENTRY).for_each(|e| self.compose_one(entry(e)));
+        }
+        // The newer bytes into the older windows they overlap.
+        let mut from = 0;
+        for (at, bytes) in entries.chunks_exact(ENTRY).map(entry) {
+            while from < self.windows.len() && self.windows[from].0 + 8 <= at {
+                from += 1;
+            }
             for (o, old) in self.windows[from..].iter_mut().take_while(|w| w.0 < at + 8) {
-                for (i, b) in old.iter_mut().enumerate() {
-                    if let Some(k) = (*o + i as u32).checked_sub(at).filter(|k| *k < 8) {
-                        *b = bytes[k as usize];
-                    }
+                overwrite(*o, old, at, &bytes);
+            }
+        }
+        // Merged by offset; at the same offset the newer window replaces the older.
+        let mut merged = std::mem::take(&mut self.spare);
+        merged.clear();
+        let mut old = self.windows.iter().peekable();
+        for (at, bytes) in entries.chunks_exact(ENTRY).map(entry) {
+            while let Some(w) = old.next_if(|w| w.0 <= at) {
+                if w.0 < at {
+                    merged.push(*w);
                 }
             }
-            match self.windows.binary_search_by_key(&at, |w| w.0) {
-                Ok(i) => self.windows[i].1 = bytes,
-                Err(i) => self.windows.insert(i, (at, bytes)),
-            }
+            merged.push((at, bytes));
+        }
+        merged.extend(old);
+        self.spare = std::mem::replace(&mut self.windows, merged);
+    }
+
+    fn compose_one(&mut self, (at, bytes): (u32, [u8; 8])) {
+        let from = self.windows.partition_point(|w| w.0 + 8 <= at);
+        for (o, old) in self.windows[from..].iter_mut().take_while(|w| w.0 < at + 8) {
+            overwrite(*o, old, at, &bytes);
+        }
+        match self.windows.binary_search_by_key(&at, |w| w.0) {
+            Ok(i) => self.windows[i].1 = bytes,
+            Err(i) => self.windows.insert(i, (at, bytes)),
+        }
+    }
+}
+
+/// The bytes of window `old` (at offset `o`) that the newer window `bytes` (at `at`) covers,
+/// replaced by its.
+fn overwrite(o: u32, old: &mut [u8; 8], at: u32, bytes: &[u8; 8]) {
+    for (i, b) in old.iter_mut().enumerate() {
+        if let Some(k) = (o + i as u32).checked_sub(at).filter(|k| *k < 8) {
+            *b = bytes[k as usize];
         }
     }
 }
@@ -419,6 +457,40 @@ mod tests {
         assert_eq!(&*spans.take(1, 2, &reference(key(1)), Out::Referenced, &mut rows), &[][..] as &[u8]);
         assert!(rows.is_empty());
         assert_eq!(spans.unresolved, 1);
+    }
+
+    /// A delta of several entries composed in one merge reads the same as its entries
+    /// composed one by one (random deltas with overlapping windows, in offset order as the
+    /// agent sends them, and one out of order).
+    #[test]
+    fn composing_a_delta_in_one_pass_equals_one_entry_at_a_time() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let (mut merged, mut single) = (Kept::default(), Kept::default());
+        for round in 0..400 {
+            let mut at = next(12) as u32;
+            let mut entries = Vec::new();
+            for _ in 0..1 + next(5) {
+                entries.extend_from_slice(&at.to_le_bytes());
+                entries.extend_from_slice(&next(u64::MAX).to_le_bytes());
+                at += 8 + next(20) as u32; // windows of one delta do not overlap
+            }
+            if round % 50 == 49 && entries.len() > ENTRY {
+                entries.rotate_left(ENTRY); // out of order: the one-by-one path
+            }
+            merged.compose(&entries);
+            for e in entries.chunks_exact(ENTRY) {
+                single.compose_one((u32::from_le_bytes(e[..4].try_into().unwrap()), e[4..].try_into().unwrap()));
+            }
+            assert_eq!(merged.windows, single.windows, "round {round}");
+            if merged.windows.len() > 40 {
+                merged.windows.clear();
+                single.windows.clear();
+            }
+        }
     }
 
     /// Windows of two deltas that overlap at different offsets (a window starts at the first

@@ -181,6 +181,8 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
     let mut rest = data;
     // Typed captures, decoded once the session lock is released (decoding takes µs each).
     let mut typed: Vec<Typed> = Vec::new();
+    // Each plan's argument words, worked out once a batch (a walk of the plan's parameters).
+    let mut arg_words: FxHashMap<usize, usize> = FxHashMap::default();
     while !rest.is_empty() {
         let Some((r, len)) = Record::parse(rest) else {
             tracing::warn!("session {}: a fast-path batch ends inside a record; its last {} bytes are ignored", s.id, rest.len());
@@ -279,7 +281,8 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
                         state.modules.code_stored = true;
                     }
                     // Stored: the argument registers a decode reads, not all six the hook copied.
-                    let regs = if exit { regs } else { &regs[..regs.len().min(plan.arg_words())] };
+                    let words = *arg_words.entry(Arc::as_ptr(plan) as usize).or_insert_with(|| plan.arg_words());
+                    let regs = if exit { regs } else { &regs[..regs.len().min(words)] };
                     batch.captures.push((batch.records.len() as u32, super::capture_lazy::encode(plan_id, pid, r.tid, regs, &payload)));
                 }
                 _ => {
