@@ -74,7 +74,7 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                 match message.get("type").and_then(Value::as_str) {
                     Some("events_bin") => match message.get("outbox") {
                         Some(place) => {
-                            let bytes = outbox_batch(&s, pid, place);
+                            let bytes = outbox_batch(&engine, &s, pid, &message, place);
                             super::decode::ingest(&engine, &s, pid, &message, bytes.as_deref())
                         }
                         None => super::decode::ingest(&engine, &s, pid, &message, data.as_deref()),
@@ -148,12 +148,14 @@ fn release(engine: &Arc<Engine>, lines: &mut LineBuffers, held: &mut VecDeque<(I
 
 /// The bytes of a batch the agent left in its outbox (engine/outbox.rs): `place` is
 /// `[start, length]`. One that cannot be found (not expected: the agent writes there only
-/// after this daemon mapped the outbox) is logged as lost.
-fn outbox_batch(s: &Session, pid: u32, place: &Value) -> Option<Vec<u8>> {
+/// after this daemon mapped the outbox) is counted in `eventsLost`, its `count` records.
+fn outbox_batch(engine: &Engine, s: &Session, pid: u32, message: &Value, place: &Value) -> Option<Vec<u8>> {
     let at = |i: usize| place.get(i).and_then(Value::as_u64);
     let bytes = at(0).zip(at(1)).and_then(|(start, len)| s.outboxes.copy_out(pid, start, len));
     if bytes.is_none() {
-        tracing::warn!(pid, "a fast-path batch named {place} in an outbox that is not mapped; its records are lost");
+        let count = message.get("count").and_then(Value::as_i64).unwrap_or(0);
+        tracing::warn!(pid, "a fast-path batch named {place} in an outbox that is not mapped; its {count} records are counted lost");
+        engine.store.count_lost(&s.id, count);
     }
     bytes
 }

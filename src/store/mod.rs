@@ -263,6 +263,12 @@ impl Store {
         }
     }
 
+    /// Count `n` trace events of a session as lost on the daemon's side (reported in
+    /// `eventsLost` with the writer's sheddings): a batch that could not be read.
+    pub(crate) fn count_lost(&self, session_id: &str, n: i64) {
+        self.shared.stats.lock().unwrap().entry(session_id.to_string()).or_default().shed += n;
+    }
+
     /// Trace events of a session dropped because the writer was too far behind (reported
     /// with the agent's own losses as `eventsLost`).
     pub fn events_shed(&self, session_id: &str) -> i64 {
