@@ -23,9 +23,11 @@
 // token at 8, the daemon's "mapped" word at 16), then `size` bytes. A batch is written at
 // logical offset `start` (physically start % size, never across the end: the tail is
 // skipped) and named in its message as `outbox: [start, length]`; the daemon copies it out
-// when it reads the message and moves the cursor past it. Messages are read in order, so the cursor only moves forward. A batch
-// that finds no room (the daemon behind) carries its bytes instead: nothing waits and nothing
-// is dropped here.
+// when it reads the message and moves the cursor past it. Messages are read in order, so the
+// cursor only moves forward. When it has caught up, the next batch starts over at the
+// beginning: the ring's later pages are touched only while the daemon lags. A batch that
+// finds no room (the daemon behind) carries its bytes instead: nothing waits and nothing is
+// dropped here.
 
 import { forksGated, sendThroughGate } from "./forksafe.js";
 
@@ -131,10 +133,15 @@ function mapped(b: Box): boolean {
 export function outboxRoom(maxLen: number): { at: NativePointer; start: number } | null {
     const b = box;
     if (b === null || !mapped(b) || maxLen > b.size) return null;
+    const consumed = b.base.readU64().toNumber();
     let start = b.written;
+    // Nothing left unread: start over at the beginning (the next lap), so that only the pages
+    // the largest batch needs are ever touched — each is resident in the daemon too.
+    const empty = consumed >= b.written;
+    if (empty) start = Math.ceil(start / b.size) * b.size;
     const phys = start % b.size;
     if (phys + maxLen > b.size) start += b.size - phys;
-    if (start + maxLen - b.base.readU64().toNumber() > b.size) {
+    if (!empty && start + maxLen - consumed > b.size) {
         fallbacks++;
         return null;
     }
