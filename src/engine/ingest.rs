@@ -72,13 +72,13 @@ pub(super) async fn run(engine: Weak<Engine>, mut rx: UnboundedReceiver<HostEven
                     continue;
                 };
                 match message.get("type").and_then(Value::as_str) {
-                    Some("events_bin") => match message.get("outbox") {
-                        Some(place) => {
-                            let bytes = outbox_batch(&engine, &s, pid, &message, place);
-                            super::decode::ingest(&engine, &s, pid, &message, bytes.as_deref())
-                        }
-                        None => super::decode::ingest(&engine, &s, pid, &message, data.as_deref()),
-                    },
+                    Some("events_bin") => {
+                        let data = match message.get("outbox") {
+                            Some(place) => outbox_batch(&engine, &s, pid, &message, place),
+                            None => data,
+                        };
+                        super::decode::ingest(&engine, &s, pid, &message, data.as_deref())
+                    }
                     // Not mapped: the agent's batches keep carrying their bytes.
                     Some("outbox") => {
                         if let Err(why) = s.outboxes.open(pid, &message) {

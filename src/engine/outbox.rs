@@ -7,8 +7,9 @@
 //! as `/proc/PID/fd/FD`, must be a `strobe-outbox` memfd of that size holding that token, and
 //! is mapped; the word at 16 set to 1 tells the agent to use it (an answer in the shared
 //! memory: a message the agent did not ask for could be in Frida's queues when the program
-//! forks, which crashes the child, agent/src/forksafe.ts). A batch is copied out as its message is read, and the read cursor (the header's first
-//! word) moves past it, freeing that room for the agent. The mapping is dropped when its
+//! forks, which crashes the child, agent/src/forksafe.ts). A batch is copied out as its
+//! message is read, and the read cursor (the header's first word) moves past it, freeing that
+//! room for the agent. The mapping is dropped when its
 //! process ends (ingest.rs `process_end`), after every message of that process was read.
 
 use std::fs::OpenOptions;

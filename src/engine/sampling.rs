@@ -157,8 +157,9 @@ impl Engine {
     /// Tuning knobs of tracing: `mode` ("auto": fast path where possible, the default; "js":
     /// JS hooks only, for hooks added from now on), and for the agent's fast path
     /// `ringRecords`, `drainBatch` (records per binary batch) and `outbox` (batches through
-    /// shared memory, engine/outbox.rs; all three before the first fast hook only), `drainIntervalMs`, `hotCallsPerSec` (0: no auto sampling), `sampleEvery`,
-    /// `wrappers`, `costShare` (cost sampling, agent/src/cost_sampling.ts; it overrides the
+    /// shared memory, engine/outbox.rs; all three before the first fast hook only),
+    /// `drainIntervalMs`, `hotCallsPerSec` (0: no auto sampling), `sampleEvery`, `wrappers`,
+    /// `costShare` (cost sampling, agent/src/cost_sampling.ts; it overrides the
     /// `tracing.costShare` setting for the session), and for typed capture `nativeCapture`,
     /// `typedValues` and `checkedReads` (agent/src/fastpath.ts CaptureOptions). Returns the
     /// agent's resulting settings.

@@ -138,7 +138,7 @@ fn cxx_tree_desc(store: &TypeStore, id: TypeId, bare: &str) -> Option<(Value, Ve
     let link = |name: &str| own_member(store, h_ty, name).map(|(o, _)| o);
     let (p, l, r) = (link("_M_parent")?, link("_M_left")?, link("_M_right")?);
     let desc = json!({"k": "nodes", "w": "tree", "m": is_map, "nc": t_off + c_off, "nf": t_off + h_off + l, "nb": store.get(h_ty).size, "np": p, "nl": l, "nr": r, "of": of});
-    if is_map { entry_fields(store, desc, of, Some("first"), Some("second")) } else { entry_fields(store, desc, of, None, None) }
+    entry_fields(store, desc, of, is_map.then_some("first"), is_map.then_some("second"))
 }
 
 /// The `std::unordered_` containers (`w: "list"`): the hashtable's one list of nodes from
@@ -155,7 +155,7 @@ fn cxx_hash_desc(store: &TypeStore, id: TypeId, bare: &str) -> Option<(Value, Ve
     let (x, _) = own_member(store, b_ty, "_M_nxt")?;
     let (c_off, _) = own_member(store, h_ty, "_M_element_count")?;
     let desc = json!({"k": "nodes", "w": "list", "m": is_map, "nc": h_off + c_off, "nf": h_off + b_off + x, "nb": store.get(b_ty).size, "nx": x, "of": of});
-    if is_map { entry_fields(store, desc, of, Some("first"), Some("second")) } else { entry_fields(store, desc, of, None, None) }
+    entry_fields(store, desc, of, is_map.then_some("first"), is_map.then_some("second"))
 }
 
 /// Rust's `HashMap<K, V>` / `HashSet<K>` (`w: "hash"`): hashbrown's `RawTableInner` keeps
