@@ -184,6 +184,7 @@ fn typed_stored(exe: &Path, args: &[String]) {
                 per_row(c.host),
                 per_row(c.target_live - r.cpu / 1e9)
             );
+            println!("  outbox: {}", r.outbox);
         }
     });
 }

@@ -196,6 +196,35 @@ async fn a_tiny_ring_counts_every_lost_event() {
     assert_eq!(stored + lost, 2 * n, "stored + lost = every enter and exit of {n} calls");
 }
 
+/// Batches go through the outbox the daemon maps (agent/src/outbox.ts), lap after lap: each
+/// burst is drained as ~30 batches of 64 records written back to back, after the daemon read
+/// everything before (so each burst starts a new lap). The whole run is 1.8 MB, under the
+/// outbox's 4 MiB less one batch's reservation: no batch may find it full, so every one must
+/// go through it, none through Frida's channel. (Before the fix, the second batch of a lap
+/// counted the unused bytes the lap skipped as unread and fell back.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bursts_of_batches_all_go_through_the_outbox() {
+    let h = harness();
+    let bursts = 10;
+    let id = start(&h, "bursts", bursts, json!({ "hotCallsPerSec": 0, "costShare": 0, "drainBatch": 64 }), &["hot_leaf"]).await;
+    wait_for_stdout(&h, &id, "bursts calls=", Duration::from_secs(60)).await;
+    let expected = 2 * 1000 * bursts as usize;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while trace_events(&h, &id).len() < expected && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+    let outbox = &after["outbox"];
+    eprintln!("outbox: {outbox}");
+    assert_eq!(trace_events(&h, &id).len(), expected, "every enter and exit stored");
+    assert_eq!(h.engine.status(&id).unwrap().events_lost, 0);
+    assert_eq!(outbox["ready"], json!(true), "{after}");
+    assert!(outbox["batches"].as_u64().unwrap_or(0) >= (expected / 64) as u64, "{after}");
+    assert_eq!(outbox["fallbacks"], json!(0), "no batch through Frida's channel: {after}");
+    h.engine.send_stdin(&id, b"done\n").await.expect("stdin");
+    wait_for_exit(&h, &id).await;
+}
+
 /// In a program that forks, the host holds the daemon's flow-control acks and sends them on
 /// the fork gate's receipts (agent/src/forksafe.ts, "Receipts"), so that nothing reaches the
 /// agent unasked while fork() copies Frida's queues. `forker burst` makes 4× the records the

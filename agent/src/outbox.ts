@@ -43,6 +43,9 @@ interface Box {
     size: number;
     /** Logical end of what was written. */
     written: number;
+    /** Logical start of the oldest batch the daemon may not have read: it had read
+     * everything before it when it was written (a new lap starts past unused bytes). */
+    since: number;
     token: UInt64;
     /** Open until the daemon has mapped it (or the offer is given up). */
     fd: number;
@@ -59,8 +62,11 @@ let unavailable: string | null = null;
 
 const libc = (name: string): NativePointer => Module.getGlobalExportByName(name);
 
-/** Create the outbox (room for a few batches of at most `maxBatch` bytes) and offer it to
- *  the daemon. Batches carry their own bytes if this fails. */
+/** Create the outbox (room for eight batches of at most `maxBatch` bytes: as many as flow
+ *  control lets be unacknowledged at the default batch size) and offer it to the daemon.
+ *  Batches carry their own bytes if this fails. While the daemon keeps up only the ring's
+ *  first quarter is touched; pages further on are given back as the daemon reads them
+ *  (src/engine/outbox.rs `release_pages`). */
 export function openOutbox(maxBatch: number): void {
     if (box !== null || unavailable !== null) return;
     if (forksGated()) {
@@ -68,7 +74,7 @@ export function openOutbox(maxBatch: number): void {
         return;
     }
     try {
-        const size = Math.max(4 * maxBatch, 4 << 20) + 4095 & ~4095;
+        const size = Math.max(8 * maxBatch, 4 << 20) + 4095 & ~4095;
         const syscall = new NativeFunction(libc("syscall"), "int64", ["int64", "pointer", "uint64"]);
         const fd = syscall(SYS_MEMFD_CREATE, Memory.allocUtf8String("strobe-outbox"), MFD_CLOEXEC).toNumber();
         if (fd < 0) throw new Error("memfd_create failed");
@@ -86,7 +92,7 @@ export function openOutbox(maxBatch: number): void {
         // program opened under the same number since.
         const token = uint64(Math.floor(Math.random() * 0xffffffff)).shl(32).or(uint64(Math.floor(Math.random() * 0xffffffff)));
         base.add(8).writeU64(token);
-        box = { base, size, written: 0, token, fd, offeredAt: 0, ready: false };
+        box = { base, size, written: 0, since: 0, token, fd, offeredAt: 0, ready: false };
         offer(box);
     } catch (e) {
         unavailable = e instanceof Error ? e.message : String(e);
@@ -141,7 +147,9 @@ export function outboxRoom(maxLen: number): { at: NativePointer; start: number }
     if (empty) start = Math.ceil(start / b.size) * b.size;
     const phys = start % b.size;
     if (phys + maxLen > b.size) start += b.size - phys;
-    if (!empty && start + maxLen - consumed > b.size) {
+    // Unread: from the daemon's cursor, or from where this lap's batches began if it has not
+    // reached them yet (what lies between was skipped, not written).
+    if (!empty && start + maxLen - Math.max(consumed, b.since) > b.size) {
         fallbacks++;
         return null;
     }
@@ -151,6 +159,7 @@ export function outboxRoom(maxLen: number): { at: NativePointer; start: number }
 /** The batch written at `start` (outboxRoom) holds `len` bytes and is being sent. */
 export function outboxWritten(start: number, len: number): void {
     if (box === null) return;
+    if (box.base.readU64().toNumber() >= box.written) box.since = start;
     box.written = start + len;
     batches++;
 }

@@ -74,6 +74,9 @@ pub struct StrobeRun {
     /// CPU from "go" to every row stored (launch and hooks left out; before the reads and the stop).
     #[allow(dead_code)] // printed by sqlite_real's store mode only
     pub cpu_split: crate::cpu::CpuSplit,
+    /// The agent's outbox statistics after the workload (outbox.ts outboxStats).
+    #[allow(dead_code)] // printed by sqlite_real's store mode only
+    pub outbox: Value,
 }
 
 impl StrobeRun {
@@ -130,6 +133,7 @@ pub async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], funct
         sample,
         page_ms,
         cpu_split,
+        outbox: run.after["outbox"].clone(),
     }
 }
 

@@ -78,6 +78,7 @@ impl Outboxes {
         }
         let from = HEADER + at as usize;
         let bytes = b.map[from..from + len as usize].to_vec();
+        release_pages(&mut b.map, from, from + len as usize);
         // Safety: the first 8 bytes of the page-aligned mapping, only ever accessed as this
         // atomic here (the agent reads it with a u64 load).
         let cursor = unsafe { AtomicU64::from_ptr(b.map.as_mut_ptr() as *mut u64) };
@@ -88,6 +89,24 @@ impl Outboxes {
     /// Unmap `pid`'s outbox (its process ended, or its agent is gone).
     pub(crate) fn close(&self, pid: u32) {
         self.boxes.lock().unwrap().remove(&pid);
+    }
+}
+
+/// Give back the memory of the pages wholly inside `from..to` (a batch just copied out, before
+/// the cursor moves past it: the agent writes nothing there until then) beyond the ring's
+/// first quarter. A daemon that keeps up reads every batch from the ring's start (the agent
+/// starts over there once everything was read), so the pages further on are touched only while
+/// it lags; without this they would stay resident in both processes until the target ends
+/// (ten lagging sessions: 40 MiB). The agent's next write there takes a fresh zeroed page.
+fn release_pages(map: &mut MmapMut, from: usize, to: usize) {
+    const PAGE: usize = 4096;
+    let keep = HEADER + (map.len() - HEADER) / 4;
+    let start = from.max(keep).next_multiple_of(PAGE);
+    let end = to / PAGE * PAGE;
+    if start < end {
+        // Safety: a range of our own shared mapping, page-aligned, that nobody reads or
+        // writes now (see above); MADV_REMOVE punches it out of the memfd for both processes.
+        unsafe { libc::madvise(map.as_mut_ptr().add(start).cast(), end - start, libc::MADV_REMOVE) };
     }
 }
 
@@ -132,6 +151,38 @@ mod tests {
         assert_eq!(boxes.copy_out(pid + 1, 0, 5), None);
         boxes.close(pid);
         assert_eq!(boxes.copy_out(pid, 10, 5), None, "closed");
+    }
+
+    /// Memory the memfd holds (st_blocks, in bytes).
+    fn resident(file: &std::fs::File) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn pages_past_the_rings_first_quarter_are_given_back_once_read() {
+        let pid = std::process::id();
+        let page = 4096;
+        let size = (HEADER + 16 * page) as u64;
+        let file = memfd("strobe-outbox", size, 5);
+        let boxes = Outboxes::default();
+        boxes.open(pid, &offer(file.as_raw_fd(), size, 5)).expect("mapped");
+        let mut agent = unsafe { MmapMut::map_mut(&file) }.unwrap();
+        // A batch in the first quarter, and one from the middle of page 6 to the middle of page 14.
+        agent[HEADER..HEADER + 2 * page].fill(1);
+        let (at, len) = (6 * page + 100, 8 * page);
+        agent[HEADER + at..HEADER + at + len].fill(2);
+        let before = resident(&file);
+        assert!(before >= (11 * page) as u64, "{before}");
+        assert_eq!(boxes.copy_out(pid, 0, 2 * page as u64).unwrap(), vec![1; 2 * page]);
+        assert_eq!(resident(&file), before, "the first quarter stays");
+        assert_eq!(boxes.copy_out(pid, at as u64, len as u64).unwrap(), vec![2; len], "copied before released");
+        // The mapping starts HEADER bytes before the ring: pages 7..14 of it are wholly the
+        // batch's (ring bytes 6 pages + 100 - 64 .. 14 pages + 100 - 64); its first and last
+        // pages are shared with bytes the agent may still write, and stay.
+        assert_eq!(resident(&file), before - (7 * page) as u64);
+        assert!(agent[HEADER + at..7 * page].iter().all(|&b| b == 2), "the batch's first page kept");
+        assert!(agent[HEADER + at + len - 10..HEADER + at + len].iter().all(|&b| b == 2), "and its last");
     }
 
     #[test]
