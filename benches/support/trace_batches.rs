@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use strobe::store::{Event, RawTraceBatch, RawTraceRecord, Store, TraceSite, TraceThread};
+use strobe::store::{Event, RawTraceBatch, RawTraceRecord, Store, TraceSite, TraceThread, MAX_PENDING_EVENTS};
 
 const BATCH: usize = 16_384;
 
@@ -66,12 +66,21 @@ pub fn measure(dir: &std::path::Path, n: usize, writer_cpu_secs: fn() -> f64, ra
         let event_batches: Vec<Vec<Event>> = if raw { Vec::new() } else { raw_batches.iter().map(|b| b.to_events()).collect() };
         let cpu0 = writer_cpu_secs();
         let start = Instant::now();
+        // As the agents' flow control does: no more than the writer accepts waits for it
+        // (beyond MAX_PENDING_EVENTS it sheds trace batches, counted).
+        let room = |len: usize| {
+            while store.events_pending() + len as i64 > MAX_PENDING_EVENTS {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        };
         if raw {
             for b in raw_batches {
+                room(b.records.len());
                 store.insert_trace_batch(b);
             }
         } else {
             for b in event_batches {
+                room(b.len());
                 store.insert(b);
             }
         }
