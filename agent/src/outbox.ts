@@ -45,8 +45,8 @@ interface Box {
     size: number;
     /** Logical end of what was written. */
     written: number;
-    /** Logical start of the oldest batch the daemon may not have read: it had read
-     * everything before it when it was written (a new lap starts past unused bytes). */
+    /** Where the current lap's batches begin (outboxRoom, when the daemon had read
+     * everything): nothing before it is unread, whatever the cursor says. */
     since: number;
     token: UInt64;
     /** Open until the daemon has mapped it (or the offer is given up). */
@@ -134,7 +134,10 @@ export function outboxRoom(maxLen: number): { at: NativePointer; start: number }
     // Nothing left unread: start over at the beginning (the next lap), so that only the pages
     // the largest batch needs are ever touched — each is resident in the daemon too.
     const empty = consumed >= b.written;
-    if (empty) start = Math.ceil(start / b.size) * b.size;
+    if (empty) {
+        start = Math.ceil(start / b.size) * b.size;
+        b.since = start;
+    }
     const phys = start % b.size;
     if (phys + maxLen > b.size) start += b.size - phys;
     // Unread: from the daemon's cursor, or from where this lap's batches began if it has not
@@ -149,7 +152,6 @@ export function outboxRoom(maxLen: number): { at: NativePointer; start: number }
 /** The batch written at `start` (outboxRoom) holds `len` bytes and is being sent. */
 export function outboxWritten(start: number, len: number): void {
     if (box === null) return;
-    if (box.base.readU64().toNumber() >= box.written) box.since = start;
     box.written = start + len;
     batches++;
 }

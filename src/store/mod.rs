@@ -249,13 +249,7 @@ impl Store {
 
     /// Drop a trace batch the writer has no room for; counted (`events_shed`).
     fn shed(&self, session_id: &str, n: i64) {
-        let first = {
-            let mut stats = self.shared.stats.lock().unwrap();
-            let e = stats.entry(session_id.to_string()).or_default();
-            e.shed += n;
-            e.shed == n
-        };
-        if first {
+        if self.count_lost(session_id, n) == n {
             tracing::warn!(
                 "event store: more than {MAX_PENDING_EVENTS} events wait to be stored; trace events of session \
                  {session_id} are dropped (counted in eventsLost) until the writer catches up"
@@ -264,9 +258,13 @@ impl Store {
     }
 
     /// Count `n` trace events of a session as lost on the daemon's side (reported in
-    /// `eventsLost` with the writer's sheddings): a batch that could not be read.
-    pub(crate) fn count_lost(&self, session_id: &str, n: i64) {
-        self.shared.stats.lock().unwrap().entry(session_id.to_string()).or_default().shed += n;
+    /// `eventsLost` with the writer's sheddings): a batch that could not be read. Returns the
+    /// session's count so far.
+    pub(crate) fn count_lost(&self, session_id: &str, n: i64) -> i64 {
+        let mut stats = self.shared.stats.lock().unwrap();
+        let e = stats.entry(session_id.to_string()).or_default();
+        e.shed += n;
+        e.shed
     }
 
     /// Trace events of a session dropped because the writer was too far behind (reported
