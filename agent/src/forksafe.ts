@@ -166,6 +166,11 @@ export function installForkGate(onLateForker: () => void): ForkGateResult {
     return forkGateStats();
 }
 
+/** Whether the program's fork() calls go through the gate (it forks, children are followed). */
+export function forksGated(): boolean {
+    return gate !== null && gate.slots > 0;
+}
+
 /** The gate's state: slots routed through it so far, or why fork() calls are not gated. */
 export function forkGateStats(): ForkGateResult {
     return { slots: gate?.slots ?? 0, error: gateError, unconfirmed: getUnconfirmed(), confirmed, receiptTimeouts: gate?.data.add(12).readU32() ?? 0 };
