@@ -61,6 +61,11 @@ CRASH_PREFIX = '{"type":"send","payload":{"type":"crash"'
 # marker (sent when the gate is built, and to ask for acks) needs nothing but its receipt.
 RECEIPT_PREFIX = '{"type":"send","payload":{"rx":1,'
 RECEIPT_MARKER = '{"type":"send","payload":{"rx":1,"type":"receipt"}}'
+# The gate is about to call fork(): hold what we would send (_fork_intent); and its end.
+FORK_MARKER = '{"type":"send","payload":{"rx":1,"type":"fork"}}'
+FORKED_MARKER = '{"type":"send","payload":{"type":"forked"}}'
+# At most this long without the agent's "forked" (a gate that gave up, an agent gone).
+FORK_HOLD_S = 1.0
 MAX_HEADER = 64 << 20
 MAX_PAYLOAD = 1 << 30
 
@@ -115,6 +120,11 @@ class Target:
         # ride on receipts instead of arriving unasked (see _receipt).
         self.receipts = False
         self.ack = None
+        # A fork announced by the gate: until `held_until` (or "forked"), RPCs and posts
+        # wait; `calls` RPCs are under way; `owed` a receipt waits for them to end.
+        self.held_until = 0.0
+        self.calls = 0
+        self.owed = False
 
 
 class Host:
@@ -123,6 +133,7 @@ class Host:
         self.w = writer
         self.device = frida.get_local_device()
         self.lock = threading.Lock()
+        self.fork_done = threading.Condition(self.lock)
         self.targets = {}  # pid -> Target
         self.spawned = set()  # pids we spawned and have not seen die
         self.gone = {}  # pid -> reason the session ended
@@ -257,6 +268,12 @@ class Host:
                 if raw == RECEIPT_MARKER:
                     self._receipt(pid)
                     return
+                if raw == FORK_MARKER:
+                    self._fork_intent(pid)
+                    return
+                if raw == FORKED_MARKER:
+                    self._forked(pid)
+                    return
                 if raw.startswith(EXIT_PREFIX):
                     self._post_ack(pid)
                 elif raw.startswith(SYNC_PREFIX):
@@ -293,6 +310,46 @@ class Host:
             t.script.post(message)
         except Exception as e:
             log("rx to %d failed: %s" % (pid, e))
+
+    def _fork_intent(self, pid):
+        """The agent's fork gate is closed and waits for a receipt before it calls fork().
+        A message from here still in Frida's queues at fork() is answered by the child on the
+        parent's connection (SIGSEGV): hold new RPCs and posts, and confirm once the RPCs
+        under way have their replies (Frida's thread: never blocks here)."""
+        with self.lock:
+            t = self.targets.get(pid)
+            if t is None:
+                return
+            t.held_until = time.monotonic() + FORK_HOLD_S
+            t.owed = t.calls > 0
+        if not t.owed:
+            self._receipt(pid)
+
+    def _forked(self, pid):
+        with self.lock:
+            t = self.targets.get(pid)
+            if t is not None:
+                t.held_until = 0.0
+                self.fork_done.notify_all()
+
+    def _hold_for_fork(self, t):
+        """Wait (request thread) while t's program forks; then count a call under way."""
+        with self.lock:
+            while True:
+                left = t.held_until - time.monotonic()
+                if left <= 0:
+                    break
+                self.fork_done.wait(left)
+            t.calls += 1
+
+    def _call_ended(self, t):
+        with self.lock:
+            t.calls -= 1
+            owed = t.owed and t.calls == 0
+            if owed:
+                t.owed = False
+        if owed:
+            self._receipt(t.pid)
 
     def _post_ack(self, pid, ack="exit-ack"):
         # The exiting (or crashing) thread waits for this ack so its message gets out first.
@@ -412,7 +469,11 @@ class Host:
         elif not isinstance(args, list):
             args = [args]
         t = self._target(pid)
-        result = getattr(t.script.exports_sync, method)(*args)
+        self._hold_for_fork(t)
+        try:
+            result = getattr(t.script.exports_sync, method)(*args)
+        finally:
+            self._call_ended(t)
         if isinstance(result, (bytes, bytearray)):
             return {"result": None, "binary": True}, bytes(result)
         if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], (bytes, bytearray)):
@@ -485,7 +546,11 @@ class Host:
                     if isinstance(seq, int) and (t.ack is None or seq > t.ack):
                         t.ack = seq
                     return {}, b""
-        t.script.post(message)
+        self._hold_for_fork(t)  # a post has no reply: the receipt, sent after it, covers it
+        try:
+            t.script.post(message)
+        finally:
+            self._call_ended(t)
         return {}, b""
 
     def op_input(self, req, payload):

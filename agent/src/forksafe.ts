@@ -49,9 +49,11 @@ export function isForkedCopy(): boolean {
 // So: the program's import slots for fork/vfork point at this code, in an mmap'd page that
 // is never freed; its counters live in a second page.
 
-/** Machine code of the gate (x86-64 SysV); data = [u32 forks in progress, u32 sends in
- * progress, u32 batches sent and not yet confirmed by the host, u32 forks that went ahead
- * without every confirmation]. */
+/** Machine code of the gate (x86-64 SysV); data (GATE_DATA) = [u32 forks in progress, u32
+ * sends in progress, u32 batches sent and not yet confirmed by the host, u32 forks that went
+ * ahead without every confirmation, u64 the fork-intent callback, u64 the fork-done callback,
+ * u32 the pid they belong to]. The callbacks are called only in that process (a stale gate a
+ * fork copied must not enter the stale agent) and only while set (dispose() clears them). */
 function gateCode(data: NativePointer, fork: NativePointer, usleep: NativePointer): number[] {
     const imm64 = (p: NativePointer): number[] => {
         const out: number[] = [];
@@ -63,38 +65,92 @@ function gateCode(data: NativePointer, fork: NativePointer, usleep: NativePointe
         return out;
     };
     const imm32 = (v: number): number[] => [v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, (v >>> 24) & 0xff];
-    return [
-        0x48, 0xb8, ...imm64(data), //         mov rax, data
-        0xf0, 0xff, 0x00, //                    lock inc dword [rax]      (close)
-        0x8b, 0x48, 0x04, //            spin:   mov ecx, [rax+4]          (sends in progress)
-        0x85, 0xc9, //                          test ecx, ecx
-        0x74, 0x04, //                          jz receipts
-        0xf3, 0x90, //                          pause
-        0xeb, 0xf5, //                          jmp spin
-        0x53, //                        receipts: push rbx                (also aligns the calls)
-        0xbb, ...imm32(RECEIPT_WAITS), //       mov ebx, RECEIPT_WAITS
-        0x48, 0xb8, ...imm64(data), //  wait:   mov rax, data
-        0x8b, 0x48, 0x08, //                    mov ecx, [rax+8]          (unconfirmed sends)
-        0x85, 0xc9, //                          test ecx, ecx
-        0x74, 0x22, //                          jz go
-        0xff, 0xcb, //                          dec ebx
-        0x74, 0x13, //                          jz give_up
-        0xbf, ...imm32(RECEIPT_WAIT_US), //     mov edi, RECEIPT_WAIT_US
-        0x48, 0xb8, ...imm64(usleep), //        mov rax, usleep
-        0xff, 0xd0, //                          call rax
-        0xeb, 0xd8, //                          jmp wait
-        0xc7, 0x40, 0x08, 0, 0, 0, 0, // give_up: mov dword [rax+8], 0
-        0xf0, 0xff, 0x40, 0x0c, //              lock inc dword [rax+12]   (forks that gave up)
-        0x48, 0xb8, ...imm64(fork), //  go:     mov rax, fork
-        0xff, 0xd0, //                          call rax
-        0x5b, //                                pop rbx
-        0x48, 0xb9, ...imm64(data), //          mov rcx, data
-        0x85, 0xc0, //                          test eax, eax
-        0x75, 0x07, //                          jnz open
-        0xc7, 0x41, 0x08, 0, 0, 0, 0, //        mov dword [rcx+8], 0      (child: no host here)
-        0xf0, 0xff, 0x09, //            open:   lock dec dword [rcx]      (eax kept)
-        0xc3, //                                ret
+    const rcxData = [0x48, 0xb9, ...imm64(data)]; //           mov rcx, data
+    // Call [rcx+slot] if this is the gate's own process and the callback is set; else go
+    // to `skip`. (syscall clobbers rcx and r11; rcx is reloaded.)
+    const callIfOwn = (slot: number, skip: string): Asm[] => [
+        [0xb8, ...imm32(39), 0x0f, 0x05], //                   mov eax, SYS_getpid; syscall
+        rcxData,
+        [0x3b, 0x41, GATE_DATA.pid], //                          cmp eax, [rcx+pid]
+        { jcc: 0x75, to: skip }, //                               jne skip
+        [0x48, 0x8b, 0x41, slot], //                             mov rax, [rcx+slot]
+        [0x48, 0x85, 0xc0], //                                   test rax, rax
+        { jcc: 0x74, to: skip }, //                               jz skip
+        [0xff, 0xd0], //                                         call rax
     ];
+    return assemble([
+        [0x48, 0xb8, ...imm64(data)], //                         mov rax, data
+        [0xf0, 0xff, 0x00], //                                   lock inc dword [rax]      (close)
+        { label: "spin" },
+        [0x8b, 0x48, 0x04], //                                   mov ecx, [rax+4]          (sends in progress)
+        [0x85, 0xc9], //                                         test ecx, ecx
+        { jcc: 0x74, to: "intent" }, //                           jz intent
+        [0xf3, 0x90], //                                         pause
+        { jcc: 0xeb, to: "spin" }, //                             jmp spin
+        { label: "intent" },
+        [0x53], //                                               push rbx                  (also aligns the calls)
+        ...callIfOwn(GATE_DATA.intent, "receipts"), //           tell the host; it holds its messages and confirms
+        { label: "receipts" },
+        [0xbb, ...imm32(RECEIPT_WAITS)], //                      mov ebx, RECEIPT_WAITS
+        { label: "wait" },
+        [0x48, 0xb8, ...imm64(data)], //                         mov rax, data
+        [0x8b, 0x48, 0x08], //                                   mov ecx, [rax+8]          (unconfirmed sends)
+        [0x85, 0xc9], //                                         test ecx, ecx
+        { jcc: 0x74, to: "go" }, //                               jz go
+        [0xff, 0xcb], //                                         dec ebx
+        { jcc: 0x74, to: "give_up" }, //                          jz give_up
+        [0xbf, ...imm32(RECEIPT_WAIT_US)], //                    mov edi, RECEIPT_WAIT_US
+        [0x48, 0xb8, ...imm64(usleep)], //                       mov rax, usleep
+        [0xff, 0xd0], //                                         call rax
+        { jcc: 0xeb, to: "wait" }, //                             jmp wait
+        { label: "give_up" },
+        [0xc7, 0x40, 0x08, 0, 0, 0, 0], //                       mov dword [rax+8], 0
+        [0xf0, 0xff, 0x40, 0x0c], //                             lock inc dword [rax+12]   (forks that gave up)
+        { label: "go" },
+        [0x48, 0xb8, ...imm64(fork)], //                         mov rax, fork
+        [0xff, 0xd0], //                                         call rax
+        [0x89, 0xc3], //                                         mov ebx, eax              (the result, kept)
+        [0x85, 0xc0], //                                         test eax, eax
+        { jcc: 0x75, to: "parent" }, //                           jnz parent                (or fork failed)
+        rcxData,
+        [0xc7, 0x41, 0x08, 0, 0, 0, 0], //                       mov dword [rcx+8], 0      (child: no host here)
+        { jcc: 0xeb, to: "open" }, //                             jmp open
+        { label: "parent" },
+        ...callIfOwn(GATE_DATA.done, "open"), //                 the host may send again
+        { label: "open" },
+        rcxData,
+        [0x89, 0xd8], //                                         mov eax, ebx
+        [0x5b], //                                               pop rbx
+        [0xf0, 0xff, 0x09], //                                   lock dec dword [rcx]      (open; eax kept)
+        [0xc3], //                                               ret
+    ]);
+}
+
+/** Byte offsets in the gate's data page (gateCode). */
+const GATE_DATA = { intent: 16, done: 24, pid: 32 } as const;
+
+/** Code with labels and short jumps (`jcc` is the one-byte opcode: 0x74 jz, 0x75 jnz, 0xeb jmp). */
+type Asm = number[] | { label: string } | { jcc: number; to: string };
+
+function assemble(parts: Asm[]): number[] {
+    const at = new Map<string, number>();
+    let pc = 0;
+    for (const p of parts) {
+        if (Array.isArray(p)) pc += p.length;
+        else if ("label" in p) at.set(p.label, pc);
+        else pc += 2;
+    }
+    const out: number[] = [];
+    for (const p of parts) {
+        if (Array.isArray(p)) out.push(...p);
+        else if ("jcc" in p) {
+            const to = at.get(p.to);
+            const rel = to === undefined ? NaN : to - (out.length + 2);
+            if (!(rel >= -128 && rel <= 127)) throw new Error(`fork gate: jump to ${p.to} out of range`);
+            out.push(p.jcc, rel & 0xff);
+        }
+    }
+    return out;
 }
 
 /** How long the gate waits for the host to confirm messages already sent: at most
@@ -133,6 +189,8 @@ interface Gate {
     data: NativePointer;
     begin: NativeFunction<number, []>;
     end: NativeFunction<void, []>;
+    /** The gate calls these around fork() (kept referenced: the gate holds their addresses). */
+    callbacks: NativeCallback<"void", []>[];
 }
 
 let gate: Gate | null = null;
@@ -204,6 +262,8 @@ function routeThroughGate(slots: NativePointer[]): void {
         Memory.protect(code, Process.pageSize, "r-x");
         const cm = new CModule(GATE_C, { gate: data });
         const opts = { scheduling: "exclusive", exceptions: "propagate", traps: "none" } as const;
+        const intent = new NativeCallback(announceFork, "void", []);
+        const done = new NativeCallback(() => send({ type: "forked" }), "void", []);
         gate = {
             cm,
             code,
@@ -211,7 +271,11 @@ function routeThroughGate(slots: NativePointer[]): void {
             data,
             begin: new NativeFunction(cm.strobe_send_begin, "int", [], opts),
             end: new NativeFunction(cm.strobe_send_end, "void", [], opts),
+            callbacks: [intent, done],
         };
+        data.add(GATE_DATA.pid).writeU32(loadPid);
+        data.add(GATE_DATA.intent).writePointer(intent);
+        data.add(GATE_DATA.done).writePointer(done);
         requestReceipt(); // confirms every batch sent before the gate existed
     }
     for (const slot of slots) writeSlot(slot, gate.code);
@@ -276,7 +340,7 @@ let gateDepth = 0;
 //     host answers { type: "rx", ack? } (agent/host.py), carrying the latest events-ack,
 //     which it no longer posts on its own; an agent out of credit asks with a marker;
 //   - the gate, once closed, waits until every receipt asked for has arrived (at most
-//     ≈ 0.25 s): then no message from the host is on its way, except RPCs the user starts.
+//     ≈ 0.25 s): then no message from the host is on its way (RPCs too: below).
 // Messages arrive in order, so the receipt of a marker sent when the gate is built covers
 // what was sent before it. Programs that never fork get no gate and no receipts.
 
@@ -321,6 +385,30 @@ export function requestReceipt(): void {
         expectReceipt(gate);
         send({ rx: 1, type: "receipt" });
     }
+}
+
+// Messages the host starts (RPCs: a status poll's hit count, a trace added, a memory read)
+// could be in Frida's queues at fork() too, with the crash above: a tight `debug_session
+// status` loop on a program forking 40 times crashed 12 children in 120 (each lock incl with
+// rdi = 0 in frida-agent, the D-Bus reply on the parent's connection). So the gate, closed,
+// announces the fork (`announceFork`, on the forking thread, before fork()): the host holds
+// new RPCs and posts for this process, waits for the replies of those under way, then sends
+// the receipt the gate waits for; after fork() the parent says "forked" and the host goes on
+// (agent/host.py `_fork_intent`).
+
+/** The gate's first callback: ask the host to hold its messages, with a receipt. */
+function announceFork(): void {
+    if (gate === null) return;
+    expectReceipt(gate);
+    send({ rx: 1, type: "fork" });
+}
+
+/** The gate outlives this agent (its page is never freed): it must not call into a runtime
+ * that is gone. dispose() runs before an unload, at exit and in a fork's stale copy. */
+export function retireForkGate(): void {
+    if (gate === null) return;
+    gate.data.add(GATE_DATA.intent).writePointer(NULL);
+    gate.data.add(GATE_DATA.done).writePointer(NULL);
 }
 
 function onReceipt(message: { ack?: number }): void {

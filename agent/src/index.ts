@@ -29,7 +29,7 @@ import { memoryExports } from "./memory.js";
 import { addTypes, TypeDesc } from "./serialize.js";
 import { prepareXmm } from "./xmm.js";
 import { demoteWrappers } from "./wrappers.js";
-import { installForkGate, ForkGateResult } from "./forksafe.js";
+import { installForkGate, ForkGateResult, retireForkGate } from "./forksafe.js";
 
 interface InitParams {
     sessionId?: string;
@@ -181,6 +181,7 @@ rpc.exports = {
     },
     dispose(): void {
         // Called by the host before detaching, and by Frida itself at process exit.
+        retireForkGate();
         releasePins();
         flush();
         drainFast(true);

@@ -299,7 +299,13 @@ pub(super) fn ingest(engine: &Engine, s: &Arc<Session>, pid: u32, msg: &Value) {
 
 impl Engine {
     /// Bring every point's `hits` up to date from the agents (root and followed forks).
+    /// No point installed, no call: a status poll must not post to the agents for nothing
+    /// (a message from the host still queued when the program forks crashes the child:
+    /// docs/performance.md, "Fork/exec following").
     pub(crate) async fn refresh_hits(&self, s: &Session) {
+        if s.debug.lock().points.values().all(|p| p.pending) {
+            return;
+        }
         let Ok(frida) = self.debugger_frida() else { return };
         let mut totals: BTreeMap<String, u64> = BTreeMap::new();
         let mut pids = vec![s.pid];

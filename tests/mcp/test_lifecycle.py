@@ -5,6 +5,7 @@ outside kill), fork/exec children followed with their pids, thread names on even
 import os
 import re
 import signal
+import time
 
 import pytest
 
@@ -302,6 +303,32 @@ async def test_fork_children_are_followed(strobe_home, fixtures_dir, follow_chil
         st = await c.call("debug_session", action="status", sessionId=sid)
         kids = {k["pid"]: k for k in st["children"]}
         assert kids[child_pid]["origin"] == "fork" and kids[child_pid]["exitCode"] == 7, st["children"]
+
+
+async def test_forks_survive_status_polls(strobe_home, fixtures_dir, follow_children):
+    """A status poll asks the agents for breakpoint hits (an RPC). One still in Frida's queues
+    when the program forks was answered by the child on the parent's connection: SIGSEGV
+    (12 of 120 forks under a tight poll). The fork gate now has the host hold its messages
+    around fork() (forksafe.ts, host.py `_fork_intent`). forker label forks 40 short-lived
+    children beside a ticking one while a logpoint (never hit) makes every poll an RPC."""
+    async with mcp_client(strobe_home) as c:
+        await c.call("debug_trace", add=["child_label"])
+        r = await c.call("debug_launch", command=str(fixtures_dir / "forker"), args=["label"], projectRoot=str(SRC),
+                         breakpoints=[{"function": "execd_work", "message": "never"}])
+        sid, polls = r["sessionId"], 0
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            st = await c.call("debug_session", action="status", sessionId=sid)
+            polls += 1
+            if st["status"] == "exited":
+                break
+        assert st["status"] == "exited" and st["exitCode"] == 0, st
+        out = "".join(e["text"] for e in await query_all(c, sid, eventType="stdout"))
+        late = re.findall(r"late pid \d+ labelled (\d+)", out)
+        assert sorted(map(int, late)) == list(range(1, 41)), (polls, out)
+        kids = st["children"]
+        assert len(kids) == 41 and all(k.get("exitCode") == 0 for k in kids), [k for k in kids if k.get("exitCode") != 0]
+        assert polls > 50, polls  # the polls did run while the program forked
 
 
 async def test_exec_child_is_reinstrumented(strobe_home, fixtures_dir, follow_children):
