@@ -7,7 +7,7 @@ return {
   title = "Continue or step a paused program",
   -- setLocals writes the target; resuming lets the program act on the world.
   annotations = { readOnlyHint = false, destructiveHint = true, idempotentHint = false, openWorldHint = true },
-  description = [[Resume after a breakpoint pause. action: 'continue' (default; resumes every paused thread unless threadId is given), 'step-over' (next line of this function), 'step-into' (into a function called on this line), 'step-out' (to the caller's next line). Waits for the next pause or the exit (up to timeoutMs, default 10000; then status is 'running'); on exit it gives exitCode, or signal when a signal killed the process. When paused, the response includes the frame's locals and backtrace. 'inspect' waits for a pause without resuming anything (use it right after setting breakpoints). setLocals writes locals of the paused frame (by name) before the action.]],
+  description = [[Resume after a breakpoint pause. action: 'continue' (default; resumes every paused thread unless threadId is given), 'step-over' (next line of this function), 'step-into' (into a function called on this line), 'step-out' (to the caller's next line). Waits for the next pause or the exit (up to timeoutMs, default 10000; then status is 'running'); on exit it gives exitCode, or signal when a signal killed the process; a process that stopped itself (raise(SIGSTOP)) is listed in stoppedBySignal, and 'continue' sends it SIGCONT. When paused, the response includes the frame's locals and backtrace. 'inspect' waits for a pause without resuming anything (use it right after setting breakpoints). setLocals writes locals of the paused frame (by name) before the action.]],
   inputSchema = {
     type = "object",
     required = { "sessionId" },
@@ -46,6 +46,7 @@ return {
       signal = { type = "string" },
       exitReason = { type = "string" },
       pausedThreads = { type = "integer", description = "Threads still paused after this call" },
+      stoppedBySignal = { type = "array", items = { type = "integer" }, description = "With status 'running': processes stopped by a signal (raise(SIGSTOP)); 'continue' sends them SIGCONT" },
       warnings = { type = "array", items = { type = "string" } },
     },
   },
@@ -77,6 +78,8 @@ return {
     out.localsWritten = written
     if out.status == "paused" then
       out.nextSteps = "Inspect locals (in this response), change one with setLocals, then debug_continue again (action 'continue', 'step-over', 'step-into' or 'step-out')."
+    elseif out.status == "running" and out.stoppedBySignal then
+      out.nextSteps = "The process stopped itself with a signal (e.g. raise(SIGSTOP)) and will not reach a breakpoint: inspect memory or globals now (debug_memory), or debug_continue({action: 'continue'}) to send it SIGCONT."
     elseif out.status == "running" then
       out.nextSteps = "No pause yet; the target is running. Call debug_continue({action: 'inspect'}) or debug_session status later, or query events."
     else

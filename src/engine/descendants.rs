@@ -73,6 +73,14 @@ pub(crate) fn running(pid: u32) -> bool {
     }
 }
 
+/// Whether `pid` is stopped by a job-control signal (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU):
+/// state `T`. (A ptrace stop is `t`.)
+pub(crate) fn job_stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .is_some_and(|stat| fields_after_name(&stat).and_then(|mut f| f.next()) == Some("T"))
+}
+
 /// Wait (up to `timeout`) until none of `pids` is running; the ones still running.
 pub(crate) async fn wait_gone(pids: &[u32], timeout: std::time::Duration) -> Vec<u32> {
     let deadline = tokio::time::Instant::now() + timeout;

@@ -77,6 +77,9 @@ pub struct ContinueResult {
     pub exit_reason: Option<String>,
     /// Threads still paused after this call.
     pub paused_threads: usize,
+    /// "running", but these processes are stopped by a signal (raise(SIGSTOP)).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stopped_by_signal: Vec<u32>,
     pub warnings: Vec<String>,
 }
 
@@ -96,7 +99,25 @@ impl ContinueResult {
             signal: None,
             exit_reason: None,
             paused_threads,
+            stopped_by_signal: Vec::new(),
             warnings,
+        }
+    }
+}
+
+/// The session's processes (root and followed forks) stopped by a job-control signal.
+fn job_stopped(session: &Session) -> Vec<u32> {
+    let mut pids = vec![session.pid];
+    pids.extend(super::children::live_forks(session));
+    pids.into_iter().filter(|&pid| super::descendants::job_stopped(pid)).collect()
+}
+
+impl ContinueResult {
+    /// Why a session "running" may never pause: a process stopped by a signal.
+    fn note_stopped(&mut self, session: &Session) {
+        for pid in job_stopped(session) {
+            self.warnings.push(format!("Process {pid} is stopped by a signal (SIGSTOP or SIGTSTP, e.g. raise(SIGSTOP)), not at a breakpoint: it cannot reach one. debug_continue({{action: 'continue'}}) sends it SIGCONT."));
+            self.stopped_by_signal.push(pid);
         }
     }
 }
@@ -151,6 +172,15 @@ impl Engine {
                 warnings.push(format!("Thread {} (pid {}) could not be resumed: {}", t.thread_id, t.pid, e.message));
             }
         }
+        if action == StepAction::Continue && thread_id.is_none() {
+            // A process that stopped itself (raise(SIGSTOP)) waits for SIGCONT, as under gdb.
+            for pid in job_stopped(&session) {
+                // SAFETY: kill(2) with a pid and a signal number touches no memory of ours.
+                if unsafe { libc::kill(pid as libc::pid_t, libc::SIGCONT) } == 0 {
+                    warnings.push(format!("Process {pid} had stopped itself with a signal (SIGSTOP or SIGTSTP), not at a breakpoint: sent it SIGCONT."));
+                }
+            }
+        }
         let deadline = Instant::now() + timeout;
         let mut pace = inflight::Pace::new();
         loop {
@@ -170,7 +200,9 @@ impl Engine {
             }
             if Instant::now() >= deadline {
                 let paused = session.debug.lock().paused.len();
-                return Ok(ContinueResult { status: if paused > 0 { "paused" } else { "running" }.into(), paused_threads: paused, warnings, ..Default::default() });
+                let mut r = ContinueResult { status: if paused > 0 { "paused" } else { "running" }.into(), paused_threads: paused, warnings, ..Default::default() };
+                r.note_stopped(&session);
+                return Ok(r);
             }
             wait_tick(&mut pace, deadline, timeout).await?;
         }
@@ -193,7 +225,9 @@ impl Engine {
                 return Ok(self.exited_result(&session));
             }
             if Instant::now() >= deadline {
-                return Ok(ContinueResult { status: "running".into(), ..Default::default() });
+                let mut r = ContinueResult { status: "running".into(), ..Default::default() };
+                r.note_stopped(&session);
+                return Ok(r);
             }
             wait_tick(&mut pace, deadline, timeout).await?;
         }
