@@ -486,6 +486,16 @@ function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: strin
         path.pop();
         return items;
     }
+    const shared = sharedBlock(name, fields);
+    if (shared !== null) {
+        // An Rc's shared block, as debug_eval prints the Rc: the strong count, then the value.
+        path.push(key);
+        const strong = read(addr.add(shared[0][1] as number), shared[0][2] as number, depth - 1, path);
+        const value = read(addr.add(shared[1][1] as number), shared[1][2] as number, depth - 1, path);
+        path.pop();
+        const isObject = value !== null && typeof value === "object" && !Array.isArray(value);
+        return isObject ? { "@strong": strong, ...(value as object) } : { "@strong": strong, "*": value };
+    }
     const out: Record<string, unknown> = {};
     path.push(key);
     for (let i = 0; i < fields.length && i < MAX_KEYS; i++) {
@@ -499,6 +509,17 @@ function readStruct(addr: NativePointer, t: TypeDesc, depth: number, path: strin
     }
     path.pop();
     return out;
+}
+
+/** Rust's `RcInner` / `ArcInner` (`RcBox` before 1.84), what an `Rc` / `Arc` points to: its
+ *  `strong` and `value` (`data`) fields (the daemon's cxx_std.rs `rust_shared_block_fields`). */
+function sharedBlock(name: string, fields: (string | number)[][]): [(string | number)[], (string | number)[]] | null {
+    const bare = name.replace(/^alloc::(rc|sync)::/, "");
+    if (!/^(RcInner|RcBox|ArcInner)</.test(bare)) return null;
+    const field = (n: string) => fields.find((f) => f[0] === n && f[4] === undefined);
+    const strong = field("strong");
+    const value = field("value") ?? field("data");
+    return strong !== undefined && value !== undefined ? [strong, value] : null;
 }
 
 function readBits(addr: NativePointer, id: number, bitOff: number, bitSize: number): unknown {

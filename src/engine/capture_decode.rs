@@ -492,6 +492,9 @@ impl<'a> Reader<'a> {
             self.out.push(']');
             return Ok(());
         }
+        if let Some((strong, value)) = crate::symbols::cxx_std::rust_shared_block_fields(name, members) {
+            return self.shared_block(addr, id, strong, value, depth);
+        }
         let mut spans = if self.repeats_names(t, members) { Some(Vec::new()) } else { None };
         self.out.push('{');
         let from = self.out.len();
@@ -536,6 +539,32 @@ impl<'a> Reader<'a> {
             json::merge_repeated_keys(&mut self.out, from, &s);
         }
         self.out.push('}');
+        Ok(())
+    }
+
+    /// An `Rc`'s shared block: `{"@strong": n, ..the value's members}`, or `"*"` for a value
+    /// that is not an object (serialize.ts readStruct).
+    fn shared_block(&mut self, addr: u64, id: *const Type, strong: &crate::symbols::Member, value: &crate::symbols::Member, depth: i64) -> Result<(), ()> {
+        self.path.push((addr, id));
+        self.out.push('{');
+        json::key(&mut self.out, "@strong");
+        self.read(addr + strong.offset, strong.ty, depth - 1);
+        let at = self.out.len();
+        self.read(addr + value.offset, value.ty, depth - 1);
+        if self.out.len() >= at + 2 && self.out[at..].starts_with('{') && self.out.ends_with('}') {
+            let inner = self.out.split_off(at);
+            if inner.len() > 2 {
+                self.out.push(',');
+                self.out.push_str(&inner[1..inner.len() - 1]);
+            }
+        } else {
+            let v = self.out.split_off(at);
+            self.out.push(',');
+            json::key(&mut self.out, "*");
+            self.out.push_str(&v);
+        }
+        self.out.push('}');
+        self.path.pop();
         Ok(())
     }
 

@@ -301,9 +301,20 @@ fn is_rust_counted(bare: &str) -> bool {
     bare.starts_with("Rc<") || bare.starts_with("Arc<")
 }
 
-fn is_rust_shared_block(name: &str) -> bool {
+pub(crate) fn is_rust_shared_block(name: &str) -> bool {
     let bare = name.strip_prefix("alloc::rc::").or_else(|| name.strip_prefix("alloc::sync::")).unwrap_or(name);
     ["RcInner<", "RcBox<", "ArcInner<"].iter().any(|p| bare.starts_with(p))
+}
+
+/// The strong count and the value of a Rust `RcInner` / `ArcInner` struct (what an `Rc` /
+/// `Arc` points to): a traced one prints as debug_eval prints the `Rc`, `{"@strong": 2, ..the
+/// value}` (eval/pretty/rust_std.rs `counted`; serialize.ts `sharedBlock` does the same).
+pub(crate) fn rust_shared_block_fields<'m>(name: &str, members: &'m [crate::symbols::Member]) -> Option<(&'m crate::symbols::Member, &'m crate::symbols::Member)> {
+    if !is_rust_shared_block(name) {
+        return None;
+    }
+    let field = |n: &str| members.iter().find(|m| m.name == n && m.bits.is_none());
+    Some((field("strong")?, field("value").or_else(|| field("data"))?))
 }
 
 /// The first pointer member inside `id` (bases and nested members included, depth-first).
