@@ -89,6 +89,24 @@ async def mcp_client(home: Path):
             yield Client(session)
 
 
+def thread_report(pid):
+    """Each thread's state, name and kernel wait, and gdb's backtraces of all of them."""
+    tasks = {}
+    for tid in sorted(os.listdir(f"/proc/{pid}/task")) if os.path.isdir(f"/proc/{pid}/task") else []:
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            comm = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            tasks[tid] = (comm, stat, Path(f"/proc/{pid}/task/{tid}/wchan").read_text())
+        except OSError as e:
+            tasks[tid] = str(e)
+    try:
+        bt = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 16"],
+                            capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        bt = str(e)
+    return {"tasks": tasks, "gdb": bt[-6000:]}
+
+
 class ToolError(Exception):
     def __init__(self, code, message):
         super().__init__(f"{code}: {message}")
@@ -129,7 +147,8 @@ class Client:
             if st["status"] == status:
                 return st
             if time.monotonic() > deadline:
-                raise AssertionError(f"session {session_id} not {status} within {timeout}s: {st}")
+                where = thread_report(st["pid"]) if isinstance(st.get("pid"), int) else None
+                raise AssertionError(f"session {session_id} not {status} within {timeout}s: {st}; threads: {where}")
             await _sleep(0.1)
 
     async def wait_for(self, session_id: str, what: str, timeout=20.0, **query):

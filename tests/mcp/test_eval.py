@@ -1,14 +1,12 @@
 """debug_eval through a real MCP client: expressions at a pause, checked against what gdb
 prints for the same expressions at the same line of the same binary."""
 
-import os
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO, mcp_client
+from conftest import REPO, mcp_client, thread_report
 
 pytestmark = pytest.mark.anyio
 
@@ -194,24 +192,6 @@ async def stopped_before(c, binary, src, marker):
         st = await c.call("debug_session", action="status", sessionId=r["sessionId"])
         raise AssertionError({"continue": p, "launch": r, "status": st, "threads": thread_report(r["pid"])})
     return r["sessionId"]
-
-
-def thread_report(pid):
-    """Each thread's state, name and kernel wait, and gdb's backtraces of all of them."""
-    tasks = {}
-    for tid in sorted(os.listdir(f"/proc/{pid}/task")) if os.path.isdir(f"/proc/{pid}/task") else []:
-        try:
-            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            comm = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-            tasks[tid] = (comm, stat, Path(f"/proc/{pid}/task/{tid}/wchan").read_text())
-        except OSError as e:
-            tasks[tid] = str(e)
-    try:
-        bt = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 16"],
-                            capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError) as e:
-        bt = str(e)
-    return {"tasks": tasks, "gdb": bt[-6000:]}
 
 
 async def test_eval_cpp_containers_and_expressions_over_them(strobe_home, fixtures_dir):
