@@ -510,16 +510,19 @@ impl<'a> Reader<'a> {
             if m.name == crate::symbols::types::ANONYMOUS && m.bits.is_none() && spans.is_none() {
                 let at = self.out.len();
                 self.read(faddr, m.ty, depth - 1);
-                if self.out.len() >= at + 2 && self.out[at..].starts_with('{') && self.out.ends_with('}') {
-                    let inner = self.out[at + 1..self.out.len() - 1].to_string();
-                    self.out.truncate(if inner.is_empty() { before } else { at });
-                    self.out.push_str(&inner);
-                    continue;
+                match self.take_value(at) {
+                    Ok(members) => {
+                        if members.is_empty() {
+                            self.out.truncate(before);
+                        }
+                        self.out.push_str(&members);
+                    }
+                    // Not an object (past the depth, unreadable): under its key, as there.
+                    Err(value) => {
+                        json::key(&mut self.out, &m.name);
+                        self.out.push_str(&value);
+                    }
                 }
-                // Not an object (past the depth, unreadable): under its key, as there.
-                let value = self.out.split_off(at);
-                json::key(&mut self.out, &m.name);
-                self.out.push_str(&value);
                 continue;
             }
             let k = self.out.len();
@@ -542,6 +545,17 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// Take the value written from `at` back out of the output: an object's members (without
+    /// its braces) as `Ok`, anything else whole as `Err`.
+    fn take_value(&mut self, at: usize) -> Result<String, String> {
+        let v = self.out.split_off(at);
+        if v.len() >= 2 && v.starts_with('{') && v.ends_with('}') {
+            Ok(v[1..v.len() - 1].to_string())
+        } else {
+            Err(v)
+        }
+    }
+
     /// An `Rc`'s shared block: `{"@strong": n, ..the value's members}`, or `"*"` for a value
     /// that is not an object (serialize.ts readStruct).
     fn shared_block(&mut self, addr: u64, id: *const Type, strong: &crate::symbols::Member, value: &crate::symbols::Member, depth: i64) -> Result<(), ()> {
@@ -551,17 +565,17 @@ impl<'a> Reader<'a> {
         self.read(addr + strong.offset, strong.ty, depth - 1);
         let at = self.out.len();
         self.read(addr + value.offset, value.ty, depth - 1);
-        if self.out.len() >= at + 2 && self.out[at..].starts_with('{') && self.out.ends_with('}') {
-            let inner = self.out.split_off(at);
-            if inner.len() > 2 {
+        match self.take_value(at) {
+            Ok(members) if members.is_empty() => {}
+            Ok(members) => {
                 self.out.push(',');
-                self.out.push_str(&inner[1..inner.len() - 1]);
+                self.out.push_str(&members);
             }
-        } else {
-            let v = self.out.split_off(at);
-            self.out.push(',');
-            json::key(&mut self.out, "*");
-            self.out.push_str(&v);
+            Err(v) => {
+                self.out.push(',');
+                json::key(&mut self.out, "*");
+                self.out.push_str(&v);
+            }
         }
         self.out.push('}');
         self.path.pop();

@@ -103,16 +103,7 @@ impl ContinueResult {
             warnings,
         }
     }
-}
 
-/// The session's processes (root and followed forks) stopped by a job-control signal.
-fn job_stopped(session: &Session) -> Vec<u32> {
-    let mut pids = vec![session.pid];
-    pids.extend(super::children::live_forks(session));
-    pids.into_iter().filter(|&pid| super::descendants::job_stopped(pid)).collect()
-}
-
-impl ContinueResult {
     /// Why a session "running" may never pause: a process stopped by a signal.
     fn note_stopped(&mut self, session: &Session) {
         for pid in job_stopped(session) {
@@ -120,6 +111,13 @@ impl ContinueResult {
             self.stopped_by_signal.push(pid);
         }
     }
+}
+
+/// The session's processes (root and followed forks) stopped by a job-control signal.
+fn job_stopped(session: &Session) -> Vec<u32> {
+    let mut pids = vec![session.pid];
+    pids.extend(super::children::live_forks(session));
+    pids.into_iter().filter(|&pid| super::descendants::job_stopped(pid)).collect()
 }
 
 impl Engine {

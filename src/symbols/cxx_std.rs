@@ -301,7 +301,7 @@ fn is_rust_counted(bare: &str) -> bool {
     bare.starts_with("Rc<") || bare.starts_with("Arc<")
 }
 
-pub(crate) fn is_rust_shared_block(name: &str) -> bool {
+fn is_rust_shared_block(name: &str) -> bool {
     let bare = name.strip_prefix("alloc::rc::").or_else(|| name.strip_prefix("alloc::sync::")).unwrap_or(name);
     ["RcInner<", "RcBox<", "ArcInner<"].iter().any(|p| bare.starts_with(p))
 }
