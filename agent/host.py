@@ -431,7 +431,12 @@ class Host:
         with self.lock:
             if pid in self.targets:
                 raise HostError("already attached to pid %d" % pid)
-        session = self.device.attach(pid)
+        # Frida's exit monitor off: at exit() it blocks the exiting thread, without a time
+        # limit, until the agent's own thread has prepared for termination; after a followed
+        # child's exit that wait sometimes never ended and the parent hung (docs/performance.md,
+        # "the followed fork's parent hang"). The agent's exit hook (index.ts hookExit) flushes
+        # and waits for this host's ack itself.
+        session = self.device.attach(pid, exit_monitor=False)
         session.on("detached", self._make_detached_handler(pid, session))
         try:
             script = session.create_script(source, name="strobe-agent")

@@ -21,8 +21,8 @@ const SCAN_LIMIT = 4095;
 // agent is a stale copy whose JS runtime may be locked forever; there a call goes straight to
 // libc. Slots are put back only when the host detaches (the `detach` RPC): at exit there is no
 // need, and a followed child's fresh agent routes them to its own guard before the child runs
-// on. (Putting them back from dispose(), which Frida also runs at exit and in a fork's stale
-// copy, made the rare fork-inside-a-traced-function race of docs/performance.md hang or crash
+// on. (Putting them back from dispose(), which Frida also ran at exit then and runs in a fork's
+// stale copy, made the rare fork-inside-a-traced-function race of docs/performance.md hang or crash
 // the parent: 6 of 49 runs of test_lifecycle.py's followed "return" test.) Left open: a
 // session Frida ends on its own (that race) frees this code with the slots still pointing
 // at it, until the daemon's re-attach routes them again.

@@ -404,7 +404,7 @@ function announceFork(): void {
 }
 
 /** The gate outlives this agent (its page is never freed): it must not call into a runtime
- * that is gone. dispose() runs before an unload, at exit and in a fork's stale copy. */
+ * that is gone. dispose() runs before an unload and in a fork's stale copy. */
 export function retireForkGate(): void {
     if (gate === null) return;
     gate.data.add(GATE_DATA.intent).writePointer(NULL);

@@ -138,8 +138,9 @@ function onProcessExit(code: number, which: number): void {
 }
 
 function hookExit(): void {
-    // Frida reaps the child, so the exit status is only visible here. Frida runs dispose()
-    // before our exit hook; everything after it is sent immediately.
+    // Frida reaps the child, so the exit status is only visible here. The host attaches with
+    // Frida's exit monitor off (host.py op_attach): nothing of Frida's runs before this hook
+    // at exit, so it flushes both event paths itself; everything after it is sent at once.
     const getpid = Module.findGlobalExportByName("getpid");
     if (getpid === null) {
         send({ type: "log", level: "warning", message: "cannot hook exit: getpid() not found" });
