@@ -242,6 +242,8 @@ fn end_root(engine: &Engine, s: &Session, end: Option<ProcessEnd>, reason_text: 
         _ => None,
     };
     s.state.lock().unwrap().life.root_end = end.clone();
+    // Its threads paused at breakpoints went with it (status must not list them).
+    s.debug.lock().paused.retain(|_, p| p.pid != s.pid);
     // The last output and events are stored before anyone can see "exited": a client that
     // polls the status and then queries must find every event.
     engine.store.flush();

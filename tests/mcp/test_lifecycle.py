@@ -377,6 +377,22 @@ async def test_stop_kills_an_unfollowed_child(strobe_home, fixtures_dir, no_foll
         assert not pid_alive(pid) and not pid_alive(child_pid)
 
 
+async def test_a_process_that_exits_while_a_thread_is_paused(strobe_home, fixtures_dir):
+    """exit(3) on the main thread while a worker is paused at a breakpoint: the session ends
+    with the program's code (the agent's exit hook, not Frida's exit monitor, reports it) and
+    lists no paused thread: they went with the process."""
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "threads"), args=["exit"], projectRoot=str(SRC),
+                         breakpoints=[{"function": "thread_work"}])
+        sid, pid = r["sessionId"], r["pid"]
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=10000)
+        assert p["status"] == "paused" and p["threadId"] != pid, p
+        st = await c.wait_status(sid)
+        assert st["exitCode"] == 3 and st["pausedThreads"] == [], st
+        out = await query_all(c, sid, eventType="stdout")
+        assert any("main exits" in e["text"] for e in out), out
+
+
 async def test_thread_names_and_pids_on_events(strobe_home, fixtures_dir):
     async with mcp_client(strobe_home) as c:
         await c.call("debug_trace", add=["thread_work"])
