@@ -22,6 +22,7 @@
 import { enlargeSignalStacks } from "./altstack.js";
 import { nowNs } from "./clock.js";
 import { followsCall, isCode, rawFrame } from "./frames.js";
+import { isHookFrame } from "./hook_frames.js";
 import { patchNear } from "./quiesce.js";
 import { threadName } from "./threads.js";
 
@@ -143,11 +144,13 @@ function framePointerWalk(context: CpuContext): { frames: NativePointer[]; omitt
                 const ret = fp.add(8).readPointer();
                 const next = fp.readPointer();
                 if (!isCode(ret)) break; // the chain's end (libc's start code keeps no frame pointer)
-                depth++;
-                if (inner.length < KEEP_INNER) inner.push(ret);
-                else {
-                    outer.push(ret);
-                    if (outer.length > KEEP_OUTER) outer.shift();
+                if (!isHookFrame(ret)) {
+                    depth++;
+                    if (inner.length < KEEP_INNER) inner.push(ret);
+                    else {
+                        outer.push(ret);
+                        if (outer.length > KEEP_OUTER) outer.shift();
+                    }
                 }
                 if (next.compare(fp) <= 0) break;
                 fp = next;
@@ -265,7 +268,7 @@ function backtrace(context: CpuContext): NativePointer[] {
     }
     // The first entry is not a frame (see the header: a stack address, measured); keep only
     // code addresses, after the faulting pc.
-    const rest = frames.filter(isCode);
+    const rest = frames.filter((p) => isCode(p) && !isHookFrame(p));
     if (rest.length > 0 && rest[0].equals(context.pc)) rest.shift();
     // The program's code: the main module and libraries outside the system's directories
     // (code of a -g shared library is the program's too; engine/modules.rs).
@@ -293,7 +296,7 @@ function backtrace(context: CpuContext): NativePointer[] {
             let pending: NativePointer[] = [];
             for (const p of Thread.backtrace(context, Backtracer.FUZZY)) {
                 if (p.toString() === lastFound) between = true;
-                if (seen.has(p.toString())) continue;
+                if (seen.has(p.toString()) || isHookFrame(p)) continue;
                 seen.add(p.toString());
                 if (inMain(p)) {
                     for (const q of pending) guessed.add(q.toString());

@@ -1,6 +1,9 @@
 // Raw stack frames for the daemon to symbolize (src/engine/backtrace.rs): each return
 // address with its module and module-relative offset, and Frida's nearest symbol for code
-// the daemon cannot read. Shared by pauses (pause.ts) and crashes (crash.ts).
+// the daemon cannot read. Shared by pauses (pause.ts) and crashes (crash.ts). Hook frames
+// (hook_frames.ts) are left out.
+
+import { isHookFrame } from "./hook_frames.js";
 
 export interface RawFrame {
     /** Runtime address. */
@@ -51,7 +54,7 @@ export function rawFrame(address: NativePointer): RawFrame {
 export function stackFrames(cpu: CpuContext, max: number): RawFrame[] {
     let callers: NativePointer[] = [];
     try {
-        callers = Thread.backtrace(cpu, Backtracer.ACCURATE).filter(isCode);
+        callers = Thread.backtrace(cpu, Backtracer.ACCURATE).filter((p) => isCode(p) && !isHookFrame(p));
     } catch (_) {
         callers = [];
     }
@@ -79,7 +82,7 @@ function framePointerChain(fp: NativePointer | undefined, max: number): NativePo
         while (fp !== undefined && !fp.isNull() && out.length < max) {
             const ret = fp.add(8).readPointer();
             if (!isCode(ret) || !followsCall(ret)) break;
-            out.push(ret);
+            if (!isHookFrame(ret)) out.push(ret);
             const next = fp.readPointer();
             if (next.compare(fp) <= 0) break; // the stack grows down: callers are above
             fp = next;

@@ -30,6 +30,7 @@
 // removed first by the daemon. If replaceFast refuses a function (too small to
 // patch, ...) that hook attaches instead.
 
+import { noteHookFrames } from "./hook_frames.js";
 import { DangerRange, keepOutAfterFree, patchParked, prologue, quiesceStats } from "./quiesce.js";
 
 /** The hook spec's abi value for which a wrapper may stand in (src/symbols/abi.rs). */
@@ -92,6 +93,8 @@ interface Chunk {
  * "Optimized code"). The upper halves of ymm registers are not saved: the hooks of such
  * functions run no VEX code (Fn.sse_only), so nothing changes them.
  */
+/** Bytes of one chunk wrapper's code, at most (TinyCC: ≈ 70). */
+const WRAPPER_SPAN = 256;
 const STUB_SIZE = 336; // 329 bytes, 16-byte aligned starts
 const XMM_AREA = 256;
 function stubBytes(wrapper: NativePointer): number[] {
@@ -144,6 +147,7 @@ function savingStubs(c: Chunk): NativePointer {
         page.add(k * STUB_SIZE).writeByteArray(bytes);
     }
     Memory.protect(page, size, "r-x");
+    noteHookFrames(page, page.add(size));
     c.stubs = page;
     return page;
 }
@@ -204,6 +208,12 @@ function addChunk(n: NativeHooks): Chunk {
     for (let i = 0; i < CHUNK * WRAP_SLOT; i += 8) slots.add(i).writeU64(0);
     const c = { cm: new CModule(chunkSource(), { slots, strobe_wrapped_call: n.wrappedCall }), slots, used: 0, stubs: null };
     chunks.push(c);
+    // The wrappers' code, first to last (each a few dozen bytes), and the call they all make.
+    const ws = Array.from({ length: CHUNK }, (_, k) => c.cm["w" + k]);
+    const first = ws.reduce((a, b) => (b.compare(a) < 0 ? b : a));
+    const last = ws.reduce((a, b) => (b.compare(a) > 0 ? b : a));
+    noteHookFrames(first, last.add(WRAPPER_SPAN));
+    noteHookFrames(...wrapperCode(n));
     return c;
 }
 

@@ -28,6 +28,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/cost_sampling.ts", include_str!("../../agent/src/cost_sampling.ts")),
     ("src/crash.ts", include_str!("../../agent/src/crash.ts")),
     ("src/frames.ts", include_str!("../../agent/src/frames.ts")),
+    ("src/hook_frames.ts", include_str!("../../agent/src/hook_frames.ts")),
     ("src/modules.ts", include_str!("../../agent/src/modules.ts")),
     ("src/dlopen_watch.ts", include_str!("../../agent/src/dlopen_watch.ts")),
     ("src/altstack.ts", include_str!("../../agent/src/altstack.ts")),
