@@ -6,6 +6,7 @@
 // a condition, or when the agent's depth is not the plan's, serializes in JS as before.
 
 import { addExceptionHook } from "./crash.js";
+import { noteHookFrames } from "./hook_frames.js";
 import { currentDepth } from "./serialize.js";
 import { CAPTURE_WALK_CODE, CAPTURE_WALK_SYMBOLS } from "./capture_walk.js";
 
@@ -52,6 +53,7 @@ function loadWalk(): NativePointer {
     const code = Memory.alloc(size);
     code.writeByteArray(bytes);
     Memory.protect(code, size, "r-x");
+    noteHookFrames(code, code.add(size));
     const at = (name: string): number => {
         const off = CAPTURE_WALK_SYMBOLS[name];
         if (off === undefined) throw new Error(`capture walk: no symbol ${name}`);

@@ -21,7 +21,7 @@
 
 import { enlargeSignalStacks } from "./altstack.js";
 import { nowNs } from "./clock.js";
-import { followsCall, isCode, rawFrame } from "./frames.js";
+import { followsCall, isCode, isReturn, rawFrame } from "./frames.js";
 import { isHookFrame } from "./hook_frames.js";
 import { patchNear } from "./quiesce.js";
 import { threadName } from "./threads.js";
@@ -113,6 +113,46 @@ function safely<T>(f: () => T): T | null {
     }
 }
 
+/** Whether `fp` is a frame record on the stack: above sp, its return address follows a call. */
+function chainsOn(fp: NativePointer, sp: NativePointer, top: NativePointer): boolean {
+    try {
+        return fp.compare(sp) >= 0 && fp.add(16).compare(top) <= 0 && isReturn(fp.add(8).readPointer());
+    } catch (_) {
+        return false;
+    }
+}
+
+/** The stack's mapping at or just above sp (an overflowed sp lies in the guard below it). */
+function stackAbove(sp: NativePointer): RangeDetails | null {
+    for (let d = 0; d <= OVERFLOW_SLACK; d += Process.pageSize) {
+        const r = Process.findRangeByAddress(sp.add(d));
+        if (r !== null) return r;
+    }
+    return null;
+}
+
+/** Bytes above sp searched for a frame record when rbp is none. */
+const RECORD_SCAN_BYTES = 64 * 1024;
+
+/** The first frame record above sp: a slot holding a return address (the instruction before it
+ *  is a call) with, below it, a saved rbp that points further up the same stack and is itself
+ *  a frame record. */
+function frameRecordNear(sp: NativePointer, base: NativePointer, top: NativePointer): NativePointer | null {
+    const limit = top.compare(sp.add(RECORD_SCAN_BYTES)) < 0 ? top : sp.add(RECORD_SCAN_BYTES);
+    try {
+        for (let fp = sp; fp.add(16).compare(limit) <= 0; fp = fp.add(8)) {
+            const saved = fp.readPointer();
+            if (saved.compare(fp) <= 0 || saved.add(16).compare(top) > 0) continue;
+            const ret = fp.add(8).readPointer();
+            if (ret.compare(base) >= 0 && ret.compare(top) < 0) continue; // a stack address
+            if (isReturn(ret) && chainsOn(saved, fp, top)) return fp;
+        }
+    } catch (_) {
+        // unreadable: none found
+    }
+    return null;
+}
+
 /** A write or read fault this close to sp, on no mapping or the stack's guard, is the stack overflowing. */
 const OVERFLOW_SLACK = 64 * 1024;
 const KEEP_INNER = 48;
@@ -136,14 +176,23 @@ function framePointerWalk(context: CpuContext): { frames: NativePointer[]; omitt
     try {
         // sp itself may lie below the mapped stack (that is the overflow): take the frame's.
         const fpReg = (context as X64CpuContext).rbp;
-        const range = fpReg !== undefined ? Process.findRangeByAddress(fpReg) : null;
+        const range = (fpReg !== undefined ? Process.findRangeByAddress(fpReg) : null) ?? stackAbove(context.sp);
         if (range !== null && fpReg !== undefined) {
             const top = range.base.add(range.size);
             let fp = fpReg;
+            // Code without frame pointers at the crash (the hook image: a traced recursion
+            // overflows inside its hook): rbp is no frame; start at the first frame record
+            // above sp instead.
+            if (!chainsOn(fp, context.sp, top)) {
+                const from = context.sp.compare(range.base) > 0 ? context.sp : range.base;
+                fp = frameRecordNear(from, range.base, top) ?? fp;
+            }
             while (fp.compare(context.sp) >= 0 && fp.add(16).compare(top) <= 0) {
                 const ret = fp.add(8).readPointer();
                 const next = fp.readPointer();
-                if (!isCode(ret)) break; // the chain's end (libc's start code keeps no frame pointer)
+                // The chain's end (libc's start code keeps no frame pointer). Hook code is
+                // cloaked by Frida (no range): its frames are known return sites.
+                if (!isHookFrame(ret) && !isCode(ret)) break;
                 if (!isHookFrame(ret)) {
                     depth++;
                     if (inner.length < KEEP_INNER) inner.push(ret);

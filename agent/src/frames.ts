@@ -16,6 +16,9 @@ export interface RawFrame {
     symbol: string | null;
 }
 
+/** The function name a frame in the agent's hook code gets. */
+const HOOK_FRAME_NAME = "<Strobe trace hook>";
+
 export function isCode(p: NativePointer): boolean {
     try {
         const r = Process.findRangeByAddress(p);
@@ -36,6 +39,11 @@ export function rawFrame(address: NativePointer): RawFrame {
         }
     } catch (_) {
         // unmapped: the address alone
+    }
+    if (isHookFrame(address)) {
+        // Where a crash inside a hook happened (its callers are left out): named, not "??".
+        f.symbol = HOOK_FRAME_NAME;
+        return f;
     }
     try {
         const s = DebugSymbol.fromAddress(address);
@@ -81,7 +89,7 @@ function framePointerChain(fp: NativePointer | undefined, max: number): NativePo
     try {
         while (fp !== undefined && !fp.isNull() && out.length < max) {
             const ret = fp.add(8).readPointer();
-            if (!isCode(ret) || !followsCall(ret)) break;
+            if (!isReturn(ret)) break;
             if (!isHookFrame(ret)) out.push(ret);
             const next = fp.readPointer();
             if (next.compare(fp) <= 0) break; // the stack grows down: callers are above
@@ -91,6 +99,12 @@ function framePointerChain(fp: NativePointer | undefined, max: number): NativePo
         // unreadable frame: stop here
     }
     return out;
+}
+
+/** Whether `p` is a return address: after a call in code, or in the agent's hook code (which
+ *  Frida cloaks: no range is found for it). */
+export function isReturn(p: NativePointer): boolean {
+    return isHookFrame(p) || (isCode(p) && followsCall(p));
 }
 
 /** Whether the instruction before `p` is a call (`call rel32`, or `call r/m64` in its 2, 3,

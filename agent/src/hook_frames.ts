@@ -1,5 +1,6 @@
 // Code of the agent's own that stands between a traced function and its caller on the native
-// path (wrappers.ts: the wrapper chunks, their register-saving stubs, strobe_wrapped_call).
+// path (wrappers.ts: the wrapper chunks, their register-saving stubs, strobe_wrapped_call;
+// capture.ts: the hook image with strobe_hook_enter and the walk).
 // A return address there is a hook frame: backtraces of pauses and crashes leave it out, as
 // Frida leaves out its attach trampolines, so they read like gdb's `bt` of the untraced
 // program. No imports: frames.ts and crash.ts use it without a cycle through wrappers.ts.

@@ -235,6 +235,28 @@ async def test_stack_overflow_is_a_crash_with_a_summarised_backtrace(strobe_home
         assert "main" in [f.get("function") for f in bt[-3:]], bt
 
 
+async def test_stack_overflow_in_a_traced_recursion_is_summarised_too(strobe_home, fixtures_dir, tmp_path):
+    """The recursion traced: the stack runs out inside the trace hook's code, which keeps no
+    frame pointer and which Frida hides from its range lists. The walk starts at the first
+    frame record above sp and steps over the hook's frames (before: one anonymous frame,
+    "1 frames deep")."""
+    async with mcp_client(strobe_home) as c:
+        sid, go = await launch(c, fixtures_dir, tmp_path, "recurse")
+        await c.call("debug_trace", sessionId=sid, add=["recurse"])
+        go.write_text("go")
+        st = await c.wait_status(sid, "exited", timeout=60)
+        assert st.get("signal") == "SIGSEGV", st
+        crash = (await c.call("debug_query", sessionId=sid, eventType="crash", verbose=True))["events"][0]
+        assert "stack overflow" in crash["text"] and crash["function"] == "recurse", crash
+        bt = crash["backtrace"]
+        recursion = [f for f in bt if f.get("function") == "recurse" and f.get("repeated", 1) > 1]
+        assert recursion and sum(f["repeated"] for f in recursion) >= 40, bt
+        assert any(f.get("omittedFrames", 0) > 1000 for f in bt), bt
+        assert "main" in [f.get("function") for f in bt[-3:]], bt
+        # No anonymous frame between the crash and main (the hook's own are left out).
+        assert all(f.get("function") for f in bt[1:] if not f.get("omittedFrames")), bt
+
+
 # --- item 6: ids follow time, so a cursor reads the timeline in order ---------------------------
 
 async def test_output_ids_follow_the_trace_events_before_it(strobe_home, fixtures_dir, tmp_path):
