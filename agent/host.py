@@ -434,8 +434,8 @@ class Host:
         # Frida's exit monitor off: at exit() it blocks the exiting thread, without a time
         # limit, until the agent's own thread has prepared for termination; after a followed
         # child's exit that wait sometimes never ended and the parent hung (docs/performance.md,
-        # "the followed fork's parent hang"). The agent's exit hook (index.ts hookExit) flushes
-        # and waits for this host's ack itself.
+        # "The parent hang was Frida's exit monitor"). The agent's exit hook (index.ts hookExit)
+        # flushes and waits for this host's ack itself.
         session = self.device.attach(pid, exit_monitor=False)
         session.on("detached", self._make_detached_handler(pid, session))
         try:

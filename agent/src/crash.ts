@@ -192,8 +192,9 @@ function framePointerWalk(context: CpuContext): { frames: NativePointer[]; omitt
                 const next = fp.readPointer();
                 // The chain's end (libc's start code keeps no frame pointer). Hook code is
                 // cloaked by Frida (no range): its frames are known return sites.
-                if (!isHookFrame(ret) && !isCode(ret)) break;
-                if (!isHookFrame(ret)) {
+                const hook = isHookFrame(ret);
+                if (!hook && !isCode(ret)) break;
+                if (!hook) {
                     depth++;
                     if (inner.length < KEEP_INNER) inner.push(ret);
                     else {

@@ -84,6 +84,9 @@ interface Chunk {
     stubs: NativePointer | null;
 }
 
+/** Bytes of one chunk wrapper's code, at most (TinyCC: ≈ 70). */
+const WRAPPER_SPAN = 256;
+
 /**
  * Bytes per stub, and the stub: every caller-saved register but rax (the result) kept
  * around the wrapper — rcx, rdx, rsi, rdi, r8–r11 pushed, xmm0–15 stored (what Frida's
@@ -93,8 +96,6 @@ interface Chunk {
  * "Optimized code"). The upper halves of ymm registers are not saved: the hooks of such
  * functions run no VEX code (Fn.sse_only), so nothing changes them.
  */
-/** Bytes of one chunk wrapper's code, at most (TinyCC: ≈ 70). */
-const WRAPPER_SPAN = 256;
 const STUB_SIZE = 336; // 329 bytes, 16-byte aligned starts
 const XMM_AREA = 256;
 function stubBytes(wrapper: NativePointer): number[] {
