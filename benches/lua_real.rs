@@ -28,7 +28,7 @@ mod side_by_side;
 #[path = "support/cpu.rs"]
 mod cpu;
 use lua_driver::build_lua_driver;
-use side_by_side::{bench_engine, every_call, median, print_accounting, print_table, runtime, strobe_run, uftrace, uftrace_run, StrobeRun};
+use side_by_side::{bench_engine, every_call, median, print_accounting, print_share_row, print_table, runtime, strobe_run, uftrace, uftrace_run, StrobeRun};
 use sqlite_driver::{env_u64, workload_cpu_ns, workload_ns};
 
 const FUNCTIONS: [&str; 2] = ["luaH_getshortstr", "luaH_get"];
@@ -79,25 +79,10 @@ fn main() {
     println!("traced calls per run: {calls:.0} (Strobe: (stored + lost) / 2); uftrace counted {uf_calls} (the whole run)");
     let rows: [(&str, &[StrobeRun]); 3] = [("Strobe typed (native, depth 3)", &typed), ("Strobe integer-only", &words), ("Strobe typed, default sampling", &typed_default)];
     print_table(base, calls, uf_med, &rows);
-    // The serializer's row ran a tenth of the iterations: the same per-call arithmetic on
-    // its own call count, over a tenth of the untraced time.
+    // The serializer's row ran a tenth of the iterations.
     if let Some(r) = js.first() {
-        let js_calls = (r.stored + r.lost as i64) as f64 / 2.0;
-        let share = JS_SHARE as f64;
-        let uf_per_call = uf_med.map(|u| (u.0 - base.0) / calls).unwrap_or(f64::NAN);
-        let per_call = (r.ns - base.0 / share) / js_calls;
-        println!(
-            "{:<32} {:>12.1} {:>14.0} {:>10.0} {:>12.0} {:>12} {:>10} {:>12.0}   ({} iterations)",
-            "Strobe typed, JS serializer",
-            r.ns / 1e6,
-            per_call,
-            per_call / uf_per_call,
-            (r.cpu - base.1 / share) / js_calls,
-            r.stored,
-            r.lost,
-            r.rows_per_sec,
-            iterations / JS_SHARE
-        );
+        let uf_per_call = uf_med.map(|u| (u.0 - base.0) / calls);
+        print_share_row("Strobe typed, JS serializer", r, base, JS_SHARE as f64, uf_per_call, &format!("{} iterations", iterations / JS_SHARE));
     }
     println!("\nEach run (workload ms):");
     println!("  untraced  {:?}", untraced.iter().map(|n| (n.0 / 1e5).round() / 10.0).collect::<Vec<_>>());

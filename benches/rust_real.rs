@@ -26,7 +26,7 @@ mod side_by_side;
 #[path = "support/cpu.rs"]
 mod cpu;
 use serde_driver::build_serde_driver;
-use side_by_side::{bench_engine, every_call, median, print_accounting, print_table, runtime, strobe_run, StrobeRun};
+use side_by_side::{bench_engine, every_call, median, print_accounting, print_share_row, print_table, runtime, strobe_run, StrobeRun};
 use sqlite_driver::{env_u64, workload_cpu_ns, workload_ns};
 
 const FUNCTIONS: [&str; 2] = ["serde_json::de::Deserializer<*>::eat_char", "<serde_json::read::StrRead as serde_json::read::Read>::discard"];
@@ -68,20 +68,8 @@ fn main() {
     let rows: [(&str, &[StrobeRun]); 2] = [("Strobe typed (native, depth 3)", &typed), ("Strobe integer-only", &words)];
     print_table(base, calls, None, &rows);
     if let Some(r) = js.first() {
-        let js_calls = (r.stored + r.lost as i64) as f64 / 2.0;
         let share = iterations as f64 / (iterations / JS_SHARE).max(1) as f64;
-        println!(
-            "{:<32} {:>12.1} {:>14.0} {:>10} {:>12.0} {:>12} {:>10} {:>12.0}   ({} parses)",
-            "Strobe typed, JS serializer",
-            r.ns / 1e6,
-            (r.ns - base.0 / share) / js_calls,
-            "-",
-            (r.cpu - base.1 / share) / js_calls,
-            r.stored,
-            r.lost,
-            r.rows_per_sec,
-            (iterations / JS_SHARE).max(1)
-        );
+        print_share_row("Strobe typed, JS serializer", r, base, share, None, &format!("{} parses", (iterations / JS_SHARE).max(1)));
     }
     println!("\nEach run (workload ms):");
     println!("  untraced  {:?}", untraced.iter().map(|n| (n.0 / 1e5).round() / 10.0).collect::<Vec<_>>());

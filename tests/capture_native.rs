@@ -282,9 +282,9 @@ async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_through_std_string_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
-    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 11, 13), json!({}), 3).await;
-    assert_eq!(native_settings["capture"]["plans"], json!(10), "std::string and std::optional no longer keep the serializer (node containers do): {native_settings}");
-    let native = same_as_javascript_of(&js_events, &native_events, 3 * 13);
+    let (js_events, native_events, native_settings) = run_both_with(&engine, ("cxx_strings", "cap_*", 12, 14), json!({}), 3).await;
+    assert_eq!(native_settings["capture"]["plans"], json!(12), "std::string, std::optional and node containers no longer keep the serializer: {native_settings}");
+    let native = same_as_javascript_of(&js_events, &native_events, 3 * 14);
     let enters = |f: &str| native.iter().filter(|e| e.0 == EventType::FunctionEnter && e.1 == f).map(|e| e.2.clone().unwrap()).collect::<Vec<_>>();
     let people = enters("cap_person");
     assert_eq!(people[0]["p"]["name"], json!("Annabelle Longname-Smith"), "a heap string");
@@ -302,6 +302,19 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
     assert_eq!((seen.len(), &seen[0], &seen[99], &seen[100]), (101, &json!(0), &json!(99), &json!("<3 more>")), "sorted, the first 100");
     assert_eq!(keyed["pairs"], json!([[1, 10], [1, 11], [2, 20]]), "keys repeat: pairs");
     assert_eq!(keyed["names"], json!({ "7": "seven" }), "behind a pointer");
+    // Walked natively too: int keys below 0 come after the others, as JavaScript orders an
+    // object's keys (gdb: `std::map with 3 elements = {[-1] = 0x…, [0] = 0x0, [5] = 0x…}`);
+    // values that point to structs, followed; a set inside a map; an unordered_set.
+    let registry = &enters("cap_registry")[2];
+    let by_id = registry["reg"]["by_id"].as_object().expect("a map keyed by numbers is an object");
+    assert_eq!(by_id.keys().collect::<Vec<_>>(), ["0", "5", "-1"], "{registry}");
+    assert_eq!((&by_id["0"], &by_id["5"]["name"], &by_id["-1"]["buddy"]["name"]), (&json!(null), &json!("Bob Groß ✓"), &json!("Bob Groß ✓")));
+    let mut tags: Vec<&str> = registry["reg"]["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    tags.sort_unstable();
+    assert_eq!(tags, ["blue", "green", "red"]);
+    assert_eq!(registry["reg"]["groups"], json!({ "none": [], "odd": [1, 3, 5] }));
+    let moving: Vec<Value> = enters("cap_registry").iter().map(|a| a["moving"].clone()).collect();
+    assert_eq!(moving, [json!({ "0": 0, "3": 9, "-2": 0 }), json!({ "0": 0, "1": 10, "3": 9, "-2": -1 }), json!({ "0": 0, "1": 10, "2": 20, "3": 9, "-2": -2 })], "a node more each round");
     let team = &enters("cap_team")[0]["t"];
     assert_eq!(team["members"][1]["name"], json!("Bob Groß ✓"), "{team}");
     assert_eq!(team["motto"], json!("ship it"));

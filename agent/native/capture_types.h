@@ -40,6 +40,14 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_KIND_STACK 5              /* a value in the stack arguments at byte reg, size bytes (a struct: prog) */
 #define CAP_KIND_STACK_POINTER 6      /* a pointer there, to a struct (prog) */
 #define CAP_KIND_STACK_STRING 7       /* a pointer there, to a C string */
+/* Edges to a libstdc++ node container's nodes (capture_walk.c cap_nodes): the first node's
+   pointer at off, the element count at len_off, at most max nodes, each walked with program
+   child; elem holds the links' offsets in a node, a byte each: a list's next link; a tree's
+   parent, left and right links. */
+#define CAP_KIND_LIST 8
+#define CAP_KIND_TREE 9
+#define CAP_TREE_HEIGHT 128           /* steps one in-order successor takes at most (serialize.ts) */
+#define CAP_NO_WORD 0xffffffffu
 /* The label of a stack argument's copy: CAP_STACK_ADDR + its offset from the first stack
    argument (capture_view.rs STACK_ADDR). */
 #define CAP_STACK_ADDR 0xfffffd0000000000UL

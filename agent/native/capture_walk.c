@@ -114,7 +114,7 @@ __attribute__ ((always_inline)) static inline int cap_todo_of (CapScratch * s, c
   t->prog = ed->child;
   t->n = 0;
   t->elem = 0;
-  if (ed->kind != CAP_KIND_ARRAY)
+  if (ed->kind != CAP_KIND_ARRAY && ed->kind != CAP_KIND_LIST && ed->kind != CAP_KIND_TREE)
     return 1;
   u32 loff = (ed->len_off & ~CAP_LEN_END) + d;
   u64 n;
@@ -122,6 +122,11 @@ __attribute__ ((always_inline)) static inline int cap_todo_of (CapScratch * s, c
     return 0;
   __builtin_memcpy (&n, data + loff, 8);
   cap_rec_check (s, op, loff, n);
+  if (ed->kind != CAP_KIND_ARRAY) { /* a node container: q is its first node */
+    t->n = n < ed->max ? (u32) n : ed->max;
+    t->elem = ed->elem;
+    return n > 0;
+  }
   if (ed->len_off & CAP_LEN_END) /* a std::vector: the past-the-end pointer */
     n = n > q && ed->elem != 0 ? (n - q) / ed->elem : 0;
   if (n == 0 || ed->elem == 0)
@@ -162,6 +167,112 @@ __attribute__ ((always_inline)) static inline u32 cap_push (CapScratch * s, cons
   return sp;
 }
 
+/* The size bytes at tp, which seen entry e wants more of, copied into out at *pos (header,
+   then bytes): e->data and e->len say where and how many (0: unreadable), and the recording
+   notes the op. 0 when over the budget: nothing copied. */
+__attribute__ ((always_inline)) static inline int cap_fill (CapScratch * s, CaptureShared * cs, CapSeenData * e, u8 * out, u32 * pos, u64 tp, u32 size) {
+  u8 * h = out + *pos;
+  if (*pos + 12 + size > CAP_BUDGET) {
+    s->rec_ok = 0;
+    return 0;
+  }
+  u32 got = size > 0 ? cap_copy (s, cs, h + 12, tp, size) : 0;
+  e->want = size;
+  if (got == size || got == 0)
+    cap_rec_op (s, tp, size, got == 0 ? CAP_OP_UNREADABLE : CAP_OP_STRUCT);
+  else
+    s->rec_ok = 0;
+  if (got > 0) {
+    cap_header (h, tp, got);
+    e->data = h + 12;
+    e->len = got;
+    e->op = s->rec != 0 ? s->rec->n_ops - 1 : 0;
+    if (got == size)
+      cap_big_note (s, tp, h + 12, got);
+    *pos += 12 + got;
+  }
+  return 1;
+}
+
+/* Node tp of a container (program g: its links, then its element): copied, and its
+   element's pointees pushed, when new or reached with more depth, as a struct pointee is;
+   then, unless off is CAP_NO_WORD, the link at off read from its copy into *w (a check of
+   the recording). 0 when the node or that link could not be read. */
+static int cap_node (CapScratch * s, CaptureShared * cs, const CapParts * pl, const CapProg * g, u8 * out, u32 * pos, u64 tp, u32 off, u64 * w, u32 * sp, u64 * pushes) {
+  int fresh;
+  if (!cap_plausible (tp))
+    return 0;
+  CapSeenData * e = cap_seen (s, tp, g->key, &fresh);
+  if (e == 0) {
+    s->rec_ok = 0;
+    return 0;
+  }
+  if (fresh || e->depth < g->depth) {
+    if (e->want < g->size && !cap_fill (s, cs, e, out, pos, tp, g->size))
+      return 0;
+    e->depth = g->depth;
+    if (g->n > 0)
+      *sp = cap_push (s, pl, g, e->data, e->len, 0, e->op, *sp, pushes);
+  }
+  if (off == CAP_NO_WORD)
+    return 1;
+  if (off + 8 > e->len)
+    return 0;
+  __builtin_memcpy (w, e->data + off, 8);
+  cap_rec_check (s, e->op, off, *w);
+  return 1;
+}
+
+/* A node container's first td->n nodes from td->p in the serializer's order (serialize.ts
+   readNodes): a list's next links, or a red-black tree's in-order successors
+   (_Rb_tree_increment: the right subtree's leftmost node, else the first ancestor reached
+   from a left child). Every node whose link is read is copied, so the decoder's walk over
+   the copies takes the same steps; where a link cannot be read the walk stops (the decoder
+   then prints the container unreadable, as the serializer does). Returns the new pos. */
+static u32 cap_nodes (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, const CapTodo * td, u32 * sp, u64 * pushes) {
+  const CapProg * g = &pl->progs[td->prog];
+  u32 up = td->elem & 0xff, left = (td->elem >> 8) & 0xff, right = (td->elem >> 16) & 0xff, k;
+  u64 node = td->p, w, parent;
+#define CAP_NODE(p, off, into) cap_node (s, cs, pl, g, out, &pos, (p), (off), (into), sp, pushes)
+  for (u32 i = 0; i < td->n && node != 0; i++) {
+    if (i + 1 == td->n) {
+      CAP_NODE (node, CAP_NO_WORD, &w);
+      break;
+    }
+    if (td->kind == CAP_KIND_LIST) {
+      if (!CAP_NODE (node, up, &node))
+        break;
+      continue;
+    }
+    if (!CAP_NODE (node, right, &w))
+      break;
+    if (w != 0) {
+      for (node = w, k = 0; k < CAP_TREE_HEIGHT; k++, node = w)
+        if (!CAP_NODE (node, left, &w) || w == 0)
+          break;
+      if (k == CAP_TREE_HEIGHT || w != 0)
+        break;
+      continue;
+    }
+    if (!CAP_NODE (node, up, &parent))
+      break;
+    for (k = 0; k < CAP_TREE_HEIGHT; k++) {
+      if (!CAP_NODE (parent, right, &w))
+        return pos;
+      if (node != w)
+        break;
+      node = parent;
+      if (!CAP_NODE (node, up, &parent))
+        return pos;
+    }
+    if (k == CAP_TREE_HEIGHT)
+      break;
+    node = parent;
+  }
+#undef CAP_NODE
+  return pos;
+}
+
 /* The walk from pointee start (a struct of program prog, a C string, or a Rust buffer) into
    out from pos on; returns the new pos. Depth-first with an explicit stack; the visit table
    skips a pointee already visited with as much depth left. Records into s->rec when set.
@@ -188,6 +299,11 @@ __attribute__ ((always_inline)) static inline u32 cap_walk (CapScratch * s, Capt
     if (!cap_plausible (tp))
       continue;
     u8 * h = out + pos;
+    if (td.kind == CAP_KIND_LIST || td.kind == CAP_KIND_TREE) {
+      if (td.prog < pl->plan->n_progs)
+        pos = cap_nodes (s, cs, pl, out, pos, &td, &sp, &pushes);
+      continue;
+    }
     if (td.kind == CAP_KIND_CSTRING) {
       CapSeenData * at = cap_seen (s, tp, CAP_KEY_CSTRING, &fresh);
       if (at == 0 || (fresh && pos + 12 + CAP_STRING > CAP_BUDGET)) {
@@ -225,27 +341,8 @@ __attribute__ ((always_inline)) static inline u32 cap_walk (CapScratch * s, Capt
     }
     if (!fresh && e->depth >= depth && (td.kind != CAP_KIND_ARRAY || e->want >= size))
       continue;
-    if (e->want < size) {
-      if (pos + 12 + size > CAP_BUDGET) {
-        s->rec_ok = 0;
-        continue; /* over the budget: left out (a later, smaller need may still fit) */
-      }
-      u32 got = size > 0 ? cap_copy (s, cs, h + 12, tp, size) : 0;
-      e->want = size;
-      if (got == size || got == 0)
-        cap_rec_op (s, tp, size, got == 0 ? CAP_OP_UNREADABLE : CAP_OP_STRUCT);
-      else
-        s->rec_ok = 0;
-      if (got > 0) {
-        cap_header (h, tp, got);
-        e->data = h + 12;
-        e->len = got;
-        e->op = s->rec != 0 ? s->rec->n_ops - 1 : 0;
-        if (got == size)
-          cap_big_note (s, tp, h + 12, got);
-        pos += 12 + got;
-      }
-    }
+    if (e->want < size && !cap_fill (s, cs, e, out, &pos, tp, size))
+      continue; /* over the budget: left out (a later, smaller need may still fit) */
     e->depth = depth;
     if (g == 0 || g->n == 0)
       continue;
@@ -842,7 +939,7 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
         }
         if (!cap_todo_of (s, ed, data, got, d, 0, q, &td))
           continue;
-        if (ed->kind == CAP_KIND_ARRAY) { /* a Rust buffer: walked, not remembered */
+        if (ed->kind == CAP_KIND_ARRAY || ed->kind == CAP_KIND_LIST || ed->kind == CAP_KIND_TREE) { /* a buffer's elements, a container's nodes: walked, not remembered */
           pos = cap_walk (s, cs, &pl, out, pos, &td);
           continue;
         }

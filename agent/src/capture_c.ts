@@ -13,7 +13,9 @@
 // follow its pointer edges (`count` pointers `stride` apart from `off`; kind 0: a struct,
 // run program `child`; kind 1: a C string, up to 1,025 bytes, stopping at NUL; kind 2: a
 // Rust buffer, min(u64 at len_off, max) elements of elem bytes, each run through program
-// `child` unless it is ~0). gspec's low byte, when not 0, is the size of a Rust enum's
+// `child` unless it is ~0; kinds 8 and 9: a libstdc++ node container's first min(u64 at
+// len_off, max) nodes from the node pointer at off, a list's or a red-black tree's in order,
+// each node run through program `child`, elem the node's link offsets). gspec's low byte, when not 0, is the size of a Rust enum's
 // discriminant at goff: the edge is followed only when it is in the set {glo + i: bit i
 // of gmask} (bit 8 of gspec set) or not (clear).
 //

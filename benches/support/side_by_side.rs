@@ -1,4 +1,5 @@
-//! Side by side in one run, for the benches on real programs (sqlite_real, lua_real): the
+//! Side by side in one run, for the benches on real programs (sqlite_real, lua_real,
+//! rust_real, cxx_nodes): the
 //! peer tool (uftrace with arguments and return values) and Strobe sessions of a driver that
 //! prints "ready", waits for "go" and prints "workload ns=T … cpu_ns=U" (sqlite_driver.rs).
 
@@ -203,6 +204,27 @@ pub fn print_table(base: (f64, f64), calls: f64, uf: Option<(f64, f64)>, rows: &
             mid.rows_per_sec
         );
     }
+}
+
+/// The row of a run that made `1 / share` of the iterations (the JavaScript serializer's,
+/// slow): the same per-call arithmetic as `print_table` on its own call count, over that
+/// share of the untraced time; `ran` says how much it ran.
+#[allow(dead_code)] // sqlite_real has no such row
+pub fn print_share_row(name: &str, r: &StrobeRun, base: (f64, f64), share: f64, uf_per_call: Option<f64>, ran: &str) {
+    let calls = (r.stored + r.lost as i64) as f64 / 2.0;
+    let per_call = (r.ns - base.0 / share) / calls;
+    let ratio = uf_per_call.map_or_else(|| "-".to_string(), |u| format!("{:.0}", per_call / u));
+    println!(
+        "{:<32} {:>12.1} {:>14.0} {:>10} {:>12.0} {:>12} {:>10} {:>12.0}   ({ran})",
+        name,
+        r.ns / 1e6,
+        per_call,
+        ratio,
+        (r.cpu - base.1 / share) / calls,
+        r.stored,
+        r.lost,
+        r.rows_per_sec
+    );
 }
 
 /// Per run of each row: stored + lost against the 2 × `calls` events the workload made.

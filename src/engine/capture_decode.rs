@@ -21,6 +21,10 @@ use super::capture_view::{self, Index, View, REG_ADDR, STACK_ADDR, XMM_ADDR};
 use super::code_names::CodeNames;
 use crate::symbols::{Type, TypeId, TypeKind};
 
+// libstdc++ node containers: the decoder's half of serialize.ts readNodes.
+#[path = "capture_nodes.rs"]
+mod nodes;
+
 /// Per decoding thread: the block index's storage, and which struct types have a member
 /// name twice (keyed by the type's address; the `Arc` kept so the address is not reused).
 #[derive(Default)]
@@ -257,6 +261,15 @@ impl<'a> Reader<'a> {
                     Ok(0) => self.out.push_str("null"),
                     Ok(_) => self.read(addr + p, of, depth),
                     Err(()) => json::unreadable(&mut self.out, addr),
+                }
+                return;
+            }
+        }
+        if !self.plan.nodes.is_empty() {
+            if let Some(l) = self.plan.nodes.get(&id) {
+                if self.nodes(addr, l, depth).is_err() {
+                    self.out.truncate(start);
+                    json::unreadable(&mut self.out, addr);
                 }
                 return;
             }
@@ -693,6 +706,7 @@ mod tests {
             exit: Vec::new(),
             types: types.into_iter().enumerate().map(|(i, t)| (i as TypeId, t)).collect(),
             optionals: Default::default(),
+            nodes: Default::default(),
             by_address: Vec::new(),
             ret_by_address: false,
             split_pairs: Vec::new(),
@@ -769,6 +783,7 @@ mod tests {
             exit: Vec::new(),
             types: types.into_iter().enumerate().map(|(i, t)| (i as TypeId, t)).collect(),
             optionals: Default::default(),
+            nodes: Default::default(),
             by_address: Vec::new(),
             ret_by_address: false,
             split_pairs: Vec::new(),

@@ -5,8 +5,10 @@
 //! native hook runs the plan on every call (`agent/native/capture_walk.c`, from
 //! `agent/src/capture_c.ts`): it copies each pointee
 //! (struct bytes up to the last field printed, C strings up to 1,025 bytes, a Rust buffer's
-//! first 1,024 bytes of text or 100 elements, each element walked in turn; a Rust enum's
-//! edges only under the variant its discriminant selects) into the record,
+//! first 1,024 bytes of text or 100 elements, each element walked in turn; a libstdc++
+//! `std::map`, `std::set` or `std::unordered_*`'s first 100 nodes in iteration order, each
+//! node's element walked in turn; a Rust enum's edges only under the variant its
+//! discriminant selects) into the record,
 //! reading through a fault-safe copy. The daemon rebuilds the very JSON the serializer would
 //! print from those bytes (`capture_decode.rs`), so nothing the LLM sees changes.
 //!
@@ -28,6 +30,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::recipes;
+use crate::symbols::cxx_std::{NodeLayout, NodeLinks};
 use crate::symbols::{DebugInfo, Signature, Type, TypeId, TypeKind};
 
 /// Set in a buffer's length offset (`RustVec::len`, `Edge::len_off`): the word there is the
@@ -65,6 +68,13 @@ pub(crate) const KIND_XMM: u32 = 4;
 pub(crate) const KIND_STACK: u32 = 5;
 pub(crate) const KIND_STACK_POINTER: u32 = 6;
 pub(crate) const KIND_STACK_STRING: u32 = 7;
+/// Edges to a libstdc++ node container's nodes (serialize.ts readNodes; capture_walk.c
+/// `cap_nodes`): the first node's pointer at `off`, the element count at `len_off`, at most
+/// `max` nodes, each walked with program `child` (its links, then its element). `elem` packs
+/// the links' offsets in a node: a list's next link; a tree's parent, left and right links,
+/// a byte each (`node_links`).
+pub(crate) const KIND_LIST: u32 = 8;
+pub(crate) const KIND_TREE: u32 = 9;
 /// The System V integer argument registers.
 const MAX_REG_ARGS: usize = 6;
 /// The System V float argument registers.
@@ -189,6 +199,10 @@ pub(crate) struct CapturePlan {
     /// prints, `<why>`, as the serializer does).
     #[serde(default)]
     pub unavailable: Vec<(Option<usize>, String)>,
+    /// libstdc++ node containers among them (`std::map`, `std::unordered_set`, ...), printed
+    /// as their entries (capture_decode.rs `nodes`).
+    #[serde(default)]
+    pub nodes: HashMap<TypeId, NodeLayout>,
     /// C structs of up to 16 bytes with a float in an eightbyte (`struct { double x, y; }`),
     /// passed or returned in xmm registers, or xmm and integer ones.
     #[serde(default)]
@@ -353,7 +367,7 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if !info.x86_64 || !(sig.c_language || sig.cxx_language || sig.rust) {
         return None;
     }
-    let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), optionals: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
+    let mut c = Compiler { info, types: HashMap::new(), programs: Vec::new(), memo: HashMap::new(), element_memo: HashMap::new(), optionals: HashMap::new(), nodes: HashMap::new(), node_memo: HashMap::new(), next_key: 0, type_keys: HashMap::new(), edges: 0, over: false };
     // Where each value lives, as the serializer's recipe says (recipes.rs `locate`: the
     // System V classes, Rust's scalar pairs, hidden result pointers).
     let (recipe, _) = super::recipes::serialize_recipe(info, sig);
@@ -462,7 +476,16 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     if c.over {
         return None;
     }
-    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, by_address, ret_by_address, split_pairs, floats, on_stack, unavailable, sse_structs })
+    Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, nodes: c.nodes, by_address, ret_by_address, split_pairs, floats, on_stack, unavailable, sse_structs })
+}
+
+/// A node edge's kind and its links' offsets in a node, a byte each (capture_walk.c
+/// `cap_nodes`): a list's next link; a tree's parent, left and right links.
+fn node_links(links: NodeLinks) -> (u32, u64) {
+    match links {
+        NodeLinks::List { next } => (KIND_LIST, next),
+        NodeLinks::Tree { parent, left, right } => (KIND_TREE, parent | left << 8 | right << 16),
+    }
 }
 
 /// The roots copying the xmm registers of a small struct's eightbytes (`Place::Eightbytes`).
@@ -494,6 +517,9 @@ struct Compiler<'a> {
     element_memo: HashMap<(TypeId, i64), u32>,
     /// `std::optional` types met (CapturePlan::optionals).
     optionals: HashMap<TypeId, (u64, u64, TypeId)>,
+    /// Node containers met (CapturePlan::nodes), and (container, depth) -> its nodes' program.
+    nodes: HashMap<TypeId, NodeLayout>,
+    node_memo: HashMap<(TypeId, i64), u32>,
     /// Visit-table keys: one per struct type, one per buffer element type (an array at an
     /// address is not the struct at its start).
     next_key: u32,
@@ -525,6 +551,9 @@ impl Compiler<'_> {
         if let Some(o) = self.info.std_optional_layout(id) {
             self.optionals.insert(id, o);
         }
+        if let Some(l) = self.info.std_node_layout(id) {
+            self.nodes.insert(id, l);
+        }
         self.types.insert(id, t.clone());
         t
     }
@@ -548,6 +577,50 @@ impl Compiler<'_> {
         }
     }
 
+    /// serialize.ts readNodes on the container at `off`: its count and first node pointer,
+    /// then up to MAX_ELEMENTS nodes, each read by one program (its links, its element's key
+    /// and value at the container's depth: containers spend none).
+    fn node_container(&mut self, b: &mut Body, off: u64, id: TypeId, l: NodeLayout, depth: i64) {
+        let (kind, links) = node_links(l.links);
+        // The walk reads each link from a node's copy: a byte's offset, within the links.
+        let fits = match l.links {
+            NodeLinks::List { next } => next + 8 <= l.before,
+            NodeLinks::Tree { parent, left, right } => [parent, left, right].iter().all(|&o| o + 8 <= l.before),
+        };
+        if !fits || l.before > 255 {
+            self.over = true;
+            return;
+        }
+        b.touch(off + l.count, 8);
+        b.touch(off + l.first, 8);
+        let depth = depth.max(0);
+        let child = match self.node_memo.get(&(id, depth)) {
+            Some(&p) => p,
+            None => {
+                if self.programs.len() >= MAX_PROGRAMS {
+                    self.over = true;
+                    return;
+                }
+                let index = self.programs.len() as u32;
+                let type_key = self.new_key();
+                self.node_memo.insert((id, depth), index);
+                self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
+                let mut node = Body::default();
+                node.touch(0, l.before);
+                match (l.key, l.value) {
+                    (Some((kf, kt)), Some((vf, vt))) => {
+                        self.value(&mut node, l.before + kf, kt, depth);
+                        self.value(&mut node, l.before + vf, vt, depth);
+                    }
+                    _ => self.value(&mut node, l.before, l.of, depth),
+                }
+                self.finish(index, node);
+                index
+            }
+        };
+        b.edges.push(Edge { len_off: off + l.count, elem: links, max: MAX_ELEMENTS, ..Edge::pointer(off + l.first, kind, child) });
+    }
+
     /// The walk a pointer value in register `reg` starts, if the serializer follows it.
     fn root(&mut self, reg: u8, id: TypeId, depth: i64) -> Option<Root> {
         let edge = self.pointer(0, id, depth)?;
@@ -561,8 +634,8 @@ impl Compiler<'_> {
         if crate::symbols::types::is_c_char(&tt) {
             return Some(Edge::pointer(off, KIND_CSTRING, 0));
         }
-        if self.optionals.contains_key(&to) {
-            // serialize.ts `followable` (`opt`): its value at any depth.
+        if self.optionals.contains_key(&to) || self.nodes.contains_key(&to) {
+            // serialize.ts `followable` (`opt`, `nodes`): its value at any depth.
             let child = self.program(to, depth.max(0))?;
             return Some(Edge::pointer(off, KIND_STRUCT, child));
         }
@@ -629,7 +702,7 @@ impl Compiler<'_> {
         self.memo.insert((id, depth), index);
         self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
         let mut body = Body::default();
-        if matches!(self.ty(id).kind, TypeKind::Struct { .. }) && !self.optionals.contains_key(&id) {
+        if matches!(self.ty(id).kind, TypeKind::Struct { .. }) && !self.optionals.contains_key(&id) && !self.nodes.contains_key(&id) {
             self.structure(&mut body, 0, id, depth);
         } else {
             self.value(&mut body, 0, id, depth); // a Rust container or std::optional behind a pointer
@@ -778,6 +851,9 @@ impl Compiler<'_> {
         let t = self.ty(id);
         if let Some(&o) = self.optionals.get(&id) {
             return self.optional(b, off, o, depth);
+        }
+        if let Some(&l) = self.nodes.get(&id) {
+            return self.node_container(b, off, id, l, depth);
         }
         match &t.kind {
             TypeKind::Int { .. } | TypeKind::Char { .. } | TypeKind::Enum { .. } => b.touch(off, t.size.clamp(1, 8)),

@@ -85,16 +85,16 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
         let (engaged, value, of) = optional_layout(store, id)?;
         return Some((json!({"k": "opt", "n": n, "s": t.size, "g": engaged, "p": value, "of": of}), vec![of]));
     }
-    nodes_desc(store, id, n, bare, t.size)
+    nodes_desc(store, id, n, t.size)
 }
 
 /// The node containers serialize.ts `readNodes` walks, as their entries: libstdc++'s trees
 /// and hash tables, Rust's hash tables and B-trees. Every descriptor is `k: "nodes"` with
 /// `w` the walk, `nc` the element count's offset, `m` whether entries are key/value pairs,
 /// and the container's name `n` and size `s`.
-fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, bare: &str, size: u64) -> Option<(Value, Vec<TypeId>)> {
-    let (mut desc, refs) = cxx_tree_desc(store, id, bare)
-        .or_else(|| cxx_hash_desc(store, id, bare))
+fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, size: u64) -> Option<(Value, Vec<TypeId>)> {
+    let (mut desc, refs) = node_layout(store, id)
+        .map(|l| l.desc())
         .or_else(|| rust_hash_desc(store, id))
         .or_else(|| rust_btree_desc(store, id))?;
     desc["n"] = json!(n);
@@ -122,11 +122,83 @@ fn entry_fields(store: &TypeStore, mut desc: Value, of: TypeId, key: Option<&str
     Some((desc, refs))
 }
 
-/// `std::map`, `multimap`, `set`, `multiset` (`w: "tree"`): an in-order walk of the
-/// red-black tree `_M_t`, each node an `_Rb_tree_node_base` (colour, parent, left, right)
-/// followed by its value. `nf`: the leftmost node pointer's offset; `nb`: a node's bytes
-/// before its value; `np`/`nl`/`nr`: a node's parent, left and right links.
-fn cxx_tree_desc(store: &TypeStore, id: TypeId, bare: &str) -> Option<(Value, Vec<TypeId>)> {
+/// How libstdc++'s node containers link their nodes: a red-black tree walked in order
+/// (`std::map`, `multimap`, `set`, `multiset`), each node an `_Rb_tree_node_base` (colour,
+/// then the parent, left and right links at these offsets); or one list from the hash
+/// table's `_M_before_begin` (the `std::unordered_` containers), each node's next link at `next`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) enum NodeLinks {
+    Tree { parent: u64, left: u64, right: u64 },
+    List { next: u64 },
+}
+
+/// A libstdc++ node container as serialize.ts `readNodes` walks it (and the native capture's
+/// node walk, capture_walk.c `cap_nodes`): the element count at `count`, the first node's
+/// pointer at `first` (the tree's leftmost), `before` bytes of links before each node's
+/// element `of`, whose key and value (a map's `first` and `second`) are at `key` / `value`
+/// when named; a set's element is its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct NodeLayout {
+    pub links: NodeLinks,
+    pub is_map: bool,
+    pub count: u64,
+    pub first: u64,
+    pub before: u64,
+    pub of: TypeId,
+    pub key: Option<(u64, TypeId)>,
+    pub value: Option<(u64, TypeId)>,
+}
+
+impl NodeLayout {
+    /// The agent's `nodes` descriptor (serialize.ts TypeDesc) and the types it refers to.
+    fn desc(&self) -> (Value, Vec<TypeId>) {
+        let mut desc = json!({"k": "nodes", "m": self.is_map, "nc": self.count, "nf": self.first, "nb": self.before, "of": self.of});
+        match self.links {
+            NodeLinks::Tree { parent, left, right } => {
+                desc["w"] = json!("tree");
+                desc["np"] = json!(parent);
+                desc["nl"] = json!(left);
+                desc["nr"] = json!(right);
+            }
+            NodeLinks::List { next } => {
+                desc["w"] = json!("list");
+                desc["nx"] = json!(next);
+            }
+        }
+        let mut refs = vec![self.of];
+        for (field, (f, t)) in [(self.key, ("kf", "kt")), (self.value, ("vf", "vt"))] {
+            if let Some((off, ty)) = field {
+                desc[f] = json!(off);
+                desc[t] = json!(ty);
+                refs.push(ty);
+            }
+        }
+        (desc, refs)
+    }
+}
+
+/// libstdc++'s tree and hash containers, when `id` is one.
+pub(crate) fn node_layout(store: &TypeStore, id: TypeId) -> Option<NodeLayout> {
+    let t = store.get(id);
+    if !matches!(t.kind, TypeKind::Struct { .. }) {
+        return None;
+    }
+    let bare = bare_name(&t.name);
+    cxx_tree_layout(store, id, bare).or_else(|| cxx_hash_layout(store, id, bare))
+}
+
+/// Where a node's element `of` holds a map's key and value (`first`, `second`), each only
+/// when named.
+fn entry_layout(store: &TypeStore, of: TypeId, is_map: bool) -> Option<(Option<(u64, TypeId)>, Option<(u64, TypeId)>)> {
+    if !is_map {
+        return Some((None, None));
+    }
+    Some((Some(own_member(store, of, "first")?), Some(own_member(store, of, "second")?)))
+}
+
+/// `std::map`, `multimap`, `set`, `multiset`: the red-black tree `_M_t`, in order from the
+/// header's leftmost link.
+fn cxx_tree_layout(store: &TypeStore, id: TypeId, bare: &str) -> Option<NodeLayout> {
     let is_map = bare.starts_with("map<") || bare.starts_with("multimap<");
     if !is_map && !bare.starts_with("set<") && !bare.starts_with("multiset<") {
         return None;
@@ -136,15 +208,14 @@ fn cxx_tree_desc(store: &TypeStore, id: TypeId, bare: &str) -> Option<(Value, Ve
     let (h_off, h_ty) = find_member(store, t_ty, "_M_header", 0)?;
     let (c_off, _) = find_member(store, t_ty, "_M_node_count", 0)?;
     let link = |name: &str| own_member(store, h_ty, name).map(|(o, _)| o);
-    let (p, l, r) = (link("_M_parent")?, link("_M_left")?, link("_M_right")?);
-    let desc = json!({"k": "nodes", "w": "tree", "m": is_map, "nc": t_off + c_off, "nf": t_off + h_off + l, "nb": store.get(h_ty).size, "np": p, "nl": l, "nr": r, "of": of});
-    entry_fields(store, desc, of, is_map.then_some("first"), is_map.then_some("second"))
+    let (parent, left, right) = (link("_M_parent")?, link("_M_left")?, link("_M_right")?);
+    let (key, value) = entry_layout(store, of, is_map)?;
+    let links = NodeLinks::Tree { parent, left, right };
+    Some(NodeLayout { links, is_map, count: t_off + c_off, first: t_off + h_off + left, before: store.get(h_ty).size, of, key, value })
 }
 
-/// The `std::unordered_` containers (`w: "list"`): the hashtable's one list of nodes from
-/// `_M_before_begin`, each node its `_M_nxt` link (at `nx`) followed by its value. `nf`: the
-/// first node pointer's offset; `nb`: a node's bytes before its value.
-fn cxx_hash_desc(store: &TypeStore, id: TypeId, bare: &str) -> Option<(Value, Vec<TypeId>)> {
+/// The `std::unordered_` containers: the hashtable's one list of nodes from `_M_before_begin`.
+fn cxx_hash_layout(store: &TypeStore, id: TypeId, bare: &str) -> Option<NodeLayout> {
     let is_map = bare.starts_with("unordered_map<") || bare.starts_with("unordered_multimap<");
     if !is_map && !bare.starts_with("unordered_set<") && !bare.starts_with("unordered_multiset<") {
         return None;
@@ -152,10 +223,11 @@ fn cxx_hash_desc(store: &TypeStore, id: TypeId, bare: &str) -> Option<(Value, Ve
     let (h_off, h_ty) = own_member(store, id, "_M_h")?;
     let of = template_param(store, h_ty, "_Value")?;
     let (b_off, b_ty) = own_member(store, h_ty, "_M_before_begin")?;
-    let (x, _) = own_member(store, b_ty, "_M_nxt")?;
+    let (next, _) = own_member(store, b_ty, "_M_nxt")?;
     let (c_off, _) = own_member(store, h_ty, "_M_element_count")?;
-    let desc = json!({"k": "nodes", "w": "list", "m": is_map, "nc": h_off + c_off, "nf": h_off + b_off + x, "nb": store.get(b_ty).size, "nx": x, "of": of});
-    entry_fields(store, desc, of, is_map.then_some("first"), is_map.then_some("second"))
+    let (key, value) = entry_layout(store, of, is_map)?;
+    let links = NodeLinks::List { next };
+    Some(NodeLayout { links, is_map, count: h_off + c_off, first: h_off + b_off + next, before: store.get(b_ty).size, of, key, value })
 }
 
 /// Rust's `HashMap<K, V>` / `HashSet<K>` (`w: "hash"`): hashbrown's `RawTableInner` keeps

@@ -330,6 +330,11 @@ impl DebugInfo {
         super::cxx_std::optional_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
     }
 
+    /// How a libstdc++ tree or hash container links its nodes, when `id` is one.
+    pub(crate) fn std_node_layout(&self, id: TypeId) -> Option<super::cxx_std::NodeLayout> {
+        super::cxx_std::node_layout(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id)
+    }
+
     pub(crate) fn is_std_special(&self, id: TypeId) -> bool {
         super::cxx_std::special_desc(&self.store.lock().unwrap_or_else(|e| e.into_inner()), id).is_some()
     }

@@ -1,0 +1,199 @@
+//! libstdc++ node containers in a natively captured record (`std::map`, `std::set`, the
+//! `std::unordered_` ones): the decoder's half of serialize.ts `readNodes`. The hook copied
+//! every node whose link it read (capture_walk.c `cap_nodes`), so walking the copies takes
+//! the serializer's steps; a link no copy holds is what the serializer could not read, and
+//! the container prints `<unreadable …>` as it does then.
+
+use super::Reader;
+use crate::engine::capture_json as json;
+use crate::engine::capture_plan::MAX_ELEMENTS;
+use crate::symbols::cxx_std::{NodeLayout, NodeLinks};
+
+/// Steps one in-order successor takes at most (serialize.ts treeSuccessor).
+const TREE_HEIGHT: usize = 128;
+
+impl Reader<'_> {
+    /// The container at `addr`: its entries in iteration order (a map as an object keyed by
+    /// each key's text when every key is a string, number or bool and none repeats, else
+    /// `[[key, value], …]`; a set as an array), past MAX_ELEMENTS a count of the rest.
+    pub(super) fn nodes(&mut self, addr: u64, l: &NodeLayout, depth: i64) -> Result<(), ()> {
+        let v = self.view;
+        let total = v.u64_at(addr + l.count, 8)?.min(0x7fff_ffff);
+        let shown = total.min(MAX_ELEMENTS);
+        let mut node = v.u64_at(addr + l.first, 8)?;
+        let (mut keys, mut values) = (Vec::new(), Vec::new());
+        let mut i = 0;
+        while i < shown && node != 0 {
+            let at = node + l.before;
+            match (l.key, l.value) {
+                (Some((kf, kt)), Some((vf, vt))) => {
+                    keys.push(self.value_text(at + kf, kt, depth));
+                    values.push(self.value_text(at + vf, vt, depth));
+                }
+                _ => values.push(self.value_text(at, l.of, depth)),
+            }
+            if i + 1 < shown {
+                node = match l.links {
+                    NodeLinks::List { next } => v.u64_at(node + next, 8)?,
+                    NodeLinks::Tree { parent, left, right } => self.successor(node, parent, left, right)?,
+                };
+            }
+            i += 1;
+        }
+        let more = total - values.len() as u64;
+        entries(&mut self.out, l.is_map, &keys, &values, more);
+        Ok(())
+    }
+
+    /// libstdc++'s `_Rb_tree_increment` over the copies.
+    fn successor(&self, mut node: u64, parent: u64, left: u64, right: u64) -> Result<u64, ()> {
+        let v = self.view;
+        let r = v.u64_at(node + right, 8)?;
+        if r != 0 {
+            node = r;
+            for _ in 0..TREE_HEIGHT {
+                let l = v.u64_at(node + left, 8)?;
+                if l == 0 {
+                    return Ok(node);
+                }
+                node = l;
+            }
+            return Err(());
+        }
+        let mut up = v.u64_at(node + parent, 8)?;
+        for _ in 0..TREE_HEIGHT {
+            if node != v.u64_at(up + right, 8)? {
+                return Ok(up);
+            }
+            node = up;
+            up = v.u64_at(node + parent, 8)?;
+        }
+        Err(())
+    }
+
+    /// The JSON text of the value of type `id` at `addr`.
+    fn value_text(&mut self, addr: u64, id: crate::symbols::TypeId, depth: i64) -> String {
+        let start = self.out.len();
+        self.read(addr, id, depth);
+        self.out.split_off(start)
+    }
+}
+
+/// A map's or set's entries (JSON texts) as serialize.ts `readNodes` prints them, `more`
+/// entries not shown. A map keyed by strings, numbers or bools, none repeated, is an object
+/// whose keys come in JavaScript's property order: array indices first, ascending, then the
+/// rest in insertion order.
+pub(super) fn entries(out: &mut String, is_map: bool, keys: &[String], values: &[String], more: u64) {
+    let rest = format!("<{more} more>");
+    if !is_map {
+        out.push('[');
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(v);
+        }
+        if more > 0 {
+            if !values.is_empty() {
+                out.push(',');
+            }
+            json::string(out, &[&rest]);
+        }
+        out.push(']');
+        return;
+    }
+    let named: Option<Vec<String>> = keys.iter().map(|k| key_text(k)).collect();
+    if let Some(names) = named.filter(|n| n.iter().enumerate().all(|(i, a)| !n[..i].contains(a))) {
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        // A stable sort: indices ascending, everything else after them in its own order.
+        order.sort_by_key(|&i| array_index(&names[i]).map_or((1, 0), |n| (0, n)));
+        out.push('{');
+        for (n, &i) in order.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            out.push_str(&names[i]);
+            out.push(':');
+            out.push_str(&values[i]);
+        }
+        if more > 0 {
+            if !order.is_empty() {
+                out.push(',');
+            }
+            json::key(out, &rest);
+            json::string(out, &["…"]);
+        }
+        out.push('}');
+        return;
+    }
+    out.push('[');
+    for (i, (k, v)) in keys.iter().zip(values).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        out.push_str(k);
+        out.push(',');
+        out.push_str(v);
+        out.push(']');
+    }
+    if more > 0 {
+        if !keys.is_empty() {
+            out.push(',');
+        }
+        json::string(out, &[&rest]);
+    }
+    out.push(']');
+}
+
+/// A key's JSON text as an object key: a string as it is; a number or bool as its text in a
+/// string (JavaScript's `String(k)`: the same digits JSON prints); anything else has none.
+fn key_text(k: &str) -> Option<String> {
+    match k.as_bytes().first()? {
+        b'"' => Some(k.to_string()),
+        b'-' | b'0'..=b'9' => Some(format!("\"{k}\"")),
+        _ if k == "true" || k == "false" => Some(format!("\"{k}\"")),
+        _ => None,
+    }
+}
+
+/// The array index a quoted key names (JavaScript orders those first): a canonical decimal
+/// below 2^32 - 1.
+fn array_index(quoted: &str) -> Option<u64> {
+    let s = quoted.strip_prefix('"')?.strip_suffix('"')?;
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0')) || s.len() > 10 {
+        return None;
+    }
+    s.parse::<u64>().ok().filter(|&n| n < u32::MAX as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entries;
+
+    fn texts(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn printed(is_map: bool, keys: &[&str], values: &[&str], more: u64) -> String {
+        let mut out = String::new();
+        entries(&mut out, is_map, &texts(keys), &texts(values), more);
+        out
+    }
+
+    #[test]
+    fn entries_print_as_javascript_prints_the_serializers_object() {
+        // JSON.stringify orders integer-like keys first: {"0":…,"1":…,"-1":…}.
+        assert_eq!(printed(true, &["-1", "0", "1"], &["\"a\"", "\"b\"", "\"c\""], 0), r#"{"0":"b","1":"c","-1":"a"}"#);
+        assert_eq!(printed(true, &["\"two\"", "\"one\""], &["2", "1"], 3), r#"{"two":2,"one":1,"<3 more>":"…"}"#);
+        // A repeated key (a multimap), or a key that is no string, number or bool: pairs.
+        assert_eq!(printed(true, &["1", "1"], &["10", "11"], 0), "[[1,10],[1,11]]");
+        assert_eq!(printed(true, &["1", "\"1\""], &["10", "11"], 1), r#"[[1,10],["1",11],"<1 more>"]"#);
+        assert_eq!(printed(true, &["{\"a\":1}"], &["2"], 0), r#"[[{"a":1},2]]"#);
+        assert_eq!(printed(false, &[], &["1", "2"], 98), r#"[1,2,"<98 more>"]"#);
+        assert_eq!(printed(false, &[], &[], 0), "[]");
+        assert_eq!(printed(true, &[], &[], 0), "{}");
+        // Leading zeros, 2^32 - 1 and beyond are not array indices: insertion order.
+        assert_eq!(printed(true, &["\"01\"", "4294967295", "7"], &["1", "2", "3"], 0), r#"{"7":3,"01":1,"4294967295":2}"#);
+    }
+}
