@@ -345,8 +345,8 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
 }
 
 /// rust_captured's functions and their calls per round.
-const RUST_FUNCTIONS: usize = 25;
-const RUST_CALLS: usize = 29;
+const RUST_FUNCTIONS: usize = 26;
+const RUST_CALLS: usize = 30;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_prints() {
@@ -354,7 +354,7 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     let fixture = ("rust_captured", "captured::cap_*", RUST_FUNCTIONS, RUST_CALLS);
     let (js_events, native_events, native_settings) = run_both_with(&engine, fixture, json!({}), 3).await;
     // One plan per function: no two take the same types (and `&str`, slices: two registers);
-    // but cap_table's HashMap is read by the serializer (its entries: no native walk of a table).
+    // but cap_table's B-trees are read by the serializer (no native walk of a B-tree).
     assert_eq!(native_settings["capture"]["plans"], json!(RUST_FUNCTIONS - 1), "every cap_* function but cap_table has a native plan: {native_settings}");
     let after = &native_settings["after"]["capture"];
     assert!(after["records"].as_u64().unwrap() >= 3 * (RUST_CALLS as u64 - 1) * 2, "the native hook recorded them (cap_table's one call a round is the serializer's): {after}");
@@ -429,6 +429,16 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     assert_eq!(table["sorted"], json!({ "1": "one", "2": "two", "3": "three" }));
     let seen = table["seen"].as_array().expect("a set is an array");
     assert_eq!((seen.len(), &seen[0], &seen[99], &seen[100]), (101, &json!(0), &json!(99), &json!("<50 more>")), "{table}");
+    // Walked natively: the entries of the first 100 full slots of 130 (a JSON object lists
+    // number keys in order), each value's text followed, and the count of the rest; a set
+    // as an array.
+    let hashed = &enters("captured::cap_hashed")[1];
+    let index = hashed["index"].as_object().expect("a map keyed by numbers is an object");
+    assert_eq!((index.len(), &index["<30 more>"]), (101, &json!("…")), "{hashed}");
+    assert!(index.iter().filter(|(k, _)| !k.starts_with('<')).all(|(k, v)| v["tag"] == json!(format!("leaf-{k}")) && v["id"].to_string() == *k), "{hashed}");
+    let mut tags: Vec<&str> = hashed["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    tags.sort_unstable();
+    assert_eq!(tags, ["blue", "green", "red"]);
     assert_eq!(enters("captured::cap_tuple")[1], json!({ "t": [8, "pair", -1] }), "a tuple as an array");
     // An Rc / Arc as debug_eval prints it: its owners, then the value at the default depth
     // (gdb with Rust's printers: `Rc(strong=2, weak=0) = {id: 5, tag: "rc"}`).

@@ -15,7 +15,7 @@ typedef struct { u32 key; u32 depth; u32 size; u32 first; u32 n; u32 pad; } CapP
    CAP_KIND_ARRAY) also has its length word at len_off, elem-byte elements, at most max;
    gspec & 0xff, when not 0, guards it with a gspec & 0xff byte discriminant at goff: in the
    set {lo + i: bit i of mask} (gspec bit 8) or not. Offsets are from the same base. */
-typedef struct { u32 off; u32 count; u32 stride; u32 kind; u32 child; u32 len_off; u32 elem; u32 max; u32 goff; u32 gspec; u32 glo_lo; u32 glo_hi; u32 gmask_lo; u32 gmask_hi; } CapEdge;
+typedef struct { u32 off; u32 count; u32 stride; u32 kind; u32 child; u32 len_off; u32 elem; u32 max; u32 goff; u32 gspec; u32 glo_lo; u32 glo_hi; u32 gmask_lo; u32 gmask_hi; u32 aux; } CapEdge;
 /* The typed capture's counters and settings, shared with the CModule (fields: capture_c.ts;
    the counters are racy increments: estimates). */
 typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked; u64 visits; u64 pushes; u64 scratch_size; u64 replayed; u64 recorded; u64 stale; u64 unchanged; u64 deltas; u32 avx2; u32 pad; } CaptureShared;
@@ -46,6 +46,11 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
    parent, left and right links. */
 #define CAP_KIND_LIST 8
 #define CAP_KIND_TREE 9
+/* An edge to a Rust hash table's elements (capture_walk.c cap_table): its control bytes at the
+   pointer at off, its bucket mask at aux, the item count at len_off, at most max elements of
+   elem bytes below the control bytes, each walked with program child. */
+#define CAP_KIND_HASH 10
+#define CAP_TABLE_MASK 0xffffffffUL    /* the largest bucket mask the serializer reads */
 #define CAP_TREE_HEIGHT 128           /* steps one in-order successor takes at most (serialize.ts) */
 #define CAP_NO_WORD 0xffffffffu
 /* The label of a stack argument's copy: CAP_STACK_ADDR + its offset from the first stack
@@ -97,7 +102,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
    (most visit a few dozen pointees) and moves to the big one at half its size. */
 typedef struct { u64 addr; u32 key; u32 gen; } CapSeen;
 typedef struct { u8 * data; u32 depth; u32 want; u32 len; u32 op; } CapSeenData;
-typedef struct { u64 p; u32 kind; u32 prog; u32 n; u32 elem; } CapTodo;
+typedef struct { u64 p; u32 kind; u32 prog; u32 n; u32 elem; u32 aux; } CapTodo; /* aux: a hash table's bucket mask */
 typedef struct { u64 addr; u8 * data; u32 size; u32 pad; } CapBig;
 
 /* A sub-walk remembered for replay (cap_subtree): what the walk from one pointee copied, in

@@ -114,7 +114,8 @@ __attribute__ ((always_inline)) static inline int cap_todo_of (CapScratch * s, c
   t->prog = ed->child;
   t->n = 0;
   t->elem = 0;
-  if (ed->kind != CAP_KIND_ARRAY && ed->kind != CAP_KIND_LIST && ed->kind != CAP_KIND_TREE)
+  t->aux = 0;
+  if (ed->kind < CAP_KIND_LIST && ed->kind != CAP_KIND_ARRAY)
     return 1;
   u32 loff = (ed->len_off & ~CAP_LEN_END) + d;
   u64 n;
@@ -122,7 +123,18 @@ __attribute__ ((always_inline)) static inline int cap_todo_of (CapScratch * s, c
     return 0;
   __builtin_memcpy (&n, data + loff, 8);
   cap_rec_check (s, op, loff, n);
-  if (ed->kind != CAP_KIND_ARRAY) { /* a node container: q is its first node */
+  if (ed->kind == CAP_KIND_HASH) { /* q: its control bytes; a mask the serializer refuses: not walked */
+    u32 moff = ed->aux + d;
+    u64 mask;
+    if (moff + 8 > len)
+      return 0;
+    __builtin_memcpy (&mask, data + moff, 8);
+    cap_rec_check (s, op, moff, mask);
+    if (mask > CAP_TABLE_MASK || n > mask + 1)
+      return 0;
+    t->aux = (u32) mask;
+  }
+  if (ed->kind != CAP_KIND_ARRAY) { /* a node container: q is its first node, or a table's control bytes */
     t->n = n < ed->max ? (u32) n : ed->max;
     t->elem = ed->elem;
     return n > 0;
@@ -273,6 +285,32 @@ static u32 cap_nodes (CapScratch * s, CaptureShared * cs, const CapParts * pl, u
   return pos;
 }
 
+/* A Rust hash table's first td->n full slots in slot order (serialize.ts rustTable): its
+   control bytes (at td->p, td->aux + 1 of them; top bit clear: full) copied 256 at a time, as
+   the serializer reads them, and each full slot's element (td->elem bytes, slot i at
+   ctrl - (i + 1) * elem) visited with program td->prog. A replay would not notice a changed
+   control byte: a walk that scans a table is not remembered. Returns the new pos. */
+static u32 cap_table (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, const CapTodo * td, u32 * sp, u64 * pushes) {
+  const CapProg * g = &pl->progs[td->prog];
+  u64 ctrl = td->p, buckets = (u64) td->aux + 1, i, w;
+  u32 found = 0;
+  s->rec_ok = 0;
+  for (i = 0; i < buckets && found < td->n; i += 256) {
+    u32 n = buckets - i < 256 ? (u32) (buckets - i) : 256, j;
+    int fresh;
+    CapSeenData * e = cap_seen (s, ctrl + i, CAP_KEY_BYTES, &fresh);
+    if (e == 0 || (e->want < n && !cap_fill (s, cs, e, out, &pos, ctrl + i, n)) || e->len < n)
+      break;
+    const u8 * control = e->data; /* in out: stays where it is as the table grows */
+    for (j = 0; j < n && found < td->n; j++)
+      if ((control[j] & 0x80) == 0) {
+        cap_node (s, cs, pl, g, out, &pos, ctrl - (i + j + 1) * td->elem, CAP_NO_WORD, &w, sp, pushes);
+        found++;
+      }
+  }
+  return pos;
+}
+
 /* The walk from pointee start (a struct of program prog, a C string, or a Rust buffer) into
    out from pos on; returns the new pos. Depth-first with an explicit stack; the visit table
    skips a pointee already visited with as much depth left. Records into s->rec when set.
@@ -299,9 +337,9 @@ __attribute__ ((always_inline)) static inline u32 cap_walk (CapScratch * s, Capt
     if (!cap_plausible (tp))
       continue;
     u8 * h = out + pos;
-    if (td.kind == CAP_KIND_LIST || td.kind == CAP_KIND_TREE) {
+    if (td.kind >= CAP_KIND_LIST) {
       if (td.prog < pl->plan->n_progs)
-        pos = cap_nodes (s, cs, pl, out, pos, &td, &sp, &pushes);
+        pos = td.kind == CAP_KIND_HASH ? cap_table (s, cs, pl, out, pos, &td, &sp, &pushes) : cap_nodes (s, cs, pl, out, pos, &td, &sp, &pushes);
       continue;
     }
     if (td.kind == CAP_KIND_CSTRING) {
@@ -686,7 +724,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
   t->kept_len = t->misses = t->pause = 0;
   s->rec = t;
   s->rec_ok = 1;
-  CapTodo start = { p, CAP_KIND_STRUCT, prog, 0, 0 };
+  CapTodo start = { p, CAP_KIND_STRUCT, prog, 0, 0, 0 };
   end = cap_walk (s, cs, pl, out, pos, &start);
   s->rec = 0;
   /* A sub-walk that read no pointer word has nothing a replay would save. */
@@ -939,7 +977,7 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
         }
         if (!cap_todo_of (s, ed, data, got, d, 0, q, &td))
           continue;
-        if (ed->kind == CAP_KIND_ARRAY || ed->kind == CAP_KIND_LIST || ed->kind == CAP_KIND_TREE) { /* a buffer's elements, a container's nodes: walked, not remembered */
+        if (ed->kind == CAP_KIND_ARRAY || ed->kind >= CAP_KIND_LIST) { /* a buffer's elements, a container's nodes: walked, not remembered */
           pos = cap_walk (s, cs, &pl, out, pos, &td);
           continue;
         }

@@ -12,8 +12,9 @@ import { CAPTURE_WALK_CODE, CAPTURE_WALK_SYMBOLS } from "./capture_walk.js";
 
 export interface CaptureSpec {
     /** Per (struct type, depth left): [typeKey, depth, size, [edge, …]], an edge as CapEdge's
-     *  fourteen u32s: off, count, stride, kind, child, len_off, elem, max, guard off, guard
-     *  size | inside << 8, guard lo low, high, mask low, high (capture_plan.rs Edge::to_agent). */
+     *  fifteen u32s: off, count, stride, kind, child, len_off, elem, max, guard off, guard
+     *  size | inside << 8, guard lo low, high, mask low, high, aux (capture_plan.rs
+     *  Edge::to_agent). */
     progs: [number, number, number, number[][]][];
     /** [reg, kind, prog, size?] per walk start: the enter roots, then the exit roots (size:
      *  a stack root's bytes). */
@@ -25,7 +26,7 @@ export interface CaptureSpec {
 }
 
 /** capture_c.ts: CapPlan header, CapRoot, CapProg and CapEdge sizes. */
-const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 56;
+const PLAN_HEADER = 16, ROOT_SIZE = 16, PROG_SIZE = 24, EDGE_SIZE = 60;
 
 /** The walk's machine code in the target (build.rs compiles agent/native/capture_walk.c). */
 let walk: NativePointer | null = null;

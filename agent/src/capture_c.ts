@@ -8,14 +8,16 @@
 // value in argument registers from reg (a Rust &str, slice, Option<&T>) or in rax at exit,
 // read in place), the
 // programs {u32 key, depth, size, first edge, n edges, pad} and the edges {u32 off, count,
-// stride, kind, child, len_off, elem, max, goff, gspec, glo lo, hi, gmask lo, hi}. A program says what
+// stride, kind, child, len_off, elem, max, goff, gspec, glo lo, hi, gmask lo, hi, aux}. A program says what
 // to do with a struct of one type (key) reached with `depth` left: copy `size` bytes and
 // follow its pointer edges (`count` pointers `stride` apart from `off`; kind 0: a struct,
 // run program `child`; kind 1: a C string, up to 1,025 bytes, stopping at NUL; kind 2: a
 // Rust buffer, min(u64 at len_off, max) elements of elem bytes, each run through program
 // `child` unless it is ~0; kinds 8 and 9: a libstdc++ node container's first min(u64 at
 // len_off, max) nodes from the node pointer at off, a list's or a red-black tree's in order,
-// each node run through program `child`, elem the node's link offsets). gspec's low byte, when not 0, is the size of a Rust enum's
+// each node run through program `child`, elem the node's link offsets; kind 10: a Rust hash
+// table's first min(u64 at len_off, max) full slots, its control bytes at the pointer at off
+// and its bucket mask at aux, elements of elem bytes). gspec's low byte, when not 0, is the size of a Rust enum's
 // discriminant at goff: the edge is followed only when it is in the set {glo + i: bit i
 // of gmask} (bit 8 of gspec set) or not (clear).
 //

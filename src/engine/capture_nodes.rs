@@ -1,8 +1,9 @@
-//! libstdc++ node containers in a natively captured record (`std::map`, `std::set`, the
-//! `std::unordered_` ones): the decoder's half of serialize.ts `readNodes`. The hook copied
-//! every node whose link it read (capture_walk.c `cap_nodes`), so walking the copies takes
-//! the serializer's steps; a link no copy holds is what the serializer could not read, and
-//! the container prints `<unreadable …>` as it does then.
+//! Node containers in a natively captured record (`std::map`, `std::set`, the
+//! `std::unordered_` ones, Rust's `HashMap` and `HashSet`): the decoder's half of
+//! serialize.ts `readNodes`. The hook copied every node whose link it read and every control
+//! byte it scanned (capture_walk.c `cap_nodes`, `cap_table`), so walking the copies takes the
+//! serializer's steps; a read no copy holds is what the serializer could not read, and the
+//! container prints `<unreadable …>` as it does then.
 
 use super::Reader;
 use crate::engine::capture_json as json;
@@ -20,29 +21,59 @@ impl Reader<'_> {
         let v = self.view;
         let total = v.u64_at(addr + l.count, 8)?.min(0x7fff_ffff);
         let shown = total.min(MAX_ELEMENTS);
-        let mut node = v.u64_at(addr + l.first, 8)?;
         let (mut keys, mut values) = (Vec::new(), Vec::new());
-        let mut i = 0;
-        while i < shown && node != 0 {
-            let at = node + l.before;
-            match (l.key, l.value) {
-                (Some((kf, kt)), Some((vf, vt))) => {
-                    keys.push(self.value_text(at + kf, kt, depth));
-                    values.push(self.value_text(at + vf, vt, depth));
+        if let NodeLinks::Hash { mask, size } = l.links {
+            // serialize.ts rustTable: the full slots in slot order, control bytes 256 at a time.
+            let (m, ctrl) = (v.u64_at(addr + mask, 8)?, v.u64_at(addr + l.first, 8)?);
+            if m > 0xffff_ffff || total > m + 1 || size == 0 {
+                return Err(());
+            }
+            let (buckets, mut found, mut i) = (m + 1, 0, 0);
+            while i < buckets && found < shown {
+                let control = v.bytes(ctrl + i, (buckets - i).min(256))?;
+                for (j, c) in control.iter().enumerate() {
+                    if found == shown {
+                        break;
+                    }
+                    if c & 0x80 == 0 {
+                        self.entry(l, ctrl.wrapping_sub((i + j as u64 + 1) * size), depth, &mut keys, &mut values);
+                        found += 1;
+                    }
                 }
-                _ => values.push(self.value_text(at, l.of, depth)),
+                i += 256;
             }
-            if i + 1 < shown {
-                node = match l.links {
-                    NodeLinks::List { next } => v.u64_at(node + next, 8)?,
-                    NodeLinks::Tree { parent, left, right } => self.successor(node, parent, left, right)?,
-                };
+        } else {
+            let mut node = v.u64_at(addr + l.first, 8)?;
+            let mut i = 0;
+            while i < shown && node != 0 {
+                self.entry(l, node + l.before, depth, &mut keys, &mut values);
+                if i + 1 < shown {
+                    node = match l.links {
+                        NodeLinks::List { next } => v.u64_at(node + next, 8)?,
+                        NodeLinks::Tree { parent, left, right } => self.successor(node, parent, left, right)?,
+                        NodeLinks::Hash { .. } => unreachable!(),
+                    };
+                }
+                i += 1;
             }
-            i += 1;
         }
         let more = total - values.len() as u64;
         entries(&mut self.out, l.is_map, &keys, &values, more);
         Ok(())
+    }
+
+    /// The element at `at`: a map's key and value, or a set's element.
+    fn entry(&mut self, l: &NodeLayout, at: u64, depth: i64, keys: &mut Vec<String>, values: &mut Vec<String>) {
+        match (l.is_map, l.key, l.value) {
+            (true, Some((kf, kt)), Some((vf, vt))) => {
+                keys.push(self.value_text(at + kf, kt, depth));
+                values.push(self.value_text(at + vf, vt, depth));
+            }
+            _ => {
+                let (kf, kt) = l.key_or_element();
+                values.push(self.value_text(at + kf, kt, depth));
+            }
+        }
     }
 
     /// libstdc++'s `_Rb_tree_increment` over the copies.

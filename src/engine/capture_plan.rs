@@ -75,6 +75,11 @@ pub(crate) const KIND_STACK_STRING: u32 = 7;
 /// a byte each (`node_links`).
 pub(crate) const KIND_LIST: u32 = 8;
 pub(crate) const KIND_TREE: u32 = 9;
+/// An edge to a Rust hash table's elements (serialize.ts rustTable; capture_walk.c
+/// `cap_table`): its control bytes at the pointer at `off`, the bucket mask at `aux`, the item
+/// count at `len_off`, at most `max` elements of `elem` bytes below them, each walked with
+/// program `child`.
+pub(crate) const KIND_HASH: u32 = 10;
 /// The System V integer argument registers.
 const MAX_REG_ARGS: usize = 6;
 /// The System V float argument registers.
@@ -98,6 +103,9 @@ pub(crate) struct Edge {
     pub elem: u64,
     #[serde(default)]
     pub max: u64,
+    /// Hash tables: where the bucket mask is (an offset from the same base as `off`).
+    #[serde(default)]
+    pub aux: u64,
     /// Followed only when a Rust enum's discriminant selects the variant holding the edge.
     #[serde(default)]
     pub guard: Option<Guard>,
@@ -119,19 +127,19 @@ pub(crate) struct Guard {
 
 impl Edge {
     fn pointer(off: u64, kind: u32, child: u32) -> Edge {
-        Edge { off, count: 1, stride: 0, kind, child, len_off: 0, elem: 0, max: 0, guard: None }
+        Edge { off, count: 1, stride: 0, kind, child, len_off: 0, elem: 0, max: 0, aux: 0, guard: None }
     }
 
     /// The same edge `d` bytes further on.
     fn shifted(self, d: u64) -> Edge {
-        Edge { off: self.off + d, len_off: self.len_off + d, guard: self.guard.map(|g| Guard { off: g.off + d, ..g }), ..self }
+        Edge { off: self.off + d, len_off: self.len_off + d, aux: self.aux + d, guard: self.guard.map(|g| Guard { off: g.off + d, ..g }), ..self }
     }
 
     /// `[off, count, stride, kind, child, len_off, elem, max, guard off, guard size | inside
-    /// << 8, guard lo low, high, guard mask low, high]` (capture.ts CapEdge).
+    /// << 8, guard lo low, high, guard mask low, high, aux]` (capture.ts CapEdge).
     fn to_agent(self) -> Value {
         let (goff, gspec, lo, mask) = self.guard.map_or((0, 0, 0, 0), |g| (g.off, g.size | (g.inside as u64) << 8, g.lo, g.mask));
-        json!([self.off, self.count, self.stride, self.kind, self.child, self.len_off, self.elem, self.max, goff, gspec, lo & 0xffff_ffff, lo >> 32, mask & 0xffff_ffff, mask >> 32])
+        json!([self.off, self.count, self.stride, self.kind, self.child, self.len_off, self.elem, self.max, goff, gspec, lo & 0xffff_ffff, lo >> 32, mask & 0xffff_ffff, mask >> 32, self.aux])
     }
 }
 
@@ -479,12 +487,14 @@ pub(crate) fn compile(info: &DebugInfo, sig: &Signature, depth: u32) -> Option<C
     Some(CapturePlan { depth, params, regs, ret, programs: c.programs, enter, exit, types: c.types, optionals: c.optionals, nodes: c.nodes, by_address, ret_by_address, split_pairs, floats, on_stack, unavailable, sse_structs })
 }
 
-/// A node edge's kind and its links' offsets in a node, a byte each (capture_walk.c
-/// `cap_nodes`): a list's next link; a tree's parent, left and right links.
+/// A node edge's kind and its `elem`: the links' offsets in a node, a byte each (capture_walk.c
+/// `cap_nodes`: a list's next link; a tree's parent, left and right links), or a hash table's
+/// element size.
 fn node_links(links: NodeLinks) -> (u32, u64) {
     match links {
         NodeLinks::List { next } => (KIND_LIST, next),
         NodeLinks::Tree { parent, left, right } => (KIND_TREE, parent | left << 8 | right << 16),
+        NodeLinks::Hash { size, .. } => (KIND_HASH, size),
     }
 }
 
@@ -586,6 +596,7 @@ impl Compiler<'_> {
         let fits = match l.links {
             NodeLinks::List { next } => next + 8 <= l.before,
             NodeLinks::Tree { parent, left, right } => [parent, left, right].iter().all(|&o| o + 8 <= l.before),
+            NodeLinks::Hash { size, .. } => (1..=MAX_STRUCT).contains(&size),
         };
         if !fits || l.before > 255 {
             self.over = true;
@@ -607,18 +618,28 @@ impl Compiler<'_> {
                 self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
                 let mut node = Body::default();
                 node.touch(0, l.before);
-                match (l.key, l.value) {
-                    (Some((kf, kt)), Some((vf, vt))) => {
+                match (l.is_map, l.key, l.value) {
+                    (true, Some((kf, kt)), Some((vf, vt))) => {
                         self.value(&mut node, l.before + kf, kt, depth);
                         self.value(&mut node, l.before + vf, vt, depth);
                     }
-                    _ => self.value(&mut node, l.before, l.of, depth),
+                    _ => {
+                        let (kf, kt) = l.key_or_element();
+                        self.value(&mut node, l.before + kf, kt, depth);
+                    }
                 }
                 self.finish(index, node);
                 index
             }
         };
-        b.edges.push(Edge { len_off: off + l.count, elem: links, max: MAX_ELEMENTS, ..Edge::pointer(off + l.first, kind, child) });
+        let aux = match l.links {
+            NodeLinks::Hash { mask, .. } => {
+                b.touch(off + mask, 8);
+                off + mask
+            }
+            _ => 0,
+        };
+        b.edges.push(Edge { len_off: off + l.count, elem: links, max: MAX_ELEMENTS, aux, ..Edge::pointer(off + l.first, kind, child) });
     }
 
     /// The walk a pointer value in register `reg` starts, if the serializer follows it.

@@ -95,7 +95,6 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
 fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, size: u64) -> Option<(Value, Vec<TypeId>)> {
     let (mut desc, refs) = node_layout(store, id)
         .map(|l| l.desc())
-        .or_else(|| rust_hash_desc(store, id))
         .or_else(|| rust_btree_desc(store, id))?;
     desc["n"] = json!(n);
     desc["s"] = json!(size);
@@ -107,36 +106,26 @@ fn template_param(store: &TypeStore, ty: TypeId, name: &str) -> Option<TypeId> {
     store.templates.get(&ty)?.iter().find(|p| p.name == name)?.ty
 }
 
-/// Where a node's element `of` (`refs[0]`) holds its key and value: `kf`/`kt` and `vf`/`vt`
-/// (fields `key` and `value` of the element, each only when named), their types added to
-/// `refs`. A set's element is its key: no fields.
-fn entry_fields(store: &TypeStore, mut desc: Value, of: TypeId, key: Option<&str>, value: Option<&str>) -> Option<(Value, Vec<TypeId>)> {
-    let mut refs = vec![of];
-    for (field, (f, t)) in [(key, ("kf", "kt")), (value, ("vf", "vt"))] {
-        let Some(field) = field else { continue };
-        let (off, ty) = own_member(store, of, field)?;
-        desc[f] = json!(off);
-        desc[t] = json!(ty);
-        refs.push(ty);
-    }
-    Some((desc, refs))
-}
-
-/// How libstdc++'s node containers link their nodes: a red-black tree walked in order
+/// How a node container reaches its elements: libstdc++'s red-black tree walked in order
 /// (`std::map`, `multimap`, `set`, `multiset`), each node an `_Rb_tree_node_base` (colour,
-/// then the parent, left and right links at these offsets); or one list from the hash
-/// table's `_M_before_begin` (the `std::unordered_` containers), each node's next link at `next`.
+/// then the parent, left and right links at these offsets); one list from the hash table's
+/// `_M_before_begin` (the `std::unordered_` containers), each node's next link at `next`; or
+/// Rust's hashbrown table (`HashMap`, `HashSet`): `bucket_mask + 1` control bytes (at the
+/// pointer at `first`; top bit clear: slot full) with the `size`-byte elements just below
+/// them, slot i at `ctrl - (i + 1) * size`, the mask at `mask`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum NodeLinks {
     Tree { parent: u64, left: u64, right: u64 },
     List { next: u64 },
+    Hash { mask: u64, size: u64 },
 }
 
-/// A libstdc++ node container as serialize.ts `readNodes` walks it (and the native capture's
-/// node walk, capture_walk.c `cap_nodes`): the element count at `count`, the first node's
-/// pointer at `first` (the tree's leftmost), `before` bytes of links before each node's
-/// element `of`, whose key and value (a map's `first` and `second`) are at `key` / `value`
-/// when named; a set's element is its key.
+/// A node container as serialize.ts `readNodes` walks it (and the native capture's walks,
+/// capture_walk.c `cap_nodes` / `cap_table`): the element count at `count`, the first node's
+/// pointer at `first` (the tree's leftmost; a table's control bytes), `before` bytes of links
+/// before each node's element `of` (none in a table), whose key and value (a C++ map's
+/// `first` and `second`, a Rust tuple's `__0` and `__1`) are at `key` / `value`; a set's
+/// element is its key (the element itself when that is not named).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct NodeLayout {
     pub links: NodeLinks,
@@ -150,10 +139,21 @@ pub(crate) struct NodeLayout {
 }
 
 impl NodeLayout {
+    /// Where a set's element, or a map's key, is in a node's element, and its type.
+    pub fn key_or_element(&self) -> (u64, TypeId) {
+        self.key.unwrap_or((0, self.of))
+    }
+
     /// The agent's `nodes` descriptor (serialize.ts TypeDesc) and the types it refers to.
     fn desc(&self) -> (Value, Vec<TypeId>) {
         let mut desc = json!({"k": "nodes", "m": self.is_map, "nc": self.count, "nf": self.first, "nb": self.before, "of": self.of});
         match self.links {
+            NodeLinks::Hash { mask, size } => {
+                desc["w"] = json!("hash");
+                desc["hm"] = json!(mask);
+                desc["hc"] = json!(self.first);
+                desc["es"] = json!(size);
+            }
             NodeLinks::Tree { parent, left, right } => {
                 desc["w"] = json!("tree");
                 desc["np"] = json!(parent);
@@ -184,7 +184,7 @@ pub(crate) fn node_layout(store: &TypeStore, id: TypeId) -> Option<NodeLayout> {
         return None;
     }
     let bare = bare_name(&t.name);
-    cxx_tree_layout(store, id, bare).or_else(|| cxx_hash_layout(store, id, bare))
+    cxx_tree_layout(store, id, bare).or_else(|| cxx_hash_layout(store, id, bare)).or_else(|| rust_hash_layout(store, id))
 }
 
 /// Where a node's element `of` holds a map's key and value (`first`, `second`), each only
@@ -230,12 +230,10 @@ fn cxx_hash_layout(store: &TypeStore, id: TypeId, bare: &str) -> Option<NodeLayo
     Some(NodeLayout { links, is_map, count: h_off + c_off, first: h_off + b_off + next, before: store.get(b_ty).size, of, key, value })
 }
 
-/// Rust's `HashMap<K, V>` / `HashSet<K>` (`w: "hash"`): hashbrown's `RawTableInner` keeps
-/// `bucket_mask + 1` control bytes at `ctrl` (top bit clear: slot full) and the `(K, V)`
-/// elements just below them, slot i at `ctrl - (i + 1) * es` (eval/pretty/rust_std.rs).
-/// `hm`/`hc`: the mask's and the ctrl pointer's offsets, `nc` the item count's. Recognized by
-/// that layout under `base` (DWARF names carry no module path).
-fn rust_hash_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<TypeId>)> {
+/// Rust's `HashMap<K, V>` / `HashSet<K>`: hashbrown's `RawTableInner` (its control bytes at
+/// `ctrl`, `bucket_mask`, `items`; eval/pretty/rust_std.rs), the element a tuple `(K, V)`, or
+/// a set's `(K, ())`. Recognized by that layout under `base` (DWARF names carry no module path).
+fn rust_hash_layout(store: &TypeStore, id: TypeId) -> Option<NodeLayout> {
     let name = &store.get(id).name;
     let is_map = name.starts_with("HashMap<");
     if !is_map && !name.starts_with("HashSet<") {
@@ -248,11 +246,12 @@ fn rust_hash_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<TypeId>)>
     let of = template_param(store, r_ty, "T")?;
     let (i_off, i_ty) = direct(r_ty, "table")?;
     let at = |field: &str| direct(i_ty, field).map(|(o, _)| b_off + m_off + r_off + i_off + o);
-    let es = store.get(of).size;
-    (es > 0).then_some(())?;
-    let desc = json!({"k": "nodes", "w": "hash", "m": is_map, "nc": at("items")?, "hm": at("bucket_mask")?, "hc": at("ctrl")?, "es": es, "of": of});
-    // The element is a tuple: `(K, V)`, or a set's `(K, ())`.
-    entry_fields(store, desc, of, Some("__0"), is_map.then_some("__1"))
+    let size = store.get(of).size;
+    (size > 0).then_some(())?;
+    let key = Some(direct(of, "__0")?);
+    let value = if is_map { Some(direct(of, "__1")?) } else { None };
+    let links = NodeLinks::Hash { mask: at("bucket_mask")?, size };
+    Some(NodeLayout { links, is_map, count: at("items")?, first: at("ctrl")?, before: 0, of, key, value })
 }
 
 /// Rust's `BTreeMap<K, V>` / `BTreeSet<K>` (`w: "btree"`, eval/pretty/rust_btree.rs): `root`
