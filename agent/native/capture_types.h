@@ -51,6 +51,12 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
    elem bytes below the control bytes, each walked with program child. */
 #define CAP_KIND_HASH 10
 #define CAP_TABLE_MASK 0xffffffffUL    /* the largest bucket mask the serializer reads */
+/* An edge to a Rust B-tree's nodes (capture_walk.c cap_btree): the root's pointer at off, the
+   height at aux, the entry count at len_off, at most max entries in key order, every node
+   copied by program child; elem: the offsets of a node's len (u16, low 16 bits) and child
+   pointers (high 16 bits). */
+#define CAP_KIND_BTREE 11
+#define CAP_BTREE_HEIGHT 32           /* tallest tree walked (serialize.ts: "tree too tall") */
 #define CAP_TREE_HEIGHT 128           /* steps one in-order successor takes at most (serialize.ts) */
 #define CAP_NO_WORD 0xffffffffu
 /* The label of a stack argument's copy: CAP_STACK_ADDR + its offset from the first stack
@@ -102,7 +108,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
    (most visit a few dozen pointees) and moves to the big one at half its size. */
 typedef struct { u64 addr; u32 key; u32 gen; } CapSeen;
 typedef struct { u8 * data; u32 depth; u32 want; u32 len; u32 op; } CapSeenData;
-typedef struct { u64 p; u32 kind; u32 prog; u32 n; u32 elem; u32 aux; } CapTodo; /* aux: a hash table's bucket mask */
+typedef struct { u64 p; u32 kind; u32 prog; u32 n; u32 elem; u32 aux; } CapTodo; /* aux: a hash table's bucket mask, a B-tree's height */
 typedef struct { u64 addr; u8 * data; u32 size; u32 pad; } CapBig;
 
 /* A sub-walk remembered for replay (cap_subtree): what the walk from one pointee copied, in

@@ -134,6 +134,16 @@ __attribute__ ((always_inline)) static inline int cap_todo_of (CapScratch * s, c
       return 0;
     t->aux = (u32) mask;
   }
+  if (ed->kind == CAP_KIND_BTREE) { /* q: its root node */
+    u32 hoff = ed->aux + d;
+    u64 height;
+    if (hoff + 8 > len)
+      return 0;
+    __builtin_memcpy (&height, data + hoff, 8);
+    if (height > CAP_BTREE_HEIGHT)
+      return 0;
+    t->aux = (u32) height;
+  }
   if (ed->kind != CAP_KIND_ARRAY) { /* a node container: q is its first node, or a table's control bytes */
     t->n = n < ed->max ? (u32) n : ed->max;
     t->elem = ed->elem;
@@ -207,10 +217,10 @@ __attribute__ ((always_inline)) static inline int cap_fill (CapScratch * s, Capt
 }
 
 /* Node tp of a container (program g: its links, then its element): copied, and its
-   element's pointees pushed, when new or reached with more depth, as a struct pointee is;
-   then, unless off is CAP_NO_WORD, the link at off read from its copy into *w (a check of
-   the recording). 0 when the node or that link could not be read. */
-static int cap_node (CapScratch * s, CaptureShared * cs, const CapParts * pl, const CapProg * g, u8 * out, u32 * pos, u64 tp, u32 off, u64 * w, u32 * sp, u64 * pushes) {
+   element's pointees pushed, when new or reached with more depth, as a struct pointee is.
+   Returns its seen entry (e->data, e->len: the copy, e->len 0 when unreadable; valid until
+   the next cap_seen), or NULL when it could not be copied. */
+static CapSeenData * cap_node_data (CapScratch * s, CaptureShared * cs, const CapParts * pl, const CapProg * g, u8 * out, u32 * pos, u64 tp, u32 * sp, u64 * pushes) {
   int fresh;
   if (!cap_plausible (tp))
     return 0;
@@ -226,6 +236,15 @@ static int cap_node (CapScratch * s, CaptureShared * cs, const CapParts * pl, co
     if (g->n > 0)
       *sp = cap_push (s, pl, g, e->data, e->len, 0, e->op, *sp, pushes);
   }
+  return e;
+}
+
+/* cap_node_data, then, unless off is CAP_NO_WORD, the link at off read from the node's copy
+   into *w (a check of the recording). 0 when the node or that link could not be read. */
+static int cap_node (CapScratch * s, CaptureShared * cs, const CapParts * pl, const CapProg * g, u8 * out, u32 * pos, u64 tp, u32 off, u64 * w, u32 * sp, u64 * pushes) {
+  CapSeenData * e = cap_node_data (s, cs, pl, g, out, pos, tp, sp, pushes);
+  if (e == 0)
+    return 0;
   if (off == CAP_NO_WORD)
     return 1;
   if (off + 8 > e->len)
@@ -311,6 +330,40 @@ static u32 cap_table (CapScratch * s, CaptureShared * cs, const CapParts * pl, u
   return pos;
 }
 
+/* Rust B-tree node `node` at height h (serialize.ts btreeWalk): copied with program td->prog
+   (the leaf, and the pointees of the slots its len fills), then in key order its subtrees
+   and entries while fewer than td->n entries are counted in *found; an internal node's
+   len + 1 child pointers are copied as bytes after it. 0 where a node or its children cannot
+   be read (the decoder then prints the tree unreadable, as the serializer does). Not
+   remembered for replay: a node's len is no pointer word (cap_walk's caller clears rec_ok). */
+static int cap_btree (CapScratch * s, CaptureShared * cs, const CapParts * pl, const CapTodo * td, u8 * out, u32 * pos, u64 node, u32 h, u32 * found, u32 * sp, u64 * pushes) {
+  u32 loff = td->elem & 0xffff, eoff = td->elem >> 16, len, i;
+  const u8 * kids = 0;
+  CapSeenData * e = cap_node_data (s, cs, pl, &pl->progs[td->prog], out, pos, node, sp, pushes);
+  if (e == 0 || loff + 2 > e->len)
+    return 0;
+  len = e->data[loff] | (u32) e->data[loff + 1] << 8;
+  if (h > 0) {
+    int fresh;
+    u32 n = (len + 1) * 8;
+    e = cap_seen (s, node + eoff, CAP_KEY_BYTES, &fresh);
+    if (e == 0 || (e->want < n && !cap_fill (s, cs, e, out, pos, node + eoff, n)) || e->len < n)
+      return 0;
+    kids = e->data; /* in out: stays where it is */
+  }
+  for (i = 0; i <= len && *found < td->n; i++) {
+    if (h > 0) {
+      u64 kid;
+      __builtin_memcpy (&kid, kids + 8 * i, 8);
+      if (!cap_btree (s, cs, pl, td, out, pos, kid, h - 1, found, sp, pushes))
+        return 0;
+    }
+    if (i < len && *found < td->n)
+      (*found)++;
+  }
+  return 1;
+}
+
 /* The walk from pointee start (a struct of program prog, a C string, or a Rust buffer) into
    out from pos on; returns the new pos. Depth-first with an explicit stack; the visit table
    skips a pointee already visited with as much depth left. Records into s->rec when set.
@@ -337,9 +390,18 @@ __attribute__ ((always_inline)) static inline u32 cap_walk (CapScratch * s, Capt
     if (!cap_plausible (tp))
       continue;
     u8 * h = out + pos;
-    if (td.kind >= CAP_KIND_LIST) {
-      if (td.prog < pl->plan->n_progs)
-        pos = td.kind == CAP_KIND_HASH ? cap_table (s, cs, pl, out, pos, &td, &sp, &pushes) : cap_nodes (s, cs, pl, out, pos, &td, &sp, &pushes);
+    if (td.kind >= CAP_KIND_LIST) { /* a container's nodes or elements */
+      u32 found = 0;
+      if (td.prog >= pl->plan->n_progs)
+        continue;
+      if (td.kind == CAP_KIND_BTREE) {
+        s->rec_ok = 0;
+        cap_btree (s, cs, pl, &td, out, &pos, tp, td.aux, &found, &sp, &pushes);
+      } else if (td.kind == CAP_KIND_HASH) {
+        pos = cap_table (s, cs, pl, out, pos, &td, &sp, &pushes);
+      } else {
+        pos = cap_nodes (s, cs, pl, out, pos, &td, &sp, &pushes);
+      }
       continue;
     }
     if (td.kind == CAP_KIND_CSTRING) {

@@ -17,7 +17,9 @@
 // len_off, max) nodes from the node pointer at off, a list's or a red-black tree's in order,
 // each node run through program `child`, elem the node's link offsets; kind 10: a Rust hash
 // table's first min(u64 at len_off, max) full slots, its control bytes at the pointer at off
-// and its bucket mask at aux, elements of elem bytes). gspec's low byte, when not 0, is the size of a Rust enum's
+// and its bucket mask at aux, elements of elem bytes; kind 11: a Rust B-tree's first entries
+// in key order from the root at off, its height at aux, each node run through `child`, elem
+// the node's len and child-pointer offsets). gspec's low byte, when not 0, is the size of a Rust enum's
 // discriminant at goff: the edge is followed only when it is in the set {glo + i: bit i
 // of gmask} (bit 8 of gspec set) or not (clear).
 //

@@ -12,6 +12,17 @@ use crate::symbols::cxx_std::{NodeLayout, NodeLinks};
 
 /// Steps one in-order successor takes at most (serialize.ts treeSuccessor).
 const TREE_HEIGHT: usize = 128;
+/// Tallest Rust B-tree walked (serialize.ts readNodes: "tree too tall").
+const BTREE_HEIGHT: u64 = 32;
+
+/// A B-tree's layout in a node (NodeLinks::BTree) and the entries still to print.
+struct BTreeWalk {
+    len: u64,
+    key_slot: u64,
+    value_slot: u64,
+    edges: u64,
+    shown: u64,
+}
 
 impl Reader<'_> {
     /// The container at `addr`: its entries in iteration order (a map as an object keyed by
@@ -22,7 +33,16 @@ impl Reader<'_> {
         let total = v.u64_at(addr + l.count, 8)?.min(0x7fff_ffff);
         let shown = total.min(MAX_ELEMENTS);
         let (mut keys, mut values) = (Vec::new(), Vec::new());
-        if let NodeLinks::Hash { mask, size } = l.links {
+        if let NodeLinks::BTree { height, len, key_slot, value_slot, edges, .. } = l.links {
+            let (h, root) = (v.u64_at(addr + height, 8)?, v.u64_at(addr + l.first, 8)?);
+            if h > BTREE_HEIGHT {
+                return Err(());
+            }
+            if root != 0 && shown > 0 {
+                let walk = BTreeWalk { len, key_slot, value_slot, edges, shown };
+                self.btree(l, &walk, root, h, depth, &mut keys, &mut values)?;
+            }
+        } else if let NodeLinks::Hash { mask, size } = l.links {
             // serialize.ts rustTable: the full slots in slot order, control bytes 256 at a time.
             let (m, ctrl) = (v.u64_at(addr + mask, 8)?, v.u64_at(addr + l.first, 8)?);
             if m > 0xffff_ffff || total > m + 1 || size == 0 {
@@ -51,7 +71,7 @@ impl Reader<'_> {
                     node = match l.links {
                         NodeLinks::List { next } => v.u64_at(node + next, 8)?,
                         NodeLinks::Tree { parent, left, right } => self.successor(node, parent, left, right)?,
-                        NodeLinks::Hash { .. } => unreachable!(),
+                        NodeLinks::Hash { .. } | NodeLinks::BTree { .. } => unreachable!(),
                     };
                 }
                 i += 1;
@@ -74,6 +94,33 @@ impl Reader<'_> {
                 values.push(self.value_text(at + kf, kt, depth));
             }
         }
+    }
+
+    /// serialize.ts btreeWalk: in key order, edge 0, entry 0, edge 1, … entry len-1, edge len
+    /// (edges above height 0), while fewer than `shown` entries are taken.
+    #[allow(clippy::too_many_arguments)]
+    fn btree(&mut self, l: &NodeLayout, w: &BTreeWalk, node: u64, height: u64, depth: i64, keys: &mut Vec<String>, values: &mut Vec<String>) -> Result<(), ()> {
+        let v = self.view;
+        let len = v.u64_at(node + w.len, 2)?;
+        let (kf, kt) = l.key_or_element();
+        for i in 0..=len {
+            if values.len() as u64 >= w.shown {
+                break;
+            }
+            if height > 0 {
+                let child = v.u64_at(node + w.edges + i * 8, 8)?;
+                self.btree(l, w, child, height - 1, depth, keys, values)?;
+            }
+            if i < len && (values.len() as u64) < w.shown {
+                if let (true, Some((vf, vt))) = (l.is_map, l.value) {
+                    keys.push(self.value_text(node + kf + i * w.key_slot, kt, depth));
+                    values.push(self.value_text(node + vf + i * w.value_slot, vt, depth));
+                } else {
+                    values.push(self.value_text(node + kf + i * w.key_slot, kt, depth));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// libstdc++'s `_Rb_tree_increment` over the copies.

@@ -80,6 +80,11 @@ pub(crate) const KIND_TREE: u32 = 9;
 /// count at `len_off`, at most `max` elements of `elem` bytes below them, each walked with
 /// program `child`.
 pub(crate) const KIND_HASH: u32 = 10;
+/// An edge to a Rust B-tree's nodes (serialize.ts btreeWalk; capture_walk.c `cap_btree`): the
+/// root node's pointer at `off`, the tree's height at `aux`, the entry count at `len_off`, at
+/// most `max` entries in key order; every node is copied by program `child` (its slots'
+/// pointees guarded by its `len`), `elem` packs the `len` and child-pointer offsets in a node.
+pub(crate) const KIND_BTREE: u32 = 11;
 /// The System V integer argument registers.
 const MAX_REG_ARGS: usize = 6;
 /// The System V float argument registers.
@@ -495,6 +500,7 @@ fn node_links(links: NodeLinks) -> (u32, u64) {
         NodeLinks::List { next } => (KIND_LIST, next),
         NodeLinks::Tree { parent, left, right } => (KIND_TREE, parent | left << 8 | right << 16),
         NodeLinks::Hash { size, .. } => (KIND_HASH, size),
+        NodeLinks::BTree { len, edges, .. } => (KIND_BTREE, len | edges << 16),
     }
 }
 
@@ -597,6 +603,7 @@ impl Compiler<'_> {
             NodeLinks::List { next } => next + 8 <= l.before,
             NodeLinks::Tree { parent, left, right } => [parent, left, right].iter().all(|&o| o + 8 <= l.before),
             NodeLinks::Hash { size, .. } => (1..=MAX_STRUCT).contains(&size),
+            NodeLinks::BTree { len, slots, edges, .. } => len + 2 <= edges && edges < 0x10000 && (1..64).contains(&slots),
         };
         if !fits || l.before > 255 {
             self.over = true;
@@ -618,7 +625,9 @@ impl Compiler<'_> {
                 self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
                 let mut node = Body::default();
                 node.touch(0, l.before);
-                match (l.is_map, l.key, l.value) {
+                if let NodeLinks::BTree { len, slots, key_slot, value_slot, edges, .. } = l.links {
+                    self.btree_node(&mut node, &l, (len, slots, key_slot, value_slot, edges), depth);
+                } else { match (l.is_map, l.key, l.value) {
                     (true, Some((kf, kt)), Some((vf, vt))) => {
                         self.value(&mut node, l.before + kf, kt, depth);
                         self.value(&mut node, l.before + vf, vt, depth);
@@ -627,19 +636,43 @@ impl Compiler<'_> {
                         let (kf, kt) = l.key_or_element();
                         self.value(&mut node, l.before + kf, kt, depth);
                     }
-                }
+                } }
                 self.finish(index, node);
                 index
             }
         };
         let aux = match l.links {
-            NodeLinks::Hash { mask, .. } => {
-                b.touch(off + mask, 8);
-                off + mask
+            NodeLinks::Hash { mask: at, .. } | NodeLinks::BTree { height: at, .. } => {
+                b.touch(off + at, 8);
+                off + at
             }
             _ => 0,
         };
         b.edges.push(Edge { len_off: off + l.count, elem: links, max: MAX_ELEMENTS, aux, ..Edge::pointer(off + l.first, kind, child) });
+    }
+
+    /// A B-tree node's program: the whole leaf, and each slot's pointees (its key's, and a
+    /// map's value's) followed only while the node's `len` (a u16) says the slot is filled.
+    fn btree_node(&mut self, node: &mut Body, l: &NodeLayout, (len, slots, key_slot, value_slot, edges): (u64, u64, u64, u64, u64), depth: i64) {
+        node.touch(0, edges);
+        let mut arrays = vec![(l.key_or_element(), key_slot)];
+        if l.is_map {
+            arrays.extend(l.value.map(|v| (v, value_slot)));
+        }
+        for ((at, ty), step) in arrays {
+            let mut one = Body::default();
+            self.value(&mut one, 0, ty, depth);
+            for i in 0..slots {
+                let filled = Guard { off: len, size: 2, lo: i + 1, mask: (1 << (slots - i)) - 1, inside: true };
+                for e in &one.edges {
+                    if e.guard.is_some() {
+                        self.over = true; // one guard per edge
+                        return;
+                    }
+                    node.edges.push(Edge { guard: Some(filled), ..e.shifted(at + i * step) });
+                }
+            }
+        }
     }
 
     /// The walk a pointer value in register `reg` starts, if the serializer follows it.

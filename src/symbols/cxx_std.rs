@@ -94,8 +94,7 @@ pub(crate) fn special_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<
 /// and the container's name `n` and size `s`.
 fn nodes_desc(store: &TypeStore, id: TypeId, n: &str, size: u64) -> Option<(Value, Vec<TypeId>)> {
     let (mut desc, refs) = node_layout(store, id)
-        .map(|l| l.desc())
-        .or_else(|| rust_btree_desc(store, id))?;
+        .map(|l| l.desc())?;
     desc["n"] = json!(n);
     desc["s"] = json!(size);
     Some((desc, refs))
@@ -118,6 +117,12 @@ pub(crate) enum NodeLinks {
     Tree { parent: u64, left: u64, right: u64 },
     List { next: u64 },
     Hash { mask: u64, size: u64 },
+    /// Rust's B-tree (`BTreeMap`, `BTreeSet`), walked in key order from the root node (its
+    /// pointer at `first`, the tree's height at `height`): a node holds `len` (u16 at `len`)
+    /// keys and values in arrays of `slots` slots (`key`, `value`: the arrays' offsets, slots
+    /// `key_slot` / `value_slot` bytes apart); an internal node is that leaf followed by
+    /// `len + 1` child pointers at `edges`.
+    BTree { height: u64, len: u64, slots: u64, key_slot: u64, value_slot: u64, edges: u64 },
 }
 
 /// A node container as serialize.ts `readNodes` walks it (and the native capture's walks,
@@ -148,6 +153,22 @@ impl NodeLayout {
     fn desc(&self) -> (Value, Vec<TypeId>) {
         let mut desc = json!({"k": "nodes", "m": self.is_map, "nc": self.count, "nf": self.first, "nb": self.before, "of": self.of});
         match self.links {
+            NodeLinks::BTree { height, len, key_slot, value_slot, edges, .. } => {
+                let ((bk, kt), (bv, vt)) = (self.key_or_element(), self.value.unwrap_or((0, self.of)));
+                desc["w"] = json!("btree");
+                desc["bh"] = json!(height);
+                desc["bp"] = json!(self.first);
+                desc["bl"] = json!(len);
+                desc["bk"] = json!(bk);
+                desc["ks"] = json!(key_slot);
+                desc["kt"] = json!(kt);
+                desc["bv"] = json!(bv);
+                desc["vs"] = json!(value_slot);
+                desc["vt"] = json!(vt);
+                desc["be"] = json!(edges);
+                // The slots' own offsets and types: not a map's `kf` / `vf`.
+                return (desc, vec![kt, vt]);
+            }
             NodeLinks::Hash { mask, size } => {
                 desc["w"] = json!("hash");
                 desc["hm"] = json!(mask);
@@ -184,7 +205,7 @@ pub(crate) fn node_layout(store: &TypeStore, id: TypeId) -> Option<NodeLayout> {
         return None;
     }
     let bare = bare_name(&t.name);
-    cxx_tree_layout(store, id, bare).or_else(|| cxx_hash_layout(store, id, bare)).or_else(|| rust_hash_layout(store, id))
+    cxx_tree_layout(store, id, bare).or_else(|| cxx_hash_layout(store, id, bare)).or_else(|| rust_hash_layout(store, id)).or_else(|| rust_btree_layout(store, id))
 }
 
 /// Where a node's element `of` holds a map's key and value (`first`, `second`), each only
@@ -254,12 +275,11 @@ fn rust_hash_layout(store: &TypeStore, id: TypeId) -> Option<NodeLayout> {
     Some(NodeLayout { links, is_map, count: at("items")?, first: at("ctrl")?, before: 0, of, key, value })
 }
 
-/// Rust's `BTreeMap<K, V>` / `BTreeSet<K>` (`w: "btree"`, eval/pretty/rust_btree.rs): `root`
-/// is an `Option` of a node reference (`bh`: its height's offset, `bp`: its node pointer's, 0
-/// when empty); a `LeafNode` holds `len` (u16 at `bl`) keys and values in arrays at `bk` /
-/// `bv` of `kt` / `vt` slots `ks` / `vs` bytes apart; an internal node is that leaf followed by
-/// `len + 1` child pointers (at `be`). An in-order walk gives key order.
-fn rust_btree_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<TypeId>)> {
+/// Rust's `BTreeMap<K, V>` / `BTreeSet<K>` (eval/pretty/rust_btree.rs): `root` is an
+/// `Option` of a node reference (its height, its node pointer: 0 when empty); a `LeafNode`
+/// holds `len` keys and values in arrays (of `MaybeUninit`); an internal node is that leaf
+/// followed by its child pointers, at the leaf's size rounded up to 8.
+fn rust_btree_layout(store: &TypeStore, id: TypeId) -> Option<NodeLayout> {
     let name = &store.get(id).name;
     let is_map = name.starts_with("BTreeMap<");
     if !is_map && !name.starts_with("BTreeSet<") {
@@ -276,19 +296,17 @@ fn rust_btree_desc(store: &TypeStore, id: TypeId) -> Option<(Value, Vec<TypeId>)
     let (node_off, node_ty) = direct(noderef, "node")?;
     let (p_off, p_ty) = direct(node_ty, "pointer")?;
     let TypeKind::Pointer { target: Some(leaf) } = store.get(p_ty).kind else { return None };
-    let (bl, _) = direct(leaf, "len")?;
-    let slot = |field: &str| -> Option<(u64, TypeId, u64)> {
+    let (len, _) = direct(leaf, "len")?;
+    let slot = |field: &str| -> Option<(u64, TypeId, u64, u64)> {
         let (off, array) = direct(leaf, field)?;
-        let TypeKind::Array { element, .. } = store.get(array).kind else { return None };
-        Some((off, unwrap_maybe_uninit(store, element), store.get(element).size))
+        let TypeKind::Array { element, count } = store.get(array).kind else { return None };
+        Some((off, unwrap_maybe_uninit(store, element), store.get(element).size, count.unwrap_or(0)))
     };
-    let ((bk, kt, ks), (bv, vt, vs)) = (slot("keys")?, slot("vals")?);
+    let ((bk, kt, ks, slots), (bv, vt, vs, _)) = (slot("keys")?, slot("vals")?);
     let at = m_off + root_off + some.offset + noderef_off;
-    let desc = json!({
-        "k": "nodes", "w": "btree", "m": is_map, "nc": m_off + len_off, "bh": at + h_off, "bp": at + node_off + p_off,
-        "bl": bl, "bk": bk, "ks": ks, "kt": kt, "bv": bv, "vs": vs, "vt": vt, "be": store.get(leaf).size.next_multiple_of(8),
-    });
-    Some((desc, vec![kt, vt]))
+    let links = NodeLinks::BTree { height: at + h_off, len, slots, key_slot: ks, value_slot: vs, edges: store.get(leaf).size.next_multiple_of(8) };
+    // A set's value is a zero-sized marker, never read: its element is the key.
+    Some(NodeLayout { links, is_map, count: m_off + len_off, first: at + node_off + p_off, before: 0, of: kt, key: Some((bk, kt)), value: Some((bv, vt)) })
 }
 
 /// The `T` inside std's `MaybeUninit<T>` / `ManuallyDrop<T>` / `MaybeDangling<T>` layers.
