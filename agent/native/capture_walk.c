@@ -158,9 +158,11 @@ __attribute__ ((always_inline)) static inline int cap_todo_of (CapScratch * s, c
   return 1;
 }
 
-/* Pushes the edges of program g for the block copy at data (len bytes), from byte base on
-   (an element of a Rust buffer), last edge first: popped in field order. */
-__attribute__ ((always_inline)) static inline u32 cap_push (CapScratch * s, const CapParts * pl, const CapProg * g, const u8 * data, u32 len, u32 base, u32 op, u32 sp, u64 * pushes) {
+/* Pushes the edges of program g for the block copy at data (len bytes, copied from addr),
+   from byte base on (an element of a Rust buffer), last edge first: popped in field order.
+   Text that lies inside that copy (a std::string's short buffer, in the object itself) is
+   not pushed: the decoder reads it from the copy. */
+__attribute__ ((always_inline)) static inline u32 cap_push (CapScratch * s, const CapParts * pl, const CapProg * g, u64 addr, const u8 * data, u32 len, u32 base, u32 op, u32 sp, u64 * pushes) {
   u32 k = g->n;
   while (k-- > 0) {
     const CapEdge * ed = &pl->edges[g->first + k];
@@ -181,6 +183,9 @@ __attribute__ ((always_inline)) static inline u32 cap_push (CapScratch * s, cons
       if (q == 0)
         continue;
       if (cap_todo_of (s, ed, data, len, d, op, q, &s->todo[sp])) {
+        const CapTodo * t = &s->todo[sp];
+        if (t->kind == CAP_KIND_ARRAY && t->prog == CAP_NO_CHILD && q >= addr && q - addr <= len && (u64) t->n * t->elem <= len - (q - addr))
+          continue;
         sp++;
         (*pushes)++;
       }
@@ -234,7 +239,7 @@ static CapSeenData * cap_node_data (CapScratch * s, CaptureShared * cs, const Ca
       return 0;
     e->depth = g->depth;
     if (g->n > 0)
-      *sp = cap_push (s, pl, g, e->data, e->len, 0, e->op, *sp, pushes);
+      *sp = cap_push (s, pl, g, tp, e->data, e->len, 0, e->op, *sp, pushes);
   }
   return e;
 }
@@ -447,11 +452,11 @@ __attribute__ ((always_inline)) static inline u32 cap_walk (CapScratch * s, Capt
     if (g == 0 || g->n == 0)
       continue;
     if (td.kind != CAP_KIND_ARRAY) {
-      sp = cap_push (s, pl, g, e->data, e->len, 0, e->op, sp, &pushes);
+      sp = cap_push (s, pl, g, tp, e->data, e->len, 0, e->op, sp, &pushes);
       continue;
     }
     for (i = td.n; i-- > 0;) /* last element first: popped in order */
-      sp = cap_push (s, pl, g, e->data, e->len, i * td.elem, e->op, sp, &pushes);
+      sp = cap_push (s, pl, g, tp, e->data, e->len, i * td.elem, e->op, sp, &pushes);
   }
   cs->visits += s->visits;
   cs->pushes += pushes;
@@ -953,6 +958,7 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
     const CapProg * g;
     const u8 * data;
     u32 got = 0;
+    u64 from = 0; /* where data was copied from: a struct root's address */
     if (kind >= CAP_KIND_STACK) {
       /* A value among the stack arguments at enter (a seventh parameter, a struct passed in
          memory): its bytes copied and labelled CAP_STACK_ADDR + offset; a struct's pointers
@@ -1015,6 +1021,7 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
       if (cap_root_seen (s, p, g->key, g->depth))
         continue;
       data = cap_root (s, cs, &pl, out, &pos, p, r[i].prog, g->size, &got);
+      from = p;
       if (data == 0)
         continue;
     }
@@ -1039,6 +1046,8 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
         }
         if (!cap_todo_of (s, ed, data, got, d, 0, q, &td))
           continue;
+        if (td.kind == CAP_KIND_ARRAY && td.prog == CAP_NO_CHILD && from != 0 && q >= from && q - from <= got && (u64) td.n * td.elem <= got - (q - from))
+          continue; /* text inside the root's copy (a short std::string): read from it */
         if (ed->kind == CAP_KIND_ARRAY || ed->kind >= CAP_KIND_LIST) { /* a buffer's elements, a container's nodes: walked, not remembered */
           pos = cap_walk (s, cs, &pl, out, pos, &td);
           continue;

@@ -920,7 +920,11 @@ impl Compiler<'_> {
                 }
             }
             TypeKind::Struct { .. } => self.structure(b, off, id, depth),
-            TypeKind::RustStr { ptr, len } => self.buffer(b, off, *ptr, *len, None, depth),
+            TypeKind::RustStr { ptr, len } => {
+                // The whole object: a std::string's short text is in it, read from this copy.
+                b.touch(off, t.size);
+                self.buffer(b, off, *ptr, *len, None, depth);
+            }
             TypeKind::RustVec { ptr, len, utf8: true, .. } => self.buffer(b, off, *ptr, *len, None, depth),
             TypeKind::RustVec { ptr, len, element, .. } | TypeKind::RustSlice { ptr, len, element } => self.buffer(b, off, *ptr, *len, Some(*element), depth),
             TypeKind::RustEnum { discr, variants } => self.rust_enum(b, off, *discr, variants, depth),
