@@ -442,6 +442,9 @@ async fn native_capture_of_rust_code_prints_what_the_javascript_serializer_print
     let names = hashed["names"].as_object().expect("a map keyed by strings is an object");
     assert_eq!(names.keys().collect::<Vec<_>>(), (0..40).map(|i| format!("name-{i:02}")).collect::<Vec<_>>().iter().collect::<Vec<_>>());
     assert_eq!((&names["name-00"], &names["name-39"]["tag"]), (&json!({ "id": 0, "tag": "leaf-0" }), &json!("leaf-39")));
+    let slots = &hashed["slots"];
+    assert_eq!((&slots["0"], &slots["1"], &slots["28"]), (&json!("Empty"), &json!({ "Name": "slot-1" }), &json!({ "Name": "slot-28" })), "{slots}");
+    assert_eq!(slots["2"]["Pair"]["__1"], json!({ "id": 77, "tag": "lone" }), "a reference in the chosen variant, followed: {slots}");
     assert_eq!(enters("captured::cap_tuple")[1], json!({ "t": [8, "pair", -1] }), "a tuple as an array");
     // An Rc / Arc as debug_eval prints it: its owners, then the value at the default depth
     // (gdb with Rust's printers: `Rc(strong=2, weak=0) = {id: 5, tag: "rc"}`).

@@ -10,7 +10,9 @@ typedef unsigned short u16;
 
 typedef struct { u32 n_enter; u32 n_exit; u32 n_progs; u32 n_edges; } CapPlan;
 typedef struct { u32 reg; u32 kind; u32 prog; u32 size; } CapRoot; /* size: a stack root's bytes */
-typedef struct { u32 key; u32 depth; u32 size; u32 first; u32 n; u32 pad; } CapProg;
+/* base: a B-tree slot's program (capture_walk.c cap_btree) is run at base + i * size in a
+   node, for each filled slot i. */
+typedef struct { u32 key; u32 depth; u32 size; u32 first; u32 n; u32 base; } CapProg;
 /* An edge (capture_c.ts): count pointers stride apart from off; a Rust buffer (kind
    CAP_KIND_ARRAY) also has its length word at len_off, elem-byte elements, at most max;
    gspec & 0xff, when not 0, guards it with a gspec & 0xff byte discriminant at goff: in the
@@ -53,8 +55,8 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_TABLE_MASK 0xffffffffUL    /* the largest bucket mask the serializer reads */
 /* An edge to a Rust B-tree's nodes (capture_walk.c cap_btree): the root's pointer at off, the
    height at aux, the entry count at len_off, at most max entries in key order, every node
-   copied by program child; elem: the offsets of a node's len (u16, low 16 bits) and child
-   pointers (high 16 bits). */
+   copied by program child, whose next two programs are a key slot's and a value slot's;
+   elem: the offsets of a node's len (u16, low 16 bits) and child pointers (high 16 bits). */
 #define CAP_KIND_BTREE 11
 #define CAP_BTREE_HEIGHT 32           /* tallest tree walked (serialize.ts: "tree too tall") */
 #define CAP_TREE_HEIGHT 128           /* steps one in-order successor takes at most (serialize.ts) */

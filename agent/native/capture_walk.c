@@ -336,18 +336,26 @@ static u32 cap_table (CapScratch * s, CaptureShared * cs, const CapParts * pl, u
 }
 
 /* Rust B-tree node `node` at height h (serialize.ts btreeWalk): copied with program td->prog
-   (the leaf, and the pointees of the slots its len fills), then in key order its subtrees
-   and entries while fewer than td->n entries are counted in *found; an internal node's
-   len + 1 child pointers are copied as bytes after it. 0 where a node or its children cannot
-   be read (the decoder then prints the tree unreadable, as the serializer does). Not
-   remembered for replay: a node's len is no pointer word (cap_walk's caller clears rec_ok). */
+   (the leaf) and the pointees of each filled slot pushed (programs td->prog + 1 and + 2: a
+   key slot's and a value slot's, at base + i * size), then in key order its subtrees and
+   entries while fewer than td->n entries are counted in *found; an internal node's len + 1
+   child pointers are copied as bytes after it. 0 where a node or its children cannot be read
+   (the decoder then prints the tree unreadable, as the serializer does). Not remembered for
+   replay: a node's len is no pointer word (cap_walk's caller clears rec_ok). */
 static int cap_btree (CapScratch * s, CaptureShared * cs, const CapParts * pl, const CapTodo * td, u8 * out, u32 * pos, u64 node, u32 h, u32 * found, u32 * sp, u64 * pushes) {
-  u32 loff = td->elem & 0xffff, eoff = td->elem >> 16, len, i;
+  u32 loff = td->elem & 0xffff, eoff = td->elem >> 16, len, i, k;
   const u8 * kids = 0;
+  if (td->prog + 2 >= pl->plan->n_progs)
+    return 0;
   CapSeenData * e = cap_node_data (s, cs, pl, &pl->progs[td->prog], out, pos, node, sp, pushes);
   if (e == 0 || loff + 2 > e->len)
     return 0;
   len = e->data[loff] | (u32) e->data[loff + 1] << 8;
+  for (k = 1; k <= 2; k++) { /* last slot first: popped in order (keys before values: as good) */
+    const CapProg * slot = &pl->progs[td->prog + k];
+    for (i = len; slot->n > 0 && i-- > 0;)
+      *sp = cap_push (s, pl, slot, node, e->data, e->len, slot->base + i * slot->size, e->op, *sp, pushes);
+  }
   if (h > 0) {
     int fresh;
     u32 n = (len + 1) * 8;

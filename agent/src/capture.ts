@@ -11,11 +11,12 @@ import { currentDepth } from "./serialize.js";
 import { CAPTURE_WALK_CODE, CAPTURE_WALK_SYMBOLS } from "./capture_walk.js";
 
 export interface CaptureSpec {
-    /** Per (struct type, depth left): [typeKey, depth, size, [edge, …]], an edge as CapEdge's
+    /** Per (struct type, depth left): [typeKey, depth, size, [edge, …], base?] (base: a B-tree
+     *  slot program's array offset, CapProg.base), an edge as CapEdge's
      *  fifteen u32s: off, count, stride, kind, child, len_off, elem, max, guard off, guard
      *  size | inside << 8, guard lo low, high, mask low, high, aux (capture_plan.rs
      *  Edge::to_agent). */
-    progs: [number, number, number, number[][]][];
+    progs: [number, number, number, number[][], number?][];
     /** [reg, kind, prog, size?] per walk start: the enter roots, then the exit roots (size:
      *  a stack root's bytes). */
     roots: [number, number, number, number?][];
@@ -178,8 +179,8 @@ export function capturePlan(capture: CaptureSpec): NativePointer {
     const progsAt = block.add(PLAN_HEADER + ROOT_SIZE * roots.length);
     const edgesAt = progsAt.add(PROG_SIZE * progs.length);
     let first = 0;
-    progs.forEach(([typeKey, depth, size, edges], i) => {
-        u32s(progsAt.add(PROG_SIZE * i), [typeKey, depth, size, first, edges.length, 0]);
+    progs.forEach(([typeKey, depth, size, edges, base], i) => {
+        u32s(progsAt.add(PROG_SIZE * i), [typeKey, depth, size, first, edges.length, base ?? 0]);
         edges.forEach((edge, j) => u32s(edgesAt.add(EDGE_SIZE * (first + j)), edge.slice(0, EDGE_SIZE / 4)));
         first += edges.length;
     });

@@ -154,9 +154,14 @@ pub(crate) struct Program {
     /// The struct type's index in the plan: the walk's de-duplication key with the address.
     pub type_key: u32,
     pub depth: u32,
-    /// Bytes to copy: up to the last one a print at this depth reads.
+    /// Bytes to copy: up to the last one a print at this depth reads (a B-tree slot's
+    /// program: the slot's stride).
     pub size: u64,
     pub edges: Vec<Edge>,
+    /// A B-tree slot's program: its array's offset in a node (capture_walk.c `cap_btree`
+    /// runs it at `base + i * size` for each filled slot i).
+    #[serde(default)]
+    pub base: u64,
 }
 
 /// A walk's start: the pointer in register `reg` (arguments rdi, rsi, ...; at exit rax).
@@ -254,7 +259,7 @@ impl CapturePlan {
         let progs: Vec<Value> = self
             .programs
             .iter()
-            .map(|p| json!([p.type_key, p.depth, p.size, p.edges.iter().map(|e| e.to_agent()).collect::<Vec<_>>()]))
+            .map(|p| json!([p.type_key, p.depth, p.size, p.edges.iter().map(|e| e.to_agent()).collect::<Vec<_>>(), p.base]))
             .collect();
         let roots: Vec<Value> = self.enter.iter().chain(&self.exit).map(|r| json!([r.reg, r.kind, r.program, r.size])).collect();
         json!({ "progs": progs, "roots": roots, "enter": self.enter.len(), "depth": self.depth })
@@ -597,7 +602,6 @@ impl Compiler<'_> {
     /// then up to MAX_ELEMENTS nodes, each read by one program (its links, its element's key
     /// and value at the container's depth: containers spend none).
     fn node_container(&mut self, b: &mut Body, off: u64, id: TypeId, l: NodeLayout, depth: i64) {
-        let (kind, links) = node_links(l.links);
         // The walk reads each link from a node's copy: a byte's offset, within the links.
         let fits = match l.links {
             NodeLinks::List { next } => next + 8 <= l.before,
@@ -620,14 +624,16 @@ impl Compiler<'_> {
                     return;
                 }
                 let index = self.programs.len() as u32;
-                let type_key = self.new_key();
                 self.node_memo.insert((id, depth), index);
+                if let NodeLinks::BTree { key_slot, value_slot, edges, .. } = l.links {
+                    self.btree_programs(index, &l, (key_slot, value_slot, edges), depth);
+                    return self.node_edge(b, off, l, index);
+                }
+                let type_key = self.new_key();
                 self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
                 let mut node = Body::default();
                 node.touch(0, l.before);
-                if let NodeLinks::BTree { len, slots, key_slot, value_slot, edges, .. } = l.links {
-                    self.btree_node(&mut node, &l, (len, slots, key_slot, value_slot, edges), depth);
-                } else { match (l.is_map, l.key, l.value) {
+                match (l.is_map, l.key, l.value) {
                     (true, Some((kf, kt)), Some((vf, vt))) => {
                         self.value(&mut node, l.before + kf, kt, depth);
                         self.value(&mut node, l.before + vf, vt, depth);
@@ -636,11 +642,17 @@ impl Compiler<'_> {
                         let (kf, kt) = l.key_or_element();
                         self.value(&mut node, l.before + kf, kt, depth);
                     }
-                } }
+                }
                 self.finish(index, node);
                 index
             }
         };
+        self.node_edge(b, off, l, child);
+    }
+
+    /// The edge from the container at `off` to its nodes, walked with program `child`.
+    fn node_edge(&mut self, b: &mut Body, off: u64, l: NodeLayout, child: u32) {
+        let (kind, links) = node_links(l.links);
         let aux = match l.links {
             NodeLinks::Hash { mask: at, .. } | NodeLinks::BTree { height: at, .. } => {
                 b.touch(off + at, 8);
@@ -651,27 +663,29 @@ impl Compiler<'_> {
         b.edges.push(Edge { len_off: off + l.count, elem: links, max: MAX_ELEMENTS, aux, ..Edge::pointer(off + l.first, kind, child) });
     }
 
-    /// A B-tree node's program: the whole leaf, and each slot's pointees (its key's, and a
-    /// map's value's) followed only while the node's `len` (a u16) says the slot is filled.
-    fn btree_node(&mut self, node: &mut Body, l: &NodeLayout, (len, slots, key_slot, value_slot, edges): (u64, u64, u64, u64, u64), depth: i64) {
-        node.touch(0, edges);
-        let mut arrays = vec![(l.key_or_element(), key_slot)];
-        if l.is_map {
-            arrays.extend(l.value.map(|v| (v, value_slot)));
+    /// A B-tree's three programs from `index` on (capture_walk.c `cap_btree`): a node's (the
+    /// whole leaf, nothing to follow), then a key slot's and a value slot's (a set's: none),
+    /// each run at `base + i * size` in a node for its filled slots i only — an enum's guard
+    /// inside a key or a value stays the edge's one guard.
+    fn btree_programs(&mut self, index: u32, l: &NodeLayout, (key_slot, value_slot, edges): (u64, u64, u64), depth: i64) {
+        for _ in 0..3 {
+            let type_key = self.new_key();
+            self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
         }
-        for ((at, ty), step) in arrays {
+        let mut node = Body::default();
+        node.touch(0, edges);
+        self.finish(index, node);
+        let value = if l.is_map { l.value } else { None };
+        for (i, slot) in [(1, Some((l.key_or_element(), key_slot))), (2, value.map(|v| (v, value_slot)))] {
             let mut one = Body::default();
-            self.value(&mut one, 0, ty, depth);
-            for i in 0..slots {
-                let filled = Guard { off: len, size: 2, lo: i + 1, mask: (1 << (slots - i)) - 1, inside: true };
-                for e in &one.edges {
-                    if e.guard.is_some() {
-                        self.over = true; // one guard per edge
-                        return;
-                    }
-                    node.edges.push(Edge { guard: Some(filled), ..e.shifted(at + i * step) });
-                }
+            let ((base, ty), stride) = slot.unwrap_or(((0, l.of), 0));
+            if slot.is_some() {
+                self.value(&mut one, 0, ty, depth);
             }
+            self.finish(index + i, one);
+            let p = &mut self.programs[(index + i) as usize];
+            p.size = stride;
+            p.base = base;
         }
     }
 
