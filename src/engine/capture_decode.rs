@@ -21,7 +21,8 @@ use super::capture_view::{self, Index, View, REG_ADDR, STACK_ADDR, XMM_ADDR};
 use super::code_names::CodeNames;
 use crate::symbols::{Type, TypeId, TypeKind};
 
-// libstdc++ node containers: the decoder's half of serialize.ts readNodes.
+// Node containers (libstdc++'s, Rust's hash tables and B-trees): the decoder's half of
+// serialize.ts readNodes.
 #[path = "capture_nodes.rs"]
 mod nodes;
 

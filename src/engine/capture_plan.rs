@@ -217,8 +217,8 @@ pub(crate) struct CapturePlan {
     /// prints, `<why>`, as the serializer does).
     #[serde(default)]
     pub unavailable: Vec<(Option<usize>, String)>,
-    /// libstdc++ node containers among them (`std::map`, `std::unordered_set`, ...), printed
-    /// as their entries (capture_decode.rs `nodes`).
+    /// Node containers among them (`std::map`, `std::unordered_set`, Rust's `HashMap`,
+    /// `BTreeMap`, ...), printed as their entries (capture_decode.rs `nodes`).
     #[serde(default)]
     pub nodes: HashMap<TypeId, NodeLayout>,
     /// C structs of up to 16 bytes with a float in an eightbyte (`struct { double x, y; }`),
