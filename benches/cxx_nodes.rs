@@ -26,7 +26,7 @@ mod sqlite_driver;
 mod side_by_side;
 #[path = "support/cpu.rs"]
 mod cpu;
-use side_by_side::{bench_engine, every_call, median, print_accounting, print_share_row, print_table, runtime, strobe_run, uftrace, uftrace_run, StrobeRun};
+use side_by_side::{bench_engine, every_call, median, print_accounting, print_runs, print_share_row, print_table, runtime, strobe_run, uftrace, uftrace_run, StrobeRun};
 use sqlite_driver::{crate_dir, env_u64, repo, workload_cpu_ns, workload_ns};
 
 const FUNCTIONS: [&str; 2] = ["index_count", "hash_count"];
@@ -94,12 +94,7 @@ fn main() {
         let uf_per_call = uf_med.map(|u| (u.0 - base.0) / calls);
         print_share_row("Strobe typed, JS serializer", r, base, JS_SHARE as f64, uf_per_call, &format!("{} iterations, native plans {}", iterations / JS_SHARE, r.plans));
     }
-    println!("\nEach run (workload ms):");
-    println!("  untraced  {:?}", untraced.iter().map(|n| (n.0 / 1e5).round() / 10.0).collect::<Vec<_>>());
-    println!("  uftrace   {:?}", uf.iter().map(|r| (r.0 / 1e5).round() / 10.0).collect::<Vec<_>>());
-    for (name, runs) in [("typed", &typed), ("int-only", &words), ("js", &js)] {
-        println!("  {name:<9} {:?}", runs.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
-    }
+    print_runs(&untraced, &uf, &[("typed", &typed), ("int-only", &words), ("js", &js)]);
     print_accounting(&[("typed", &typed), ("int-only", &words)], calls);
     if let Some(s) = typed.first().and_then(|r| r.sample.as_deref()) {
         println!("\na typed enter as stored: {}", &s[..s.len().min(900)]);

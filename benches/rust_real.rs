@@ -26,7 +26,7 @@ mod side_by_side;
 #[path = "support/cpu.rs"]
 mod cpu;
 use serde_driver::build_serde_driver;
-use side_by_side::{bench_engine, every_call, median, print_accounting, print_share_row, print_table, runtime, strobe_run, StrobeRun};
+use side_by_side::{bench_engine, every_call, median, print_accounting, print_runs, print_share_row, print_table, runtime, strobe_run, StrobeRun};
 use sqlite_driver::{env_u64, workload_cpu_ns, workload_ns};
 
 const FUNCTIONS: [&str; 2] = ["serde_json::de::Deserializer<*>::eat_char", "<serde_json::read::StrRead as serde_json::read::Read>::discard"];
@@ -71,11 +71,7 @@ fn main() {
         let share = iterations as f64 / (iterations / JS_SHARE).max(1) as f64;
         print_share_row("Strobe typed, JS serializer", r, base, share, None, &format!("{} parses", (iterations / JS_SHARE).max(1)));
     }
-    println!("\nEach run (workload ms):");
-    println!("  untraced  {:?}", untraced.iter().map(|n| (n.0 / 1e5).round() / 10.0).collect::<Vec<_>>());
-    for (name, runs) in [("typed", &typed), ("int-only", &words), ("js", &js)] {
-        println!("  {name:<9} {:?}", runs.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
-    }
+    print_runs(&untraced, &[], &[("typed", &typed), ("int-only", &words), ("js", &js)]);
     print_accounting(&[("typed", &typed), ("int-only", &words)], calls);
     if let Some(s) = typed.first().and_then(|r| r.sample.as_deref()) {
         println!("\na typed enter as stored: {}", &s[..s.len().min(900)]);

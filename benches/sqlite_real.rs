@@ -38,7 +38,7 @@ mod sqlite_driver;
 mod side_by_side;
 #[path = "support/cpu.rs"]
 mod cpu;
-use side_by_side::{bench_engine, every_call, median, print_accounting, print_table, runtime, strobe_run, uftrace, uftrace_run, StrobeRun};
+use side_by_side::{bench_engine, every_call, median, print_accounting, print_runs, print_table, runtime, strobe_run, uftrace, uftrace_run, StrobeRun};
 use sqlite_driver::{build_driver, env_u64, launch_waiting, workload_cpu_ns, workload_ns};
 
 /// uftrace's `-A` specs for FUNCTIONS.
@@ -99,12 +99,7 @@ fn main() {
         ("Strobe typed, default sampling", &typed_default),
     ];
     print_table((base_ns, base_cpu), calls, uftrace.is_some().then_some((uf_ns, uf_cpu)), &rows);
-    println!("\nEach run (workload ms):");
-    println!("  untraced  {:?}", untraced.iter().map(|n| (n.0 / 1e5).round() / 10.0).collect::<Vec<_>>());
-    println!("  uftrace   {:?}", uf.iter().map(|r| (r.0 / 1e5).round() / 10.0).collect::<Vec<_>>());
-    println!("  typed     {:?}", typed.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
-    println!("  t-attach  {:?}", typed_attach.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
-    println!("  int-only  {:?}", words.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>());
+    print_runs(&untraced, &uf, &[("typed", &typed), ("t-attach", &typed_attach), ("int-only", &words)]);
     println!("  t-default {:?} (sampled: stored {:?} of {} events)", typed_default.iter().map(|r| (r.ns / 1e5).round() / 10.0).collect::<Vec<_>>(), typed_default.iter().map(|r| r.stored).collect::<Vec<_>>(), 2.0 * calls);
     print_accounting(&[("typed", &typed), ("t-attach", &typed_attach), ("int-only", &words)], calls);
     if let Some(s) = typed.first().and_then(|r| r.sample.as_deref()) {

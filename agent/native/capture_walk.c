@@ -158,6 +158,12 @@ __attribute__ ((always_inline)) static inline int cap_todo_of (CapScratch * s, c
   return 1;
 }
 
+/* Whether todo t is text that lies inside len bytes copied from addr (a std::string's short
+   buffer, in the object itself): the decoder reads it from that copy, nothing to push. */
+static inline int cap_text_inside (const CapTodo * t, u64 addr, u32 len) {
+  return t->kind == CAP_KIND_ARRAY && t->prog == CAP_NO_CHILD && t->p >= addr && t->p - addr <= len && (u64) t->n * t->elem <= len - (t->p - addr);
+}
+
 /* Pushes the edges of program g for the block copy at data (len bytes, copied from addr),
    from byte base on (an element of a Rust buffer), last edge first: popped in field order.
    Text that lies inside that copy (a std::string's short buffer, in the object itself) is
@@ -183,8 +189,7 @@ __attribute__ ((always_inline)) static inline u32 cap_push (CapScratch * s, cons
       if (q == 0)
         continue;
       if (cap_todo_of (s, ed, data, len, d, op, q, &s->todo[sp])) {
-        const CapTodo * t = &s->todo[sp];
-        if (t->kind == CAP_KIND_ARRAY && t->prog == CAP_NO_CHILD && q >= addr && q - addr <= len && (u64) t->n * t->elem <= len - (q - addr))
+        if (cap_text_inside (&s->todo[sp], addr, len))
           continue;
         sp++;
         (*pushes)++;
@@ -219,6 +224,17 @@ __attribute__ ((always_inline)) static inline int cap_fill (CapScratch * s, Capt
     *pos += 12 + got;
   }
   return 1;
+}
+
+/* n raw bytes at addr (a hash table's control bytes, a B-tree node's child pointers) copied
+   into out at *pos unless this walk has them already: where they are (in out: they stay
+   there), or NULL when they could not all be read. */
+static const u8 * cap_bytes (CapScratch * s, CaptureShared * cs, u8 * out, u32 * pos, u64 addr, u32 n) {
+  int fresh;
+  CapSeenData * e = cap_seen (s, addr, CAP_KEY_BYTES, &fresh);
+  if (e == 0 || (e->want < n && !cap_fill (s, cs, e, out, pos, addr, n)) || e->len < n)
+    return 0;
+  return e->data;
 }
 
 /* Node tp of a container (program g: its links, then its element): copied, and its
@@ -321,11 +337,9 @@ static u32 cap_table (CapScratch * s, CaptureShared * cs, const CapParts * pl, u
   s->rec_ok = 0;
   for (i = 0; i < buckets && found < td->n; i += 256) {
     u32 n = buckets - i < 256 ? (u32) (buckets - i) : 256, j;
-    int fresh;
-    CapSeenData * e = cap_seen (s, ctrl + i, CAP_KEY_BYTES, &fresh);
-    if (e == 0 || (e->want < n && !cap_fill (s, cs, e, out, &pos, ctrl + i, n)) || e->len < n)
+    const u8 * control = cap_bytes (s, cs, out, &pos, ctrl + i, n);
+    if (control == 0)
       break;
-    const u8 * control = e->data; /* in out: stays where it is as the table grows */
     for (j = 0; j < n && found < td->n; j++)
       if ((control[j] & 0x80) == 0) {
         cap_node (s, cs, pl, g, out, &pos, ctrl - (i + j + 1) * td->elem, CAP_NO_WORD, &w, sp, pushes);
@@ -341,10 +355,11 @@ static u32 cap_table (CapScratch * s, CaptureShared * cs, const CapParts * pl, u
    entries while fewer than td->n entries are counted in *found; an internal node's len + 1
    child pointers are copied as bytes after it. 0 where a node or its children cannot be read
    (the decoder then prints the tree unreadable, as the serializer does). Not remembered for
-   replay: a node's len is no pointer word (cap_walk's caller clears rec_ok). */
+   replay: a node's len is no pointer word a replay checks. */
 static int cap_btree (CapScratch * s, CaptureShared * cs, const CapParts * pl, const CapTodo * td, u8 * out, u32 * pos, u64 node, u32 h, u32 * found, u32 * sp, u64 * pushes) {
   u32 loff = td->elem & 0xffff, eoff = td->elem >> 16, len, i, k;
   const u8 * kids = 0;
+  s->rec_ok = 0;
   if (td->prog + 2 >= pl->plan->n_progs)
     return 0;
   CapSeenData * e = cap_node_data (s, cs, pl, &pl->progs[td->prog], out, pos, node, sp, pushes);
@@ -356,14 +371,8 @@ static int cap_btree (CapScratch * s, CaptureShared * cs, const CapParts * pl, c
     for (i = len; slot->n > 0 && i-- > 0;)
       *sp = cap_push (s, pl, slot, node, e->data, e->len, slot->base + i * slot->size, e->op, *sp, pushes);
   }
-  if (h > 0) {
-    int fresh;
-    u32 n = (len + 1) * 8;
-    e = cap_seen (s, node + eoff, CAP_KEY_BYTES, &fresh);
-    if (e == 0 || (e->want < n && !cap_fill (s, cs, e, out, pos, node + eoff, n)) || e->len < n)
-      return 0;
-    kids = e->data; /* in out: stays where it is */
-  }
+  if (h > 0 && (kids = cap_bytes (s, cs, out, pos, node + eoff, (len + 1) * 8)) == 0)
+    return 0;
   for (i = 0; i <= len && *found < td->n; i++) {
     if (h > 0) {
       u64 kid;
@@ -407,14 +416,12 @@ __attribute__ ((always_inline)) static inline u32 cap_walk (CapScratch * s, Capt
       u32 found = 0;
       if (td.prog >= pl->plan->n_progs)
         continue;
-      if (td.kind == CAP_KIND_BTREE) {
-        s->rec_ok = 0;
+      if (td.kind == CAP_KIND_BTREE)
         cap_btree (s, cs, pl, &td, out, &pos, tp, td.aux, &found, &sp, &pushes);
-      } else if (td.kind == CAP_KIND_HASH) {
+      else if (td.kind == CAP_KIND_HASH)
         pos = cap_table (s, cs, pl, out, pos, &td, &sp, &pushes);
-      } else {
+      else
         pos = cap_nodes (s, cs, pl, out, pos, &td, &sp, &pushes);
-      }
       continue;
     }
     if (td.kind == CAP_KIND_CSTRING) {
@@ -1054,7 +1061,7 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
         }
         if (!cap_todo_of (s, ed, data, got, d, 0, q, &td))
           continue;
-        if (td.kind == CAP_KIND_ARRAY && td.prog == CAP_NO_CHILD && from != 0 && q >= from && q - from <= got && (u64) td.n * td.elem <= got - (q - from))
+        if (from != 0 && cap_text_inside (&td, from, got))
           continue; /* text inside the root's copy (a short std::string): read from it */
         if (ed->kind == CAP_KIND_ARRAY || ed->kind >= CAP_KIND_LIST) { /* a buffer's elements, a container's nodes: walked, not remembered */
           pos = cap_walk (s, cs, &pl, out, pos, &td);

@@ -227,6 +227,20 @@ pub fn print_share_row(name: &str, r: &StrobeRun, base: (f64, f64), share: f64, 
     );
 }
 
+/// Each run's workload ms, row by row (the table's medians hide the spread): the untraced
+/// runs, uftrace's (when it ran), then each Strobe row's.
+pub fn print_runs(untraced: &[(f64, f64)], uf: &[(f64, f64, u64)], rows: &[(&str, &[StrobeRun])]) {
+    let ms = |ns: f64| (ns / 1e5).round() / 10.0;
+    println!("\nEach run (workload ms):");
+    println!("  untraced  {:?}", untraced.iter().map(|r| ms(r.0)).collect::<Vec<_>>());
+    if !uf.is_empty() {
+        println!("  uftrace   {:?}", uf.iter().map(|r| ms(r.0)).collect::<Vec<_>>());
+    }
+    for (name, runs) in rows {
+        println!("  {name:<9} {:?}", runs.iter().map(|r| ms(r.ns)).collect::<Vec<_>>());
+    }
+}
+
 /// Per run of each row: stored + lost against the 2 × `calls` events the workload made.
 pub fn print_accounting(rows: &[(&str, &[StrobeRun])], calls: f64) {
     for (name, runs) in rows {

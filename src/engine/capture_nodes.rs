@@ -1,7 +1,8 @@
 //! Node containers in a natively captured record (`std::map`, `std::set`, the
-//! `std::unordered_` ones, Rust's `HashMap` and `HashSet`): the decoder's half of
-//! serialize.ts `readNodes`. The hook copied every node whose link it read and every control
-//! byte it scanned (capture_walk.c `cap_nodes`, `cap_table`), so walking the copies takes the
+//! `std::unordered_` ones, Rust's `HashMap`, `HashSet`, `BTreeMap` and `BTreeSet`): the
+//! decoder's half of serialize.ts `readNodes`. The hook copied every node whose link it read
+//! and every control byte it scanned (capture_walk.c `cap_nodes`, `cap_table`, `cap_btree`),
+//! so walking the copies takes the
 //! serializer's steps; a read no copy holds is what the serializer could not read, and the
 //! container prints `<unreadable …>` as it does then.
 
@@ -33,48 +34,53 @@ impl Reader<'_> {
         let total = v.u64_at(addr + l.count, 8)?.min(0x7fff_ffff);
         let shown = total.min(MAX_ELEMENTS);
         let (mut keys, mut values) = (Vec::new(), Vec::new());
-        if let NodeLinks::BTree { height, len, key_slot, value_slot, edges, .. } = l.links {
-            let (h, root) = (v.u64_at(addr + height, 8)?, v.u64_at(addr + l.first, 8)?);
-            if h > BTREE_HEIGHT {
-                return Err(());
+        let ((kf, _), value) = l.reads();
+        let vf = value.map_or(0, |(vf, _)| vf);
+        match l.links {
+            NodeLinks::BTree { height, len, key_slot, value_slot, edges, .. } => {
+                let (h, root) = (v.u64_at(addr + height, 8)?, v.u64_at(addr + l.first, 8)?);
+                if h > BTREE_HEIGHT {
+                    return Err(());
+                }
+                if root != 0 && shown > 0 {
+                    let walk = BTreeWalk { len, key_slot, value_slot, edges, shown };
+                    self.btree(l, &walk, root, h, depth, &mut keys, &mut values)?;
+                }
             }
-            if root != 0 && shown > 0 {
-                let walk = BTreeWalk { len, key_slot, value_slot, edges, shown };
-                self.btree(l, &walk, root, h, depth, &mut keys, &mut values)?;
+            NodeLinks::Hash { mask, size } => {
+                // serialize.ts rustTable: the full slots in slot order, control bytes 256 at a time.
+                let (m, ctrl) = (v.u64_at(addr + mask, 8)?, v.u64_at(addr + l.first, 8)?);
+                if m > 0xffff_ffff || total > m + 1 || size == 0 {
+                    return Err(());
+                }
+                let (buckets, mut found, mut i) = (m + 1, 0, 0);
+                while i < buckets && found < shown {
+                    let control = v.bytes(ctrl + i, (buckets - i).min(256))?;
+                    for (j, c) in control.iter().enumerate() {
+                        if found == shown {
+                            break;
+                        }
+                        if c & 0x80 == 0 {
+                            let at = ctrl.wrapping_sub((i + j as u64 + 1) * size);
+                            self.take(l, at + kf, at + vf, depth, &mut keys, &mut values);
+                            found += 1;
+                        }
+                    }
+                    i += 256;
+                }
             }
-        } else if let NodeLinks::Hash { mask, size } = l.links {
-            // serialize.ts rustTable: the full slots in slot order, control bytes 256 at a time.
-            let (m, ctrl) = (v.u64_at(addr + mask, 8)?, v.u64_at(addr + l.first, 8)?);
-            if m > 0xffff_ffff || total > m + 1 || size == 0 {
-                return Err(());
-            }
-            let (buckets, mut found, mut i) = (m + 1, 0, 0);
-            while i < buckets && found < shown {
-                let control = v.bytes(ctrl + i, (buckets - i).min(256))?;
-                for (j, c) in control.iter().enumerate() {
-                    if found == shown {
+            NodeLinks::List { .. } | NodeLinks::Tree { .. } => {
+                let mut node = v.u64_at(addr + l.first, 8)?;
+                for i in 0..shown {
+                    if node == 0 {
                         break;
                     }
-                    if c & 0x80 == 0 {
-                        self.entry(l, ctrl.wrapping_sub((i + j as u64 + 1) * size), depth, &mut keys, &mut values);
-                        found += 1;
+                    let at = node + l.before;
+                    self.take(l, at + kf, at + vf, depth, &mut keys, &mut values);
+                    if i + 1 < shown {
+                        node = self.next_node(l.links, node)?;
                     }
                 }
-                i += 256;
-            }
-        } else {
-            let mut node = v.u64_at(addr + l.first, 8)?;
-            let mut i = 0;
-            while i < shown && node != 0 {
-                self.entry(l, node + l.before, depth, &mut keys, &mut values);
-                if i + 1 < shown {
-                    node = match l.links {
-                        NodeLinks::List { next } => v.u64_at(node + next, 8)?,
-                        NodeLinks::Tree { parent, left, right } => self.successor(node, parent, left, right)?,
-                        NodeLinks::Hash { .. } | NodeLinks::BTree { .. } => unreachable!(),
-                    };
-                }
-                i += 1;
             }
         }
         let more = total - values.len() as u64;
@@ -82,17 +88,16 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// The element at `at`: a map's key and value, or a set's element.
-    fn entry(&mut self, l: &NodeLayout, at: u64, depth: i64, keys: &mut Vec<String>, values: &mut Vec<String>) {
-        match (l.is_map, l.key, l.value) {
-            (true, Some((kf, kt)), Some((vf, vt))) => {
-                keys.push(self.value_text(at + kf, kt, depth));
-                values.push(self.value_text(at + vf, vt, depth));
+    /// serialize.ts readNodes `take`: a map's key at `key_at` and value at `value_at`, or a
+    /// set's element at `key_at`.
+    fn take(&mut self, l: &NodeLayout, key_at: u64, value_at: u64, depth: i64, keys: &mut Vec<String>, values: &mut Vec<String>) {
+        let ((_, kt), value) = l.reads();
+        match value {
+            Some((_, vt)) => {
+                keys.push(self.value_text(key_at, kt, depth));
+                values.push(self.value_text(value_at, vt, depth));
             }
-            _ => {
-                let (kf, kt) = l.key_or_element();
-                values.push(self.value_text(at + kf, kt, depth));
-            }
+            None => values.push(self.value_text(key_at, kt, depth)),
         }
     }
 
@@ -102,7 +107,8 @@ impl Reader<'_> {
     fn btree(&mut self, l: &NodeLayout, w: &BTreeWalk, node: u64, height: u64, depth: i64, keys: &mut Vec<String>, values: &mut Vec<String>) -> Result<(), ()> {
         let v = self.view;
         let len = v.u64_at(node + w.len, 2)?;
-        let (kf, kt) = l.key_or_element();
+        let ((kf, _), value) = l.reads();
+        let vf = value.map_or(0, |(vf, _)| vf);
         for i in 0..=len {
             if values.len() as u64 >= w.shown {
                 break;
@@ -112,20 +118,22 @@ impl Reader<'_> {
                 self.btree(l, w, child, height - 1, depth, keys, values)?;
             }
             if i < len && (values.len() as u64) < w.shown {
-                if let (true, Some((vf, vt))) = (l.is_map, l.value) {
-                    keys.push(self.value_text(node + kf + i * w.key_slot, kt, depth));
-                    values.push(self.value_text(node + vf + i * w.value_slot, vt, depth));
-                } else {
-                    values.push(self.value_text(node + kf + i * w.key_slot, kt, depth));
-                }
+                self.take(l, node + kf + i * w.key_slot, node + vf + i * w.value_slot, depth, keys, values);
             }
         }
         Ok(())
     }
 
-    /// libstdc++'s `_Rb_tree_increment` over the copies.
-    fn successor(&self, mut node: u64, parent: u64, left: u64, right: u64) -> Result<u64, ()> {
+    /// The node after `node`: a list's next link, or libstdc++'s `_Rb_tree_increment` over
+    /// the copies (the right subtree's leftmost node, else the first ancestor reached from a
+    /// left child).
+    fn next_node(&self, links: NodeLinks, mut node: u64) -> Result<u64, ()> {
         let v = self.view;
+        let (parent, left, right) = match links {
+            NodeLinks::List { next } => return v.u64_at(node + next, 8),
+            NodeLinks::Tree { parent, left, right } => (parent, left, right),
+            NodeLinks::Hash { .. } | NodeLinks::BTree { .. } => return Err(()),
+        };
         let r = v.u64_at(node + right, 8)?;
         if r != 0 {
             node = r;

@@ -82,8 +82,9 @@ pub(crate) const KIND_TREE: u32 = 9;
 pub(crate) const KIND_HASH: u32 = 10;
 /// An edge to a Rust B-tree's nodes (serialize.ts btreeWalk; capture_walk.c `cap_btree`): the
 /// root node's pointer at `off`, the tree's height at `aux`, the entry count at `len_off`, at
-/// most `max` entries in key order; every node is copied by program `child` (its slots'
-/// pointees guarded by its `len`), `elem` packs the `len` and child-pointer offsets in a node.
+/// most `max` entries in key order; every node is copied by program `child`, whose next two
+/// programs are a key slot's and a value slot's (`Compiler::btree_programs`); `elem` packs the
+/// `len` and child-pointer offsets in a node.
 pub(crate) const KIND_BTREE: u32 = 11;
 /// The System V integer argument registers.
 const MAX_REG_ARGS: usize = 6;
@@ -625,33 +626,13 @@ impl Compiler<'_> {
                 }
                 let index = self.programs.len() as u32;
                 self.node_memo.insert((id, depth), index);
-                if let NodeLinks::BTree { key_slot, value_slot, edges, .. } = l.links {
-                    self.btree_programs(index, &l, (key_slot, value_slot, edges), depth);
-                    return self.node_edge(b, off, l, index);
+                match l.links {
+                    NodeLinks::BTree { key_slot, value_slot, edges, .. } => self.btree_programs(index, &l, (key_slot, value_slot, edges), depth),
+                    _ => self.node_program(index, &l, depth),
                 }
-                let type_key = self.new_key();
-                self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
-                let mut node = Body::default();
-                node.touch(0, l.before);
-                match (l.is_map, l.key, l.value) {
-                    (true, Some((kf, kt)), Some((vf, vt))) => {
-                        self.value(&mut node, l.before + kf, kt, depth);
-                        self.value(&mut node, l.before + vf, vt, depth);
-                    }
-                    _ => {
-                        let (kf, kt) = l.key_or_element();
-                        self.value(&mut node, l.before + kf, kt, depth);
-                    }
-                }
-                self.finish(index, node);
                 index
             }
         };
-        self.node_edge(b, off, l, child);
-    }
-
-    /// The edge from the container at `off` to its nodes, walked with program `child`.
-    fn node_edge(&mut self, b: &mut Body, off: u64, l: NodeLayout, child: u32) {
         let (kind, links) = node_links(l.links);
         let aux = match l.links {
             NodeLinks::Hash { mask: at, .. } | NodeLinks::BTree { height: at, .. } => {
@@ -661,6 +642,21 @@ impl Compiler<'_> {
             _ => 0,
         };
         b.edges.push(Edge { len_off: off + l.count, elem: links, max: MAX_ELEMENTS, aux, ..Edge::pointer(off + l.first, kind, child) });
+    }
+
+    /// A list's, tree's or hash table's node program, at `index`: its links, then what the
+    /// serializer reads of its element.
+    fn node_program(&mut self, index: u32, l: &NodeLayout, depth: i64) {
+        let type_key = self.new_key();
+        self.programs.push(Program { type_key, depth: depth as u32, ..Default::default() });
+        let mut node = Body::default();
+        node.touch(0, l.before);
+        let ((kf, kt), value) = l.reads();
+        self.value(&mut node, l.before + kf, kt, depth);
+        if let Some((vf, vt)) = value {
+            self.value(&mut node, l.before + vf, vt, depth);
+        }
+        self.finish(index, node);
     }
 
     /// A B-tree's three programs from `index` on (capture_walk.c `cap_btree`): a node's (the
@@ -675,8 +671,8 @@ impl Compiler<'_> {
         let mut node = Body::default();
         node.touch(0, edges);
         self.finish(index, node);
-        let value = if l.is_map { l.value } else { None };
-        for (i, slot) in [(1, Some((l.key_or_element(), key_slot))), (2, value.map(|v| (v, value_slot)))] {
+        let (key, value) = l.reads();
+        for (i, slot) in [(1, Some((key, key_slot))), (2, value.map(|v| (v, value_slot)))] {
             let mut one = Body::default();
             let ((base, ty), stride) = slot.unwrap_or(((0, l.of), 0));
             if slot.is_some() {

@@ -126,7 +126,7 @@ pub(crate) enum NodeLinks {
 }
 
 /// A node container as serialize.ts `readNodes` walks it (and the native capture's walks,
-/// capture_walk.c `cap_nodes` / `cap_table`): the element count at `count`, the first node's
+/// capture_walk.c `cap_nodes` / `cap_table` / `cap_btree`): the element count at `count`, the first node's
 /// pointer at `first` (the tree's leftmost; a table's control bytes), `before` bytes of links
 /// before each node's element `of` (none in a table), whose key and value (a C++ map's
 /// `first` and `second`, a Rust tuple's `__0` and `__1`) are at `key` / `value`; a set's
@@ -147,6 +147,12 @@ impl NodeLayout {
     /// Where a set's element, or a map's key, is in a node's element, and its type.
     pub fn key_or_element(&self) -> (u64, TypeId) {
         self.key.unwrap_or((0, self.of))
+    }
+
+    /// What serialize.ts `readNodes` reads of an entry: a map's key and value, a set's
+    /// element (offsets in a node's element; in a B-tree node, of the slot arrays).
+    pub fn reads(&self) -> ((u64, TypeId), Option<(u64, TypeId)>) {
+        (self.key_or_element(), if self.is_map { self.value } else { None })
     }
 
     /// The agent's `nodes` descriptor (serialize.ts TypeDesc) and the types it refers to.
@@ -198,7 +204,7 @@ impl NodeLayout {
     }
 }
 
-/// libstdc++'s tree and hash containers, when `id` is one.
+/// libstdc++'s tree and hash containers, Rust's hash tables and B-trees, when `id` is one.
 pub(crate) fn node_layout(store: &TypeStore, id: TypeId) -> Option<NodeLayout> {
     let t = store.get(id);
     if !matches!(t.kind, TypeKind::Struct { .. }) {
