@@ -261,14 +261,17 @@ async fn native_capture_of_optimized_code_prints_what_the_javascript_serializer_
 }
 
 /// The same source compiled as C++: C++ units get native plans too (they print through the
-/// same DWARF types; only `std::string` / `std::optional` keep the serializer), under
-/// Interceptor.attach (a C++ exception must not unwind through a wrapper, symbols/abi.rs).
+/// same DWARF types), under Interceptor.attach: this program links no libgcc_s (it needs no
+/// libstdc++), so there is no unwinder to tell about the wrapper frames, and a C++ function
+/// is wrapped only once one knows them (agent/src/wrapper_unwind.ts; tracing_wrappers.rs
+/// throws through wrapped C++ functions).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_capture_of_cxx_code_prints_what_the_javascript_serializer_prints() {
     let (_home, engine) = engine();
     let (js_events, native_events, native_settings) = run_both_on(&engine, "cxx_capture", json!({}), 3).await;
     assert_eq!(native_settings["capture"]["plans"], json!(FUNCTIONS), "every cap_* function has a native plan: {native_settings}");
-    assert_eq!(native_settings["hookPaths"]["wrapped"].as_array().map(Vec::len), Some(0), "C++ takes no wrapper: {native_settings}");
+    assert_eq!(native_settings["hookPaths"]["wrapped"].as_array().map(Vec::len), Some(0), "no unwinder, no C++ wrapper: {native_settings}");
+    assert_eq!(native_settings["hookPaths"]["unwind"]["unwinder"], json!(false), "{native_settings}");
     let native = same_as_javascript(&js_events, &native_events, 3);
     let enter = |f: &str| native.iter().find(|e| e.0 == EventType::FunctionEnter && e.1 == f).unwrap().2.clone().unwrap();
     assert_eq!(enter("cap_holder")["h"]["link"]["tag"], json!("leaf-a"));

@@ -121,8 +121,12 @@ fn eligibility_follows_the_dwarf_signature() {
             ("w_area", false),       // struct by value
         ],
     );
-    check("cpp_sample", &[("audio_gain", false)]); // extern "C", but a C++ unit
     check("rust_sample", &[("sample_checksum", false)]); // extern "C", but Rust
+    // C++ units: wrapped only once the wrapper frames have unwind info (the "-eh" abi).
+    let index = SymbolIndex::load(&common::fixture("cpp_sample")).expect("load index");
+    let info = DebugInfo::of(&index).expect("debug info");
+    let f = index.functions.iter().find(|f| f.name == "audio_gain" || f.name.ends_with("::audio_gain")).expect("audio_gain");
+    assert_eq!(wrapper_abi(&info, &info.signature(f.address).unwrap()), Some("sysv-int-eh"), "extern \"C\" in a C++ unit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -557,4 +561,78 @@ async fn optimized_callers_keep_their_registers_across_a_wrapped_call() {
     let exits = query(&h, &id, EventType::FunctionExit);
     assert_eq!(exits.len(), n as usize, "every call recorded");
     assert_eq!(exits.last().and_then(|e| e.return_value.clone()).as_deref(), Some(((n - 1) * 3 + 1).to_string().as_str()));
+}
+
+/// C++ functions take the wrapper too, once the program's unwinder knows the wrapper frames
+/// (agent/src/wrapper_unwind.ts): an exception thrown by a wrapped function, or crossing one
+/// on its way to a `catch` (through a frame with a destructor to run, and rethrown from a
+/// catch block), lands where it does untraced, with the caller's registers intact (-O2 keeps
+/// the loop's totals in callee-saved registers across the throws). Without the unwind info
+/// the first throw aborts the process ("terminate called after throwing …").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cxx_exceptions_cross_wrapped_frames() {
+    let h = harness();
+    // -O2 moves calls into the first 16 bytes of ex_through and ex_rethrow, which replaceFast
+    // relocates into its trampoline: those attach (below), where a throw still aborts.
+    for (binary, functions) in [("cpp_exceptions", &["ex_check", "ex_through", "ex_sum", "ex_rethrow"][..]), ("cpp_exceptions_O2", &["ex_check", "ex_sum"][..])] {
+        let untraced = std::process::Command::new(common::fixture(binary))
+            .args(["100", "3"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(b"go\n")?;
+                child.wait_with_output()
+            })
+            .expect("run untraced");
+        let expected = String::from_utf8_lossy(&untraced.stdout).lines().last().unwrap_or_default().to_string();
+        assert!(expected.starts_with("total "), "{binary} untraced: {expected:?}");
+
+        let id = launch_fixture(&h, binary, &["100", "3"]).await;
+        trace(&h, &id, functions, &[]).await;
+        let (wrapped, _, _) = hook_paths(&h, &id).await;
+        let settings = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+        assert_eq!(wrapped, names(functions), "{binary}: every traced function wrapped ({})", settings["hookPaths"]);
+        assert_eq!(settings["hookPaths"]["unwind"]["unwinder"], json!(true), "{}", settings["hookPaths"]);
+        h.engine.send_stdin(&id, b"go\n").await.unwrap();
+        wait_for_exit(&h, &id).await;
+        assert!(query(&h, &id, EventType::Crash).is_empty(), "{binary}: {:?}", query(&h, &id, EventType::Crash));
+        let out = wait_for_stdout(&h, &id, "total ").await;
+        assert!(out.contains(&expected), "{binary}: traced {out:?}, untraced {expected:?}");
+        // 3 rounds of 100 ex_sum → ex_through → ex_check calls and 100 ex_rethrow → ex_check.
+        let enters = query(&h, &id, EventType::FunctionEnter);
+        let count = |f: &str| enters.iter().filter(|e| e.function_name.as_deref() == Some(f)).count();
+        let expect = |f: &str, n: usize| if functions.contains(&f) { n } else { 0 };
+        assert_eq!(
+            (count("ex_sum"), count("ex_through"), count("ex_check"), count("ex_rethrow")),
+            (expect("ex_sum", 3), expect("ex_through", 300), expect("ex_check", 600), expect("ex_rethrow", 300)),
+            "{binary}"
+        );
+    }
+    // The -O2 functions with an early call attach, and say why.
+    let id = launch_fixture(&h, "cpp_exceptions_O2", &["1", "1"]).await;
+    trace(&h, &id, &["ex_through", "ex_rethrow"], &[]).await;
+    let settings = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+    let paths = &settings["hookPaths"];
+    assert_eq!((paths["wrapped"].as_array().map(Vec::len), paths["attached"].as_u64()), (Some(0), Some(2)), "{paths}");
+    let reasons: Vec<&str> = paths["fallbacks"].as_array().unwrap().iter().filter_map(|f| f["error"].as_str()).collect();
+    assert!(reasons.len() == 2 && reasons.iter().all(|r| r.contains("a call within its first 16 bytes")), "{paths}");
+    h.engine.stop(&id, false).await.ok();
+}
+
+/// Launch a fixture that prints "ready" and waits for a stdin line.
+async fn launch_fixture(h: &Harness, binary: &str, args: &[&str]) -> String {
+    let r = h
+        .engine
+        .launch(LaunchRequest {
+            command: common::fixture(binary).display().to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            project_root: common::fixtures_src_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("launch");
+    wait_for_stdout(h, &r.session_id, "ready").await;
+    r.session_id
 }

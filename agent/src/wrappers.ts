@@ -32,6 +32,7 @@
 
 import { noteHookFrames } from "./hook_frames.js";
 import { DangerRange, keepOutAfterFree, patchParked, prologue, quiesceStats } from "./quiesce.js";
+import { describeWrapperFrames, noteWrapperCode, wrapperFrameDescribed, wrapperUnwindStats } from "./wrapper_unwind.js";
 
 /** The hook spec's abi value for which a wrapper may stand in (src/symbols/abi.rs). */
 export const WRAPPER_ABI = "sysv-int";
@@ -41,6 +42,12 @@ export const WRAPPER_ABI = "sysv-int";
  * through a stub that saves them (savingStubs).
  */
 export const SAVING_WRAPPER_ABI = "sysv-int-saved";
+/**
+ * Appended to either for C++ functions: an exception may unwind through the wrapper's
+ * frames, so the wrapper stands in only once the program's unwinder knows them
+ * (wrapper_unwind.ts); until then such a function attaches.
+ */
+export const UNWINDS_SUFFIX = "-eh";
 
 /** A replaceFast trampoline: the relocated prologue (< 32 bytes) and the jump back. */
 const TRAMPOLINE_SPAN = 64;
@@ -149,6 +156,7 @@ function savingStubs(c: Chunk): NativePointer {
     }
     Memory.protect(page, size, "r-x");
     noteHookFrames(page, page.add(size));
+    noteWrapperCode(page, page.add(size));
     c.stubs = page;
     return page;
 }
@@ -194,13 +202,17 @@ ${wrappers.join("\n")}
  */
 export function reserveWrappers(n: NativeHooks, count: number): void {
     if (offReason !== null || count === 0) return;
-    const c = chunks.length > 0 ? chunks[chunks.length - 1] : null;
-    if (c !== null && CHUNK - c.used >= Math.min(count, CHUNK)) return;
+    native = n;
+    let c = chunks.length > 0 ? chunks[chunks.length - 1] : null;
     try {
-        addChunk(n);
+        if (c === null || CHUNK - c.used < Math.min(count, CHUNK)) c = addChunk(n);
+        // A C++ function's wrapper must be known to the unwinder before its patch, and
+        // registering is not done with threads parked (wrapper_unwind.ts): the stubs too.
+        savingStubs(c);
     } catch (_) {
         // reported by the install that needs it
     }
+    describeWrapperFrames();
 }
 
 function addChunk(n: NativeHooks): Chunk {
@@ -215,6 +227,8 @@ function addChunk(n: NativeHooks): Chunk {
     const last = ws.reduce((a, b) => (b.compare(a) > 0 ? b : a));
     noteHookFrames(first, last.add(WRAPPER_SPAN));
     noteHookFrames(...wrapperCode(n));
+    noteWrapperCode(first, last.add(WRAPPER_SPAN));
+    noteWrapperCode(...wrapperCode(n));
     return c;
 }
 
@@ -252,9 +266,52 @@ function rewrap(h: FastHook): boolean {
     return true;
 }
 
-/** Whether a fast hook given `abi` takes the wrapper path (an eligible abi, wrappers not off). */
-function takesWrapper(abi: string | undefined): boolean {
-    return (abi === WRAPPER_ABI || abi === SAVING_WRAPPER_ABI) && offReason === null;
+/**
+ * Whether a fast hook given `abi` takes the wrapper path: an eligible abi, wrappers not off,
+ * and for a C++ function (UNWINDS_SUFFIX) a wrapper whose frames the unwinder knows.
+ */
+function takesWrapper(abi: string | undefined, address: NativePointer): boolean {
+    if (abi === undefined || offReason !== null) return false;
+    const unwinds = abi.endsWith(UNWINDS_SUFFIX);
+    const base = unwinds ? abi.slice(0, -UNWINDS_SUFFIX.length) : abi;
+    if (base !== WRAPPER_ABI && base !== SAVING_WRAPPER_ABI) return false;
+    // An idle wrapper there passed this test when it went in (a function's abi is fixed).
+    if (!unwinds || idle.has(address.toString())) return true;
+    return nextWrapperDescribed(base === SAVING_WRAPPER_ABI) && !callInRelocatedPrologue(address);
+}
+
+/** Bytes replaceFast overwrites at a function's entry (after an endbr64): a far jump. */
+const REDIRECT_BYTES = 16;
+const ENDBR64 = 0xfa1e0ff3;
+
+/**
+ * Whether a call is among the instructions replaceFast moves into its trampoline (common in
+ * optimized code: `sub rsp, 24; lea …; call …`). That call's return address lies in the
+ * trampoline, which no unwind info describes, so an exception its callee throws would abort
+ * the process: such a C++ function attaches instead.
+ */
+function callInRelocatedPrologue(address: NativePointer): boolean {
+    let p = address.readU32() === ENDBR64 ? address.add(4) : address;
+    const end = p.add(REDIRECT_BYTES);
+    while (p.compare(end) < 0) {
+        const insn = Instruction.parse(p);
+        if (insn.mnemonic === "call") return true;
+        p = insn.next;
+    }
+    return false;
+}
+
+/** Whether the wrapper nextWrapper would hand out now, and the call it makes, have unwind info. */
+function nextWrapperDescribed(saving: boolean): boolean {
+    const c = chunks.length > 0 ? chunks[chunks.length - 1] : null;
+    if (c === null || c.used === CHUNK || native === null || (saving && c.stubs === null)) return false;
+    const code = saving ? c.stubs!.add(c.used * STUB_SIZE) : c.cm["w" + c.used];
+    return wrapperFrameDescribed(code) && wrapperFrameDescribed(native.wrappedCall);
+}
+
+/** Whether `abi` asks for the register-saving stub. */
+function savingAbi(abi: string | undefined): boolean {
+    return abi === SAVING_WRAPPER_ABI || abi === SAVING_WRAPPER_ABI + UNWINDS_SUFFIX;
 }
 
 /** Whether `old`, a listener kept switched off, records for function state `fn`: it is then
@@ -288,14 +345,17 @@ function attach(h: FastHook, n: NativeHooks): void {
 export function installFastHook(target: FastTarget, n: NativeHooks, abi: string | undefined): InvocationListener {
     native = n;
     const h: FastHook = { target, wrapped: false, listener: null, slot: null };
-    if (takesWrapper(abi) && !rewrap(h)) {
+    if (takesWrapper(abi, target.address) && !rewrap(h)) {
         try {
-            wrap(h, n, abi === SAVING_WRAPPER_ABI);
+            wrap(h, n, savingAbi(abi));
         } catch (e) {
             const error = e instanceof Error ? e.message : String(e);
             if (chunks.length === 0) offReason = `wrapper code failed to compile: ${error}`;
             if (fallbacks.length < MAX_FALLBACKS_KEPT) fallbacks.push({ name: target.name, error });
         }
+    }
+    if (!h.wrapped && abi?.endsWith(UNWINDS_SUFFIX) && offReason === null && callInRelocatedPrologue(target.address) && fallbacks.length < MAX_FALLBACKS_KEPT) {
+        fallbacks.push({ name: target.name, error: `a call within its first ${REDIRECT_BYTES} bytes would return into the wrapper's trampoline, where an exception cannot unwind: attached` });
     }
     if (!h.wrapped) attach(h, n);
     live.add(h);
@@ -322,7 +382,7 @@ export function installFastHook(target: FastTarget, n: NativeHooks, abi: string 
  */
 export function fastHookPatches(address: NativePointer, fn: NativePointer | undefined, abi: string | undefined): boolean {
     const key = address.toString();
-    if (takesWrapper(abi)) return idle.get(key)?.slot == null; // as rewrap finds it
+    if (takesWrapper(abi, address)) return idle.get(key)?.slot == null; // as rewrap finds it
     const kept = idleAttached.get(key);
     return kept === undefined || fn === undefined || !keptFor(kept, fn);
 }
@@ -421,5 +481,5 @@ export function wrapperStats(): object {
         if (h.wrapped) wrapped.push(h.target.name);
         else attached++;
     }
-    return { wrapped, attached, passThrough: idle.size + idleAttached.size, off: offReason, fallbacks, chunks: chunks.length, patching: quiesceStats() };
+    return { wrapped, attached, passThrough: idle.size + idleAttached.size, off: offReason, fallbacks, chunks: chunks.length, patching: quiesceStats(), unwind: wrapperUnwindStats() };
 }

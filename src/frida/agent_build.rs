@@ -20,6 +20,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/fastpath.ts", include_str!("../../agent/src/fastpath.ts")),
     ("src/fastpath_c.ts", include_str!("../../agent/src/fastpath_c.ts")),
     ("src/wrappers.ts", include_str!("../../agent/src/wrappers.ts")),
+    ("src/wrapper_unwind.ts", include_str!("../../agent/src/wrapper_unwind.ts")),
     ("src/quiesce.ts", include_str!("../../agent/src/quiesce.ts")),
     ("src/js_gate.ts", include_str!("../../agent/src/js_gate.ts")),
     ("src/logpoint_messages.ts", include_str!("../../agent/src/logpoint_messages.ts")),
