@@ -609,6 +609,16 @@ async fn cxx_exceptions_cross_wrapped_frames() {
             (expect("ex_sum", 3), expect("ex_through", 300), expect("ex_check", 600), expect("ex_rethrow", 300)),
             "{binary}"
         );
+        // A frame the exception unwound left no exit: the calls after it still get their real
+        // caller as parent (fast_hook.c strobe_call_push drops frames below the new call's
+        // stack pointer), never the ex_check that threw — which calls nothing traced.
+        let events = trace_events(&h, &id);
+        let by_id: HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
+        let parent_of = |e: &Event| e.parent_event_id.map(|p| by_id[&p].function_name.clone().unwrap_or_default());
+        let wrong: Vec<_> = enters.iter().filter(|e| parent_of(e).as_deref() == Some("ex_check")).map(|e| (e.function_name.clone(), e.arguments.clone())).collect();
+        assert!(wrong.is_empty(), "{binary}: calls whose parent is an ex_check that threw: {wrong:?}");
+        let through_parents: BTreeSet<Option<String>> = enters.iter().filter(|e| e.function_name.as_deref() == Some("ex_through")).map(parent_of).collect();
+        assert!(through_parents.iter().all(|p| p.as_deref() == Some("ex_sum")), "{binary}: {through_parents:?}");
     }
     // The -O2 functions with an early call attach, and say why.
     let id = launch_fixture(&h, "cpp_exceptions_O2", &["1", "1"]).await;

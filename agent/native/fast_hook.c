@@ -160,12 +160,21 @@ static inline Thread * hook_thread (const HookCtx * x) {
 /* A new call on this thread's stack; its parent is the innermost open call (0: none). Also
    the JS path's (fastpath_c.ts strobe_js_enter): one stack per thread for both. Call ids
    are (thread serial << 32) | per-thread counter: unique without an atomic. */
-u64 strobe_call_push (Thread * t, u64 * parent) {
+/* sp: the new call's stack pointer at entry (0: not known). Frames whose own lies at or below
+   it are gone — a longjmp or an exception (a C++ throw through wrapped functions) left them
+   without their exit, where a live caller's lies above — and are dropped first, so the call
+   gets its real caller as parent, not the frame that threw. */
+u64 strobe_call_push (Thread * t, u64 * parent, u64 sp) {
   u64 call = t->serial | ++t->seq;
   u32 d = t->depth;
+  if (sp != 0)
+    while (d > 0 && d <= HOOK_MAX_DEPTH && t->sp[d - 1] != 0 && t->sp[d - 1] <= sp)
+      d--;
   *parent = d == 0 ? 0 : t->stack[(d <= HOOK_MAX_DEPTH ? d : HOOK_MAX_DEPTH) - 1];
-  if (d < HOOK_MAX_DEPTH)
+  if (d < HOOK_MAX_DEPTH) {
     t->stack[d] = call;
+    t->sp[d] = sp;
+  }
   t->depth = d + 1;
   return call;
 }
@@ -281,7 +290,10 @@ void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocat
     return;
   }
   u64 parent;
-  u64 call = strobe_call_push (t, &parent);
+  /* Attach: the saved stack pointer points at the return address; a wrapper (no stack
+     pointer saved) passes the address of its argument copy, in its frame just above. */
+  u64 sp = inv->stack != 0 ? (u64) inv->stack - 8 : (u64) a;
+  u64 call = strobe_call_push (t, &parent, sp);
   inv->thread = t;
   inv->call = call;
   inv->parent = parent;

@@ -72,6 +72,10 @@ typedef struct {
   u64 serial;
   u64 seq;
   u64 stack[HOOK_MAX_DEPTH];
+  /* Each call's stack pointer at entry (about: a wrapper's is a little above it; 0: not
+     known), so that frames a longjmp or an exception left without their exit can be told
+     from the live callers (fast_hook.c strobe_call_push). */
+  u64 sp[HOOK_MAX_DEPTH];
 } Thread;
 
 /* One call between its enter and exit. measure: its typed capture is timed for cost

@@ -382,13 +382,15 @@ export function prepareSharedStack(): void {
 }
 
 /**
- * For a JS-path call: push it on the thread's shared stack. Returns [call, parent (0: none),
+ * For a JS-path call entered with stack pointer `sp`: push it on the thread's shared stack
+ * (frames a longjmp or an exception left below it are dropped). Returns [call, parent (0: none),
  * tid], or null when there is no shared stack (no CModule on this platform): the JS path then
  * keeps its own stacks.
  */
-export function sharedEnter(): [number, number, number] | null {
+export function sharedEnter(sp: NativePointer): [number, number, number] | null {
     const n = native;
     if (n === null) return null;
+    n.idsOutPtr.writePointer(sp); // the call's stack pointer at entry (strobe_js_enter)
     n.jsEnter(n.idsOutPtr);
     const w = n.idsOut;
     const call = w[0] + w[1] * 4294967296;

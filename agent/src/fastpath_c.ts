@@ -151,7 +151,7 @@ static const HookCtx hook_ctx = { &shared, &capture, thread_state, pthread_getsp
    plain record). inv->call stays 0 when nothing is to be recorded at exit. */
 extern void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * a);
 extern void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * ret);
-extern guint64 strobe_call_push (Thread * t, guint64 * parent);
+extern guint64 strobe_call_push (Thread * t, guint64 * parent, guint64 sp);
 extern void strobe_call_pop (Thread * t, guint64 call);
 
 #define record_enter(f, inv, a) strobe_hook_enter (&hook_ctx, (f), FN_PLAN (f), (inv), (a))
@@ -222,14 +222,16 @@ guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
 }
 
 /* The JS path's side of the shared stack: out[0] = call id (0: no thread state), out[1] =
-   parent call id (0: none), out[2] = tid. */
+   parent call id (0: none), out[2] = tid. In: out[0] = the call's stack pointer at entry
+   (0: not known). */
 void strobe_js_enter (guint64 * out) {
+  guint64 sp = out[0];
   Thread * t = thread_state ();
   if (t == NULL) {
     out[0] = 0; out[1] = 0; out[2] = 0;
     return;
   }
-  out[0] = strobe_call_push (t, &out[1]);
+  out[0] = strobe_call_push (t, &out[1], sp);
   out[2] = t->tid;
 }
 
