@@ -563,18 +563,32 @@ async fn optimized_callers_keep_their_registers_across_a_wrapped_call() {
     assert_eq!(exits.last().and_then(|e| e.return_value.clone()).as_deref(), Some(((n - 1) * 3 + 1).to_string().as_str()));
 }
 
-/// C++ functions take the wrapper too, once the program's unwinder knows the wrapper frames
-/// (agent/src/wrapper_unwind.ts): an exception thrown by a wrapped function, or crossing one
-/// on its way to a `catch` (through a frame with a destructor to run, and rethrown from a
-/// catch block), lands where it does untraced, with the caller's registers intact (-O2 keeps
-/// the loop's totals in callee-saved registers across the throws). Without the unwind info
-/// the first throw aborts the process ("terminate called after throwing …").
+/// A C++ exception thrown by a traced function, or crossing one on its way to a `catch`
+/// (through a frame with a destructor to run, and rethrown from a catch block), lands where
+/// it does untraced, with the caller's registers intact (-O2 keeps the loop's totals in
+/// callee-saved registers across the throws), on every hook path: wrapped C++ functions
+/// (the program's unwinder knows the wrapper frames: agent/src/wrapper_unwind.ts) and
+/// attached ones, native or JavaScript (the real return addresses are put back while the
+/// exception unwinds: agent/src/cxx_unwind.ts). Before, the first throw through a traced
+/// function aborted the process ("terminate called after throwing …").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cxx_exceptions_cross_wrapped_frames() {
+async fn cxx_exceptions_cross_traced_frames() {
     let h = harness();
     // -O2 moves calls into the first 16 bytes of ex_through and ex_rethrow, which replaceFast
-    // relocates into its trampoline: those attach (below), where a throw still aborts.
-    for (binary, functions) in [("cpp_exceptions", &["ex_check", "ex_through", "ex_sum", "ex_rethrow"][..]), ("cpp_exceptions_O2", &["ex_check", "ex_sum"][..])] {
+    // relocates into its trampoline: those attach, and the exception crosses Frida's leave
+    // trampoline (agent/src/cxx_unwind.ts).
+    // Then every function on Interceptor.attach (native hooks, then JavaScript ones): the
+    // exception crosses Frida's leave trampolines, and a catching function (ex_sum) returns
+    // through its own.
+    let all = ["ex_check", "ex_through", "ex_sum", "ex_rethrow"];
+    let cases = [
+        ("cpp_exceptions", json!({}), &all[..]),
+        ("cpp_exceptions_O2", json!({}), &["ex_check", "ex_sum"][..]),
+        ("cpp_exceptions", json!({ "wrappers": false }), &[][..]),
+        ("cpp_exceptions_O2", json!({ "mode": "js" }), &[][..]),
+    ];
+    for (binary, options, wrapped_ones) in cases {
+        let functions = &all[..];
         let untraced = std::process::Command::new(common::fixture(binary))
             .args(["100", "3"])
             .stdin(std::process::Stdio::piped())
@@ -590,25 +604,22 @@ async fn cxx_exceptions_cross_wrapped_frames() {
         assert!(expected.starts_with("total "), "{binary} untraced: {expected:?}");
 
         let id = launch_fixture(&h, binary, &["100", "3"]).await;
+        h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
         trace(&h, &id, functions, &[]).await;
         let (wrapped, _, _) = hook_paths(&h, &id).await;
         let settings = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
-        assert_eq!(wrapped, names(functions), "{binary}: every traced function wrapped ({})", settings["hookPaths"]);
-        assert_eq!(settings["hookPaths"]["unwind"]["unwinder"], json!(true), "{}", settings["hookPaths"]);
+        assert_eq!(wrapped, names(wrapped_ones), "{binary} {options}: wrapped ({})", settings["hookPaths"]);
+        assert_eq!(settings["hookPaths"]["unwind"]["unwinder"], json!(!wrapped_ones.is_empty()), "{}", settings["hookPaths"]);
+        assert_eq!(settings["hookPaths"]["cxxUnwind"]["hooked"], json!(true), "{}", settings["hookPaths"]);
         h.engine.send_stdin(&id, b"go\n").await.unwrap();
         wait_for_exit(&h, &id).await;
-        assert!(query(&h, &id, EventType::Crash).is_empty(), "{binary}: {:?}", query(&h, &id, EventType::Crash));
+        assert!(query(&h, &id, EventType::Crash).is_empty(), "{binary} {options}: {:?}", query(&h, &id, EventType::Crash));
         let out = wait_for_stdout(&h, &id, "total ").await;
-        assert!(out.contains(&expected), "{binary}: traced {out:?}, untraced {expected:?}");
+        assert!(out.contains(&expected), "{binary} {options}: traced {out:?}, untraced {expected:?}");
         // 3 rounds of 100 ex_sum → ex_through → ex_check calls and 100 ex_rethrow → ex_check.
         let enters = query(&h, &id, EventType::FunctionEnter);
         let count = |f: &str| enters.iter().filter(|e| e.function_name.as_deref() == Some(f)).count();
-        let expect = |f: &str, n: usize| if functions.contains(&f) { n } else { 0 };
-        assert_eq!(
-            (count("ex_sum"), count("ex_through"), count("ex_check"), count("ex_rethrow")),
-            (expect("ex_sum", 3), expect("ex_through", 300), expect("ex_check", 600), expect("ex_rethrow", 300)),
-            "{binary}"
-        );
+        assert_eq!((count("ex_sum"), count("ex_through"), count("ex_check"), count("ex_rethrow")), (3, 300, 600, 300), "{binary} {options}");
         // A frame the exception unwound left no exit: the calls after it still get their real
         // caller as parent (fast_hook.c strobe_call_push drops frames below the new call's
         // stack pointer), never the ex_check that threw — which calls nothing traced.

@@ -157,6 +157,11 @@ static inline Thread * hook_thread (const HookCtx * x) {
   return t != 0 ? t : hook_thread_new (x);
 }
 
+/* The same for the CModule's own callers (fastpath_c.ts trap_push): vector registers kept. */
+Thread * strobe_thread (const HookCtx * x) {
+  return hook_thread (x);
+}
+
 /* A new call on this thread's stack; its parent is the innermost open call (0: none). Also
    the JS path's (fastpath_c.ts strobe_js_enter): one stack per thread for both. Call ids
    are (thread serial << 32) | per-thread counter: unique without an atomic. */

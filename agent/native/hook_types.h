@@ -76,6 +76,14 @@ typedef struct {
      known), so that frames a longjmp or an exception left without their exit can be told
      from the live callers (fast_hook.c strobe_call_push). */
   u64 sp[HOOK_MAX_DEPTH];
+  /* Attach frames whose return address Frida's leave trampoline replaces, innermost last:
+     where that return address lives, what it was, and the trampoline an unwinding C++
+     exception took out of the way (fastpath_c.ts on_unwind, on_catch). */
+  u32 traps;
+  u32 unwinding;
+  u64 trap_slot[HOOK_MAX_DEPTH];
+  u64 trap_ra[HOOK_MAX_DEPTH];
+  u64 trap_tramp[HOOK_MAX_DEPTH];
 } Thread;
 
 /* One call between its enter and exit. measure: its typed capture is timed for cost

@@ -31,6 +31,7 @@ import { announceThread } from "./threads.js";
 import { xmmSavedCell } from "./xmm.js";
 import { forkGateStats, isForkedCopy, onPiggybackedAck, requestReceipt, sendBatch, sendThroughGate } from "./forksafe.js";
 import { fastHookPatches, installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
+import { setUnwindCallbacks, unwindingHooked } from "./cxx_unwind.js";
 import { costOptions, setCostOptions } from "./cost_sampling.js";
 import { CAPTURE_MAX_SLOTS, FN_PLAN_OFFSET } from "./capture_c.js";
 import { openOutbox, outboxRoom, outboxStats, outboxWritten } from "./outbox.js";
@@ -134,6 +135,9 @@ interface Native {
     /** strobe_js_enter's output: call, parent, tid (u64 each, read as u32 pairs). */
     idsOut: Uint32Array;
     idsOutPtr: NativePointer;
+    /** A JS-path attach frame's return address slot and value, and its leaving (cxx_unwind.ts). */
+    trapEnter: NativeFunction<void, [NativePointerValue, NativePointerValue]>;
+    trapLeave: NativeFunction<void, [NativePointerValue]>;
 }
 
 let native: Native | null = null;
@@ -186,7 +190,7 @@ export function configure(opts: TracingOptions & CaptureOptions): object {
     if (opts.typedValues !== undefined) setTypedValues(opts.typedValues === true);
     if (opts.checkedReads !== undefined) setCheckedReads(opts.checkedReads === true);
     if (native !== null) writeSamplingThresholds(native.shared);
-    return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, clock: hookClock(), hookPaths: wrapperStats(), forkGate: forkGateStats(), capture: captureStats(), outbox: outboxStats() };
+    return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, clock: hookClock(), hookPaths: { ...wrapperStats(), cxxUnwind: unwindingHooked() }, forkGate: forkGateStats(), capture: captureStats(), outbox: outboxStats() };
 }
 
 /** The cost share changed (hooks.ts sends tracing.costShare with every add): the native hooks weigh by it too. */
@@ -362,7 +366,10 @@ function setUp(): Native | null {
             jsLeave: new NativeFunction(cm.strobe_js_leave, "void", ["uint64"], fast),
             idsOut: new Uint32Array(ArrayBuffer.wrap(idsOutPtr, 24)),
             idsOutPtr,
+            trapEnter: new NativeFunction(cm.strobe_trap_enter, "void", ["pointer", "pointer"], fast),
+            trapLeave: new NativeFunction(cm.strobe_trap_leave, "void", ["pointer"], fast),
         };
+        setUnwindCallbacks(cm.strobe_on_unwind, cm.on_catch);
         return native;
     } catch (e) {
         unavailable = e instanceof Error ? e.message : String(e);
@@ -396,6 +403,22 @@ export function sharedEnter(sp: NativePointer): [number, number, number] | null 
     const call = w[0] + w[1] * 4294967296;
     if (call === 0) return null;
     return [call, w[2] + w[3] * 4294967296, w[4]];
+}
+
+/**
+ * A JS-path attach frame: its return address lives at `slot` (the context's sp at enter)
+ * and is `ra`; Frida replaces it with its leave trampoline (cxx_unwind.ts). False: not noted
+ * (no native side), so no trapLeave either.
+ */
+export function trapEnter(slot: NativePointer, ra: NativePointer): boolean {
+    if (native === null) return false;
+    native.trapEnter(slot, ra);
+    return true;
+}
+
+/** The frame trapEnter noted at `slot` returned. */
+export function trapLeave(slot: NativePointer): void {
+    if (native !== null) native.trapLeave(slot);
 }
 
 /** Pop a call pushed by sharedEnter (and any frames above it left by longjmp/unwinding). */
@@ -593,7 +616,7 @@ export function fastStats(): object {
         tail: n.shared.add(SH_TAIL).readU32(),
         batches,
         inFlight: sentSeq - ackedSeq,
-        hookPaths: wrapperStats(),
+        hookPaths: { ...wrapperStats(), cxxUnwind: unwindingHooked() },
         capture: captureStats(),
         outbox: outboxStats(),
     };

@@ -152,6 +152,7 @@ static const HookCtx hook_ctx = { &shared, &capture, thread_state, pthread_getsp
 extern void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * a);
 extern void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * ret);
 extern guint64 strobe_call_push (Thread * t, guint64 * parent, guint64 sp);
+extern Thread * strobe_thread (const HookCtx * x);
 extern void strobe_call_pop (Thread * t, guint64 call);
 
 #define record_enter(f, inv, a) strobe_hook_enter (&hook_ctx, (f), FN_PLAN (f), (inv), (a))
@@ -162,10 +163,113 @@ extern void strobe_call_pop (Thread * t, guint64 call);
 extern const gint32 xmm_saved[3];
 #define XMM_SAVED(c, half) (xmm_saved[0] ? (const guint8 *) (c)->rsp + xmm_saved[half] : NULL)
 
+/* ---- C++ exceptions through attach frames ----
+   Frida's attach replaces a hooked call's return address with its leave trampoline, for
+   which the program's unwinder finds no unwind info: a C++ exception thrown through the
+   call would end in std::terminate. So every attach frame is noted (trap_push: where its
+   return address lives and what it was); when a C++ exception starts or resumes unwinding
+   on this thread (strobe_on_unwind, _Unwind_RaiseException / _Unwind_Resume), the real return
+   addresses go back in place; where it is caught (on_catch, __cxa_begin_catch), the frames
+   it unwound are dropped and the trampolines of the others put back, so those still return
+   through their exit hooks (Frida itself drops the unwound frames' invocations at its next
+   hooked call on the thread: __cxa_begin_catch's). */
+static void trap_push (guint64 slot, guint64 ra) {
+  /* Not thread_state (): a new thread's calloc zeroes the upper halves of ymm registers an
+     optimized caller may keep across the call (fast_hook.c hook_thread_new). */
+  Thread * t = strobe_thread (&hook_ctx);
+  if (t == NULL)
+    return;
+  guint32 n = t->traps;
+  /* Frames at or below this one are gone (a longjmp left them). */
+  while (n > 0 && n <= HOOK_MAX_DEPTH && t->trap_slot[n - 1] <= slot)
+    n--;
+  if (n < HOOK_MAX_DEPTH) {
+    t->trap_slot[n] = slot;
+    t->trap_ra[n] = ra;
+    t->trap_tramp[n] = 0;
+  }
+  t->traps = n + 1;
+}
+
+/* The frame whose return address lived at slot returned: it and any left above it go. */
+static void trap_pop (guint64 slot) {
+  Thread * t = pthread_getspecific (shared.tls_key);
+  if (t == NULL)
+    return;
+  guint32 n = t->traps;
+  if (n > HOOK_MAX_DEPTH) {
+    t->traps = n - 1;
+    return;
+  }
+  while (n > 0 && t->trap_slot[n - 1] <= slot)
+    n--;
+  t->traps = n;
+}
+
+/* The JS path's attach frames (hooks.ts). */
+void strobe_trap_enter (guint64 slot, guint64 ra) { trap_push (slot, ra); }
+void strobe_trap_leave (guint64 slot) { trap_pop (slot); }
+
+/* libstdc++'s and libc++abi's exception classes ("GNUCC++" / "CLNGC++", last byte a variant). */
+#define GNU_CXX_CLASS 0x474e5543432b2b00ULL
+#define CLANG_CXX_CLASS 0x434c4e47432b2b00ULL
+
+/* Entered from a stub in front of _Unwind_RaiseException and _Unwind_Resume (cxx_unwind.ts)
+   with their argument and where their return address lies, before they walk a frame. Noted
+   frames below that are gone (a cleanup in the caller's frame resumes the unwinding: the
+   frames below it were unwound, and these very calls now use their stack), the others
+   get their real return addresses back. */
+void strobe_on_unwind (const guint64 * exception, guint64 entry_sp) {
+  if (exception == NULL)
+    return;
+  guint64 cls = exception[0] & ~0xffULL;
+  if (cls != GNU_CXX_CLASS && cls != CLANG_CXX_CLASS)
+    return; /* a Rust panic, a forced unwind: left as it was */
+  Thread * t = pthread_getspecific (shared.tls_key);
+  if (t == NULL || t->traps > HOOK_MAX_DEPTH)
+    return;
+  guint32 n = t->traps;
+  /* At or below: the unwound callee of the frame that calls now was called from the same
+     stack pointer, so its return address lay where this call's does. */
+  while (n > 0 && t->trap_slot[n - 1] <= entry_sp)
+    n--;
+  t->traps = n;
+  for (guint32 i = 0; i < n; i++) {
+    guint64 * slot = (guint64 *) t->trap_slot[i];
+    if (*slot != t->trap_ra[i]) {
+      t->trap_tramp[i] = *slot;
+      *slot = t->trap_ra[i];
+    }
+  }
+  t->unwinding = 1;
+}
+
+void on_catch (GumInvocationContext * ic) {
+  Thread * t = pthread_getspecific (shared.tls_key);
+  if (t == NULL || !t->unwinding || t->traps > HOOK_MAX_DEPTH)
+    return;
+  t->unwinding = 0;
+  /* The handler's frame lies above __cxa_begin_catch's return address; the unwound ones at
+     or below it (see strobe_on_unwind). */
+  guint64 sp = ic->cpu_context->rsp;
+  guint32 n = t->traps;
+  while (n > 0 && t->trap_slot[n - 1] <= sp)
+    n--;
+  t->traps = n;
+  for (guint32 i = 0; i < n; i++) {
+    if (t->trap_tramp[i] != 0) {
+      *(guint64 *) t->trap_slot[i] = t->trap_tramp[i];
+      t->trap_tramp[i] = 0;
+    }
+  }
+}
+/* ---- end of C++ exceptions ---- */
+
 void on_enter (GumInvocationContext * ic) {
   /* The System V argument registers, read straight from the saved context: calling
      gum_invocation_context_get_nth_argument() six times costs more than the rest. */
   GumCpuContext * c = ic->cpu_context;
+  trap_push (c->rsp, (guint64) gum_invocation_context_get_return_address (ic));
   guint64 a[MAX_ARGS];
   a[0] = c->rdi; a[1] = c->rsi; a[2] = c->rdx; a[3] = c->rcx; a[4] = c->r8; a[5] = c->r9;
   Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
@@ -178,6 +282,7 @@ void on_enter (GumInvocationContext * ic) {
 void on_leave (GumInvocationContext * ic) {
   Fn * f = GUM_IC_GET_FUNC_DATA (ic, Fn *);
   Invocation * inv = GUM_IC_GET_INVOCATION_DATA (ic, Invocation);
+  trap_pop ((guint64) inv->stack - 8);
   inv->xmm = XMM_SAVED (ic->cpu_context, 2);
   guint64 ret[2];
   ret[0] = ic->cpu_context->rax;

@@ -8,7 +8,8 @@ import { costMeter, CostMeter, setCostOptions } from "./cost_sampling.js";
 import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
 import { idleWrapperDanger, releaseIdleWrapper } from "./wrappers.js";
-import { attachFast, attachFastPatches, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, syncCostShare, useFastPath } from "./fastpath.js";
+import { hookUnwinding, unwindHookSites } from "./cxx_unwind.js";
+import { attachFast, attachFastPatches, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, syncCostShare, trapEnter, trapLeave, useFastPath } from "./fastpath.js";
 import { attachGate } from "./js_gate.js";
 import { DangerRange, patchParked, prologue } from "./quiesce.js";
 import { ENTER_TYPED, EXIT_TYPED, SerializeRecipe, TypedHook, typedHook } from "./watches.js";
@@ -92,6 +93,9 @@ export function activeCount(): number {
 function makeCallbacks(fnId: number, argCount: number, state: { active: boolean }, typed: TypedHook, meter: CostMeter): InvocationListenerCallbacks {
     return {
         onEnter(args) {
+            // Noted whatever happens next: Frida replaces the return address of every call
+            // (cxx_unwind.ts).
+            if (trapEnter(this.context.sp, this.returnAddress)) this.trapSlot = this.context.sp;
             if (!state.active) return;
             const tid = this.threadId;
             const admit = meter.admit(tid);
@@ -128,6 +132,7 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             if (admit > 0) meter.charge(ts - t0);
         },
         onLeave(retval) {
+            if (this.trapSlot !== undefined) trapLeave(this.trapSlot);
             const entry: { call: number; parent: number | null; ts: number; ptrs: NativePointer[] | null; measured: boolean } | undefined = this.strobe;
             if (entry === undefined) return;
             const ts = nowNs();
@@ -200,7 +205,13 @@ export function updateHooks(req: HooksRequest): HooksResult {
                 // reported below
             }
         }
-        patchParked(patched, () => addHooks(req, functions, result));
+        // The C++ runtime's unwinding, hooked once, with these patches (cxx_unwind.ts).
+        const unwind = functions.length > 0 ? unwindHookSites() : [];
+        for (const site of unwind) patched.push(prologue(site.address));
+        patchParked(patched, () => {
+            hookUnwinding(unwind);
+            addHooks(req, functions, result);
+        });
     } else if (req.action === "remove") {
         for (const f of functions) {
             const h = hooks.get(f.id);

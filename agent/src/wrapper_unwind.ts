@@ -96,7 +96,7 @@ function fdeBlock(start: NativePointer, end: NativePointer): NativePointer {
     ]);
     // The FDE's CIE pointer: bytes from that field back to the CIE's start.
     const ciePointer = cie.length + 4;
-    const fde = padded([...u32(ciePointer), ...u64(start), ...u64(end.sub(start)), 0 /* no augmentation data */]);
+    const fde = padded([...u32(ciePointer), ...addressBytes(start), ...addressBytes(end.sub(start)), 0 /* no augmentation data */]);
     const bytes = [...cie, ...fde, 0, 0, 0, 0];
     const block = Memory.alloc(bytes.length);
     block.writeByteArray(bytes);
@@ -114,7 +114,8 @@ function u32(v: number): number[] {
     return [v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, (v >>> 24) & 0xff];
 }
 
-function u64(p: NativePointer): number[] {
+/** An address as the 8 little-endian bytes of machine code or an FDE. */
+export function addressBytes(p: NativePointer): number[] {
     let v = uint64(p.toString());
     const out: number[] = [];
     for (let i = 0; i < 8; i++) {

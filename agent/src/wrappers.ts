@@ -32,7 +32,7 @@
 
 import { noteHookFrames } from "./hook_frames.js";
 import { DangerRange, keepOutAfterFree, patchParked, prologue, quiesceStats } from "./quiesce.js";
-import { describeWrapperFrames, noteWrapperCode, wrapperFrameDescribed, wrapperUnwindStats } from "./wrapper_unwind.js";
+import { addressBytes, describeWrapperFrames, noteWrapperCode, wrapperFrameDescribed, wrapperUnwindStats } from "./wrapper_unwind.js";
 
 /** The hook spec's abi value for which a wrapper may stand in (src/symbols/abi.rs). */
 export const WRAPPER_ABI = "sysv-int";
@@ -106,12 +106,7 @@ const WRAPPER_SPAN = 256;
 const STUB_SIZE = 336; // 329 bytes, 16-byte aligned starts
 const XMM_AREA = 256;
 function stubBytes(wrapper: NativePointer): number[] {
-    const target: number[] = [];
-    let v = uint64(wrapper.toString());
-    for (let i = 0; i < 8; i++) {
-        target.push(v.and(0xff).toNumber());
-        v = v.shr(8);
-    }
+    const target = addressBytes(wrapper);
     // movaps [rsp + 16i], xmm_i (0F 29) and back (0F 28): REX.R for xmm8-15, disp32.
     const xmm = (op: number, i: number): number[] => {
         const off = 16 * i;
