@@ -569,14 +569,14 @@ async fn optimized_callers_keep_their_registers_across_a_wrapped_call() {
 /// callee-saved registers across the throws), on every hook path: wrapped C++ functions
 /// (the program's unwinder knows the wrapper frames: agent/src/wrapper_unwind.ts) and
 /// attached ones, native or JavaScript (the real return addresses are put back while the
-/// exception unwinds: agent/src/cxx_unwind.ts). Before, the first throw through a traced
+/// exception unwinds: agent/src/unwinding.ts). Before, the first throw through a traced
 /// function aborted the process ("terminate called after throwing …").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cxx_exceptions_cross_traced_frames() {
     let h = harness();
     // -O2 moves calls into the first 16 bytes of ex_through and ex_rethrow, which replaceFast
     // relocates into its trampoline: those attach, and the exception crosses Frida's leave
-    // trampoline (agent/src/cxx_unwind.ts).
+    // trampoline (agent/src/unwinding.ts).
     // Then every function on Interceptor.attach (native hooks, then JavaScript ones): the
     // exception crosses Frida's leave trampolines, and a catching function (ex_sum) returns
     // through its own.
@@ -589,18 +589,7 @@ async fn cxx_exceptions_cross_traced_frames() {
     ];
     for (binary, options, wrapped_ones) in cases {
         let functions = &all[..];
-        let untraced = std::process::Command::new(common::fixture(binary))
-            .args(["100", "3"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child.stdin.take().unwrap().write_all(b"go\n")?;
-                child.wait_with_output()
-            })
-            .expect("run untraced");
-        let expected = String::from_utf8_lossy(&untraced.stdout).lines().last().unwrap_or_default().to_string();
+        let expected = untraced_last_line(binary, &["100", "3"]);
         assert!(expected.starts_with("total "), "{binary} untraced: {expected:?}");
 
         let id = launch_fixture(&h, binary, &["100", "3"]).await;
@@ -610,7 +599,7 @@ async fn cxx_exceptions_cross_traced_frames() {
         let settings = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
         assert_eq!(wrapped, names(wrapped_ones), "{binary} {options}: wrapped ({})", settings["hookPaths"]);
         assert_eq!(settings["hookPaths"]["unwind"]["unwinder"], json!(!wrapped_ones.is_empty()), "{}", settings["hookPaths"]);
-        assert_eq!(settings["hookPaths"]["cxxUnwind"]["hooked"], json!(true), "{}", settings["hookPaths"]);
+        assert_eq!(settings["hookPaths"]["unwinding"]["hooked"], json!(true), "{}", settings["hookPaths"]);
         h.engine.send_stdin(&id, b"go\n").await.unwrap();
         wait_for_exit(&h, &id).await;
         assert!(query(&h, &id, EventType::Crash).is_empty(), "{binary} {options}: {:?}", query(&h, &id, EventType::Crash));
@@ -640,6 +629,48 @@ async fn cxx_exceptions_cross_traced_frames() {
     let reasons: Vec<&str> = paths["fallbacks"].as_array().unwrap().iter().filter_map(|f| f["error"].as_str()).collect();
     assert!(reasons.len() == 2 && reasons.iter().all(|r| r.contains("a call within its first 16 bytes")), "{paths}");
     h.engine.stop(&id, false).await.ok();
+}
+
+/// Rust panics caught by catch_unwind (as a test harness catches a failing test's) unwind
+/// through traced Rust functions — which attach — the same way (agent/src/unwinding.ts):
+/// traced, the program prints what it prints untraced, every call recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_panics_cross_traced_frames() {
+    let h = harness();
+    let functions = ["panics::rp_check", "panics::rp_through", "panics::rp_sum"];
+    let expected = untraced_last_line("rust_panics", &["40"]);
+    assert!(expected.starts_with("total "), "untraced: {expected:?}");
+    for options in [json!({}), json!({ "mode": "js" })] {
+        let id = launch_fixture(&h, "rust_panics", &["40"]).await;
+        h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
+        trace(&h, &id, &functions, &[]).await;
+        let settings = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
+        assert_eq!(settings["hookPaths"]["unwinding"]["hooked"], json!(true), "{options}: {settings}");
+        h.engine.send_stdin(&id, b"go\n").await.unwrap();
+        wait_for_exit(&h, &id).await;
+        assert!(query(&h, &id, EventType::Crash).is_empty(), "{options}: {:?} {:?}", query(&h, &id, EventType::Stderr).iter().map(|e| e.text.clone()).collect::<Vec<_>>(), query(&h, &id, EventType::Crash).iter().map(|e| (e.text.clone(), e.backtrace.clone())).collect::<Vec<_>>());
+        let out = wait_for_stdout(&h, &id, "total ").await;
+        assert!(out.contains(&expected), "{options}: traced {out:?}, untraced {expected:?}");
+        let enters = query(&h, &id, EventType::FunctionEnter);
+        let count = |f: &str| enters.iter().filter(|e| e.function_name.as_deref() == Some(f)).count();
+        assert_eq!((count("panics::rp_sum"), count("panics::rp_through"), count("panics::rp_check")), (2, 80, 80), "{options}");
+    }
+}
+
+/// The last line a fixture prints run untraced, given "go" on stdin.
+fn untraced_last_line(binary: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(common::fixture(binary))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(b"go\n")?;
+            child.wait_with_output()
+        })
+        .expect("run untraced");
+    String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().to_string()
 }
 
 /// Launch a fixture that prints "ready" and waits for a stdin line.

@@ -31,7 +31,7 @@ import { announceThread } from "./threads.js";
 import { xmmSavedCell } from "./xmm.js";
 import { forkGateStats, isForkedCopy, onPiggybackedAck, requestReceipt, sendBatch, sendThroughGate } from "./forksafe.js";
 import { fastHookPatches, installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
-import { setUnwindCallbacks, unwindingHooked } from "./cxx_unwind.js";
+import { setUnwindCallbacks, unwindingHooked } from "./unwinding.js";
 import { costOptions, setCostOptions } from "./cost_sampling.js";
 import { CAPTURE_MAX_SLOTS, FN_PLAN_OFFSET } from "./capture_c.js";
 import { openOutbox, outboxRoom, outboxStats, outboxWritten } from "./outbox.js";
@@ -135,7 +135,7 @@ interface Native {
     /** strobe_js_enter's output: call, parent, tid (u64 each, read as u32 pairs). */
     idsOut: Uint32Array;
     idsOutPtr: NativePointer;
-    /** A JS-path attach frame's return address slot and value, and its leaving (cxx_unwind.ts). */
+    /** A JS-path attach frame's return address slot and value, and its leaving (unwinding.ts). */
     trapEnter: NativeFunction<void, [NativePointerValue, NativePointerValue]>;
     trapLeave: NativeFunction<void, [NativePointerValue]>;
 }
@@ -190,7 +190,7 @@ export function configure(opts: TracingOptions & CaptureOptions): object {
     if (opts.typedValues !== undefined) setTypedValues(opts.typedValues === true);
     if (opts.checkedReads !== undefined) setCheckedReads(opts.checkedReads === true);
     if (native !== null) writeSamplingThresholds(native.shared);
-    return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, clock: hookClock(), hookPaths: { ...wrapperStats(), cxxUnwind: unwindingHooked() }, forkGate: forkGateStats(), capture: captureStats(), outbox: outboxStats() };
+    return { ...options, ...costOptions(), nativeCapture: nativeCaptureEnabled(), available: unavailable === null, unavailable, clock: hookClock(), hookPaths: { ...wrapperStats(), unwinding: unwindingHooked() }, forkGate: forkGateStats(), capture: captureStats(), outbox: outboxStats() };
 }
 
 /** The cost share changed (hooks.ts sends tracing.costShare with every add): the native hooks weigh by it too. */
@@ -407,7 +407,7 @@ export function sharedEnter(sp: NativePointer): [number, number, number] | null 
 
 /**
  * A JS-path attach frame: its return address lives at `slot` (the context's sp at enter)
- * and is `ra`; Frida replaces it with its leave trampoline (cxx_unwind.ts). False: not noted
+ * and is `ra`; Frida replaces it with its leave trampoline (unwinding.ts). False: not noted
  * (no native side), so no trapLeave either.
  */
 export function trapEnter(slot: NativePointer, ra: NativePointer): boolean {
@@ -616,7 +616,7 @@ export function fastStats(): object {
         tail: n.shared.add(SH_TAIL).readU32(),
         batches,
         inFlight: sentSeq - ackedSeq,
-        hookPaths: { ...wrapperStats(), cxxUnwind: unwindingHooked() },
+        hookPaths: { ...wrapperStats(), unwinding: unwindingHooked() },
         capture: captureStats(),
         outbox: outboxStats(),
     };

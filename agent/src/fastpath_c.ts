@@ -163,16 +163,17 @@ extern void strobe_call_pop (Thread * t, guint64 call);
 extern const gint32 xmm_saved[3];
 #define XMM_SAVED(c, half) (xmm_saved[0] ? (const guint8 *) (c)->rsp + xmm_saved[half] : NULL)
 
-/* ---- C++ exceptions through attach frames ----
+/* ---- C++ exceptions and Rust panics through attach frames ----
    Frida's attach replaces a hooked call's return address with its leave trampoline, for
-   which the program's unwinder finds no unwind info: a C++ exception thrown through the
-   call would end in std::terminate. So every attach frame is noted (trap_push: where its
-   return address lives and what it was); when a C++ exception starts or resumes unwinding
-   on this thread (strobe_on_unwind, _Unwind_RaiseException / _Unwind_Resume), the real return
-   addresses go back in place; where it is caught (on_catch, __cxa_begin_catch), the frames
-   it unwound are dropped and the trampolines of the others put back, so those still return
-   through their exit hooks (Frida itself drops the unwound frames' invocations at its next
-   hooked call on the thread: __cxa_begin_catch's). */
+   which the program's unwinder finds no unwind info: an exception or panic thrown through
+   the call would end in an abort. So every attach frame is noted (trap_push: where its
+   return address lives and what it was); when one starts or resumes unwinding on this
+   thread (strobe_on_unwind, _Unwind_RaiseException / _Unwind_Resume), the real return
+   addresses go back in place; where it is caught (on_catch: __cxa_begin_catch, Rust's
+   __rust_panic_cleanup), the frames it unwound are dropped and the trampolines of the
+   others put back, so those still return through their exit hooks (Frida itself drops the
+   unwound frames' invocations at its next hooked call on the thread: the catcher's).
+   unwinding.ts installs the hooks. */
 static void trap_push (guint64 slot, guint64 ra) {
   /* Not thread_state (): a new thread's calloc zeroes the upper halves of ymm registers an
      optimized caller may keep across the call (fast_hook.c hook_thread_new). */
@@ -210,12 +211,15 @@ static void trap_pop (guint64 slot) {
 void strobe_trap_enter (guint64 slot, guint64 ra) { trap_push (slot, ra); }
 void strobe_trap_leave (guint64 slot) { trap_pop (slot); }
 
-/* libstdc++'s and libc++abi's exception classes ("GNUCC++" / "CLNGC++", last byte a variant). */
+/* libstdc++'s and libc++abi's exception classes ("GNUCC++" / "CLNGC++" read as a big-endian
+   number, last byte a variant), and Rust panics' (the bytes "MOZ", 0, "RUST" in memory). */
 #define GNU_CXX_CLASS 0x474e5543432b2b00ULL
 #define CLANG_CXX_CLASS 0x434c4e47432b2b00ULL
+#define RUST_CLASS 0x54535552005a4f4dULL
 
-/* Entered from a stub in front of _Unwind_RaiseException and _Unwind_Resume (cxx_unwind.ts)
-   with their argument and where their return address lies, before they walk a frame. Noted
+/* Entered from a stub in front of _Unwind_RaiseException and _Unwind_Resume (unwinding.ts)
+   with their argument and where their return address lies, before they walk a frame: for
+   a C++ exception or a Rust panic. Noted
    frames below that are gone (a cleanup in the caller's frame resumes the unwinding: the
    frames below it were unwound, and these very calls now use their stack), the others
    get their real return addresses back. */
@@ -223,8 +227,8 @@ void strobe_on_unwind (const guint64 * exception, guint64 entry_sp) {
   if (exception == NULL)
     return;
   guint64 cls = exception[0] & ~0xffULL;
-  if (cls != GNU_CXX_CLASS && cls != CLANG_CXX_CLASS)
-    return; /* a Rust panic, a forced unwind: left as it was */
+  if (cls != GNU_CXX_CLASS && cls != CLANG_CXX_CLASS && exception[0] != RUST_CLASS)
+    return; /* another language's, or a forced unwind (pthread_cancel): left as it was */
   Thread * t = pthread_getspecific (shared.tls_key);
   if (t == NULL || t->traps > HOOK_MAX_DEPTH)
     return;
@@ -249,11 +253,19 @@ void on_catch (GumInvocationContext * ic) {
   if (t == NULL || !t->unwinding || t->traps > HOOK_MAX_DEPTH)
     return;
   t->unwinding = 0;
-  /* The handler's frame lies above __cxa_begin_catch's return address; the unwound ones at
-     or below it (see strobe_on_unwind). */
+  /* Live: the handler's frame and its callers, whose return addresses lie at or above the
+     handler's stack pointer at the call the exception came out of — which the unwinder's
+     search left in the exception (private_2); the unwound frames' lie below it. Rust's
+     cleanup is called from below frames the panic unwound, whose stack it reuses, so this
+     call's own stack pointer cannot tell them apart. Without it: the frames at or below
+     this call's return address are the unwound ones (see strobe_on_unwind). */
+  const guint64 * exception = (const guint64 *) ic->cpu_context->rdi;
   guint64 sp = ic->cpu_context->rsp;
+  guint64 live_from = sp + 1;
+  if (exception != NULL && exception[3] > sp)
+    live_from = exception[3];
   guint32 n = t->traps;
-  while (n > 0 && t->trap_slot[n - 1] <= sp)
+  while (n > 0 && t->trap_slot[n - 1] < live_from)
     n--;
   t->traps = n;
   for (guint32 i = 0; i < n; i++) {
@@ -263,7 +275,7 @@ void on_catch (GumInvocationContext * ic) {
     }
   }
 }
-/* ---- end of C++ exceptions ---- */
+/* ---- end of C++ exceptions and Rust panics ---- */
 
 void on_enter (GumInvocationContext * ic) {
   /* The System V argument registers, read straight from the saved context: calling

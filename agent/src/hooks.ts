@@ -8,7 +8,7 @@ import { costMeter, CostMeter, setCostOptions } from "./cost_sampling.js";
 import { AgentEvent, ENTER, EXIT, push } from "./events.js";
 import { announceThread } from "./threads.js";
 import { idleWrapperDanger, releaseIdleWrapper } from "./wrappers.js";
-import { hookUnwinding, unwindHookSites } from "./cxx_unwind.js";
+import { hookUnwinding, unwindHookSites } from "./unwinding.js";
 import { attachFast, attachFastPatches, drainBeforeJsEvent, HookNeeds, prepareFastHooks, prepareSharedStack, sharedEnter, sharedLeave, syncCostShare, trapEnter, trapLeave, useFastPath } from "./fastpath.js";
 import { attachGate } from "./js_gate.js";
 import { DangerRange, patchParked, prologue } from "./quiesce.js";
@@ -94,7 +94,7 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
     return {
         onEnter(args) {
             // Noted whatever happens next: Frida replaces the return address of every call
-            // (cxx_unwind.ts).
+            // (unwinding.ts).
             if (trapEnter(this.context.sp, this.returnAddress)) this.trapSlot = this.context.sp;
             if (!state.active) return;
             const tid = this.threadId;
@@ -205,7 +205,7 @@ export function updateHooks(req: HooksRequest): HooksResult {
                 // reported below
             }
         }
-        // The C++ runtime's unwinding, hooked once, with these patches (cxx_unwind.ts).
+        // The C++ runtime's unwinding, hooked once, with these patches (unwinding.ts).
         const unwind = functions.length > 0 ? unwindHookSites() : [];
         for (const site of unwind) patched.push(prologue(site.address));
         patchParked(patched, () => {

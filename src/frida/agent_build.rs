@@ -21,7 +21,7 @@ pub const AGENT_SOURCES: &[(&str, &str)] = &[
     ("src/fastpath_c.ts", include_str!("../../agent/src/fastpath_c.ts")),
     ("src/wrappers.ts", include_str!("../../agent/src/wrappers.ts")),
     ("src/wrapper_unwind.ts", include_str!("../../agent/src/wrapper_unwind.ts")),
-    ("src/cxx_unwind.ts", include_str!("../../agent/src/cxx_unwind.ts")),
+    ("src/unwinding.ts", include_str!("../../agent/src/unwinding.ts")),
     ("src/quiesce.ts", include_str!("../../agent/src/quiesce.ts")),
     ("src/js_gate.ts", include_str!("../../agent/src/js_gate.ts")),
     ("src/logpoint_messages.ts", include_str!("../../agent/src/logpoint_messages.ts")),
