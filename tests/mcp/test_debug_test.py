@@ -142,9 +142,11 @@ async def test_tdd_loop_suite_then_traced_rerun_then_query(strobe_home):
         assert sid and done["sessionId"] == sid
         assert traced["hookedFunctions"] >= 2, traced
         assert (r2["summary"]["failed"], r2["summary"]["passed"]) == (1, 0), r2
-        # A panic cannot unwind through Frida's hooks: the process aborts inside the test
-        # (reported as that test's failure); the calls before it are recorded.
-        assert r2["failures"][0]["name"] == "tests::survives_big_discounts"
+        # The panic unwinds through the traced functions to the harness, as untraced
+        # (agent/src/unwinding.ts; it used to abort the process): the real message and line.
+        failed = r2["failures"][0]
+        assert failed["name"] == "tests::survives_big_discounts"
+        assert (failed["message"], failed["line"]) == ("attempt to subtract with overflow", 4), failed
         q = await c.call("debug_query", sessionId=sid, eventType="function_enter", verbose=True,
                          function={"equals": "shop::pricing::discount"}, limit=50)
         args = [e["arguments"] for e in q["events"]]
