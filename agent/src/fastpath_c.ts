@@ -174,16 +174,26 @@ extern const gint32 xmm_saved[3];
    others put back, so those still return through their exit hooks (Frida itself drops the
    unwound frames' invocations at its next hooked call on the thread: the catcher's).
    unwinding.ts installs the hooks. */
+
+/* Drop the noted frames whose return address lies below live_from: gone (the innermost
+   last, so they are the top of the list). Only with t->traps within HOOK_MAX_DEPTH. */
+static void traps_drop_below (Thread * t, guint64 live_from) {
+  guint32 n = t->traps;
+  while (n > 0 && t->trap_slot[n - 1] < live_from)
+    n--;
+  t->traps = n;
+}
+
 static void trap_push (guint64 slot, guint64 ra) {
   /* Not thread_state (): a new thread's calloc zeroes the upper halves of ymm registers an
      optimized caller may keep across the call (fast_hook.c hook_thread_new). */
   Thread * t = strobe_thread (&hook_ctx);
   if (t == NULL)
     return;
-  guint32 n = t->traps;
   /* Frames at or below this one are gone (a longjmp left them). */
-  while (n > 0 && n <= HOOK_MAX_DEPTH && t->trap_slot[n - 1] <= slot)
-    n--;
+  if (t->traps <= HOOK_MAX_DEPTH)
+    traps_drop_below (t, slot + 1);
+  guint32 n = t->traps;
   if (n < HOOK_MAX_DEPTH) {
     t->trap_slot[n] = slot;
     t->trap_ra[n] = ra;
@@ -197,14 +207,10 @@ static void trap_pop (guint64 slot) {
   Thread * t = pthread_getspecific (shared.tls_key);
   if (t == NULL)
     return;
-  guint32 n = t->traps;
-  if (n > HOOK_MAX_DEPTH) {
-    t->traps = n - 1;
-    return;
-  }
-  while (n > 0 && t->trap_slot[n - 1] <= slot)
-    n--;
-  t->traps = n;
+  if (t->traps > HOOK_MAX_DEPTH)
+    t->traps--;
+  else
+    traps_drop_below (t, slot + 1);
 }
 
 /* The JS path's attach frames (hooks.ts). */
@@ -232,13 +238,10 @@ void strobe_on_unwind (const guint64 * exception, guint64 entry_sp) {
   Thread * t = pthread_getspecific (shared.tls_key);
   if (t == NULL || t->traps > HOOK_MAX_DEPTH)
     return;
-  guint32 n = t->traps;
   /* At or below: the unwound callee of the frame that calls now was called from the same
      stack pointer, so its return address lay where this call's does. */
-  while (n > 0 && t->trap_slot[n - 1] <= entry_sp)
-    n--;
-  t->traps = n;
-  for (guint32 i = 0; i < n; i++) {
+  traps_drop_below (t, entry_sp + 1);
+  for (guint32 i = 0; i < t->traps; i++) {
     guint64 * slot = (guint64 *) t->trap_slot[i];
     if (*slot != t->trap_ra[i]) {
       t->trap_tramp[i] = *slot;
@@ -264,11 +267,8 @@ void on_catch (GumInvocationContext * ic) {
   guint64 live_from = sp + 1;
   if (exception != NULL && exception[3] > sp)
     live_from = exception[3];
-  guint32 n = t->traps;
-  while (n > 0 && t->trap_slot[n - 1] < live_from)
-    n--;
-  t->traps = n;
-  for (guint32 i = 0; i < n; i++) {
+  traps_drop_below (t, live_from);
+  for (guint32 i = 0; i < t->traps; i++) {
     if (t->trap_tramp[i] != 0) {
       *(guint64 *) t->trap_slot[i] = t->trap_tramp[i];
       t->trap_tramp[i] = 0;

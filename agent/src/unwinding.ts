@@ -26,7 +26,7 @@ interface Site {
 }
 
 let hooked = false;
-let installed = 0;
+/** Why a site could not be hooked (null: every site was). */
 let failure: string | null = null;
 const kept: unknown[] = [];
 /** strobe_on_unwind / on_catch of the fast path's CModule (fastpath.ts sets them up). */
@@ -44,32 +44,24 @@ export function setUnwindCallbacks(onUnwind: NativePointer, onCatch: NativePoint
 export function unwindHookSites(): Site[] {
     if (hooked || callbacks === null) return [];
     const gcc = Process.findModuleByName("libgcc_s.so.1");
-    if (gcc === null) return [];
-    const sites: Site[] = [];
-    for (const name of ["_Unwind_RaiseException", "_Unwind_Resume"]) {
-        const at = gcc.findExportByName(name);
-        if (at !== null) sites.push({ address: at, catches: false });
-    }
+    const raise = gcc?.findExportByName("_Unwind_RaiseException") ?? null;
+    const resume = gcc?.findExportByName("_Unwind_Resume") ?? null;
+    if (raise === null || resume === null) return [];
     const cxx = Process.enumerateModules().find((m) => m.name.startsWith("libstdc++.so") || m.name.startsWith("libc++abi.so"));
-    const begin = cxx?.findExportByName("__cxa_begin_catch") ?? null;
-    if (begin !== null) sites.push({ address: begin, catches: true });
-    const rust = rustPanicCleanup();
-    if (rust !== null) sites.push({ address: rust, catches: true });
-    return sites.length >= 3 && sites.length === 2 + sites.filter((x) => x.catches).length ? sites : [];
+    const catchers = [cxx?.findExportByName("__cxa_begin_catch") ?? null, rustPanicCleanup()].filter((p): p is NativePointer => p !== null);
+    if (catchers.length === 0) return [];
+    return [{ address: raise, catches: false }, { address: resume, catches: false }, ...catchers.map((address) => ({ address, catches: true }))];
 }
 
-/** Modules searched for Rust's panic cleanup, and where it was found. */
-const searched = new Set<string>();
-let rustCleanup: NativePointer | null = null;
+/** std's `__rust_panic_cleanup`: undefined until the program's symbol table was searched. */
+let rustCleanup: NativePointer | null | undefined;
 
 /** std's `__rust_panic_cleanup` (v0-mangled, in the program's symbol table), if linked in. */
 function rustPanicCleanup(): NativePointer | null {
-    if (rustCleanup !== null) return rustCleanup;
-    const main = Process.mainModule;
-    if (searched.has(main.path)) return null;
-    searched.add(main.path);
-    const s = main.enumerateSymbols().find((x) => x.type === "function" && x.name.endsWith("__rust_panic_cleanup") && !x.address.isNull());
-    rustCleanup = s?.address ?? null;
+    if (rustCleanup === undefined) {
+        const s = Process.mainModule.enumerateSymbols().find((x) => x.type === "function" && x.name.endsWith("__rust_panic_cleanup") && !x.address.isNull());
+        rustCleanup = s?.address ?? null;
+    }
     return rustCleanup;
 }
 
@@ -91,7 +83,6 @@ export function hookUnwinding(sites: Site[]): void {
                 Memory.protect(stub, Process.pageSize, "r-x");
                 kept.push(stub);
             }
-            installed++;
         } catch (e) {
             failure = `${s.address}: ${e instanceof Error ? e.message : e}`;
             send({ type: "log", level: "warning", message: `a C++ exception or Rust panic through a function traced with Interceptor.attach will abort the program: hooking the unwinder at ${s.address} failed: ${e instanceof Error ? e.message : e}` });
@@ -101,7 +92,7 @@ export function hookUnwinding(sites: Site[]): void {
 
 /** Whether the unwinder is hooked, and why not (status). */
 export function unwindingHooked(): object {
-    return { hooked: installed >= 3 && failure === null, error: failure, runtime: callbacks !== null && (hooked || unwindHookSites().length > 0), dbg: { cb: callbacks !== null, gcc: Process.findModuleByName("libgcc_s.so.1") !== null, rust: String(rustCleanup), searched: [...searched] } };
+    return { hooked: hooked && failure === null, error: failure };
 }
 
 /** Where the stub keeps the original's address (its last 8 bytes). */

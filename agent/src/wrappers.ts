@@ -261,18 +261,35 @@ function rewrap(h: FastHook): boolean {
     return true;
 }
 
-/**
- * Whether a fast hook given `abi` takes the wrapper path: an eligible abi, wrappers not off,
- * and for a C++ function (UNWINDS_SUFFIX) a wrapper whose frames the unwinder knows.
- */
-function takesWrapper(abi: string | undefined, address: NativePointer): boolean {
-    if (abi === undefined || offReason !== null) return false;
+/** The wrapper `abi` asks for (null: none): with the register-saving stub, with unwind info. */
+function wrapperKind(abi: string | undefined): { saving: boolean; unwinds: boolean } | null {
+    if (abi === undefined) return null;
     const unwinds = abi.endsWith(UNWINDS_SUFFIX);
     const base = unwinds ? abi.slice(0, -UNWINDS_SUFFIX.length) : abi;
-    if (base !== WRAPPER_ABI && base !== SAVING_WRAPPER_ABI) return false;
+    if (base !== WRAPPER_ABI && base !== SAVING_WRAPPER_ABI) return null;
+    return { saving: base === SAVING_WRAPPER_ABI, unwinds };
+}
+
+/** wrapperRefusal's answer for a C++ function with a call in its relocated prologue (noted). */
+const RELOCATED_CALL = "relocated call";
+
+/**
+ * Why a fast hook given `abi` does not take the wrapper path at `address` (null: it does):
+ * no eligible abi, wrappers off, or for a C++ function (UNWINDS_SUFFIX) a call in the
+ * prologue replaceFast relocates, or no wrapper whose frames the unwinder knows.
+ */
+function wrapperRefusal(abi: string | undefined, address: NativePointer): string | null {
+    const kind = wrapperKind(abi);
+    if (kind === null) return "no wrapper abi";
+    if (offReason !== null) return offReason;
     // An idle wrapper there passed this test when it went in (a function's abi is fixed).
-    if (!unwinds || idle.has(address.toString())) return true;
-    return nextWrapperDescribed(base === SAVING_WRAPPER_ABI) && !callInRelocatedPrologue(address);
+    if (!kind.unwinds || idle.has(address.toString())) return null;
+    if (callInRelocatedPrologue(address)) return RELOCATED_CALL;
+    return nextWrapperDescribed(kind.saving) ? null : "wrapper frames not described";
+}
+
+function takesWrapper(abi: string | undefined, address: NativePointer): boolean {
+    return wrapperRefusal(abi, address) === null;
 }
 
 /** Bytes replaceFast overwrites at a function's entry (after an endbr64): a far jump. */
@@ -304,10 +321,6 @@ function nextWrapperDescribed(saving: boolean): boolean {
     return wrapperFrameDescribed(code) && wrapperFrameDescribed(native.wrappedCall);
 }
 
-/** Whether `abi` asks for the register-saving stub. */
-function savingAbi(abi: string | undefined): boolean {
-    return abi === SAVING_WRAPPER_ABI || abi === SAVING_WRAPPER_ABI + UNWINDS_SUFFIX;
-}
 
 /** Whether `old`, a listener kept switched off, records for function state `fn`: it is then
  *  switched back on instead of attaching again. */
@@ -340,16 +353,17 @@ function attach(h: FastHook, n: NativeHooks): void {
 export function installFastHook(target: FastTarget, n: NativeHooks, abi: string | undefined): InvocationListener {
     native = n;
     const h: FastHook = { target, wrapped: false, listener: null, slot: null };
-    if (takesWrapper(abi, target.address) && !rewrap(h)) {
+    const refusal = wrapperRefusal(abi, target.address);
+    if (refusal === null && !rewrap(h)) {
         try {
-            wrap(h, n, savingAbi(abi));
+            wrap(h, n, wrapperKind(abi)!.saving);
         } catch (e) {
             const error = e instanceof Error ? e.message : String(e);
             if (chunks.length === 0) offReason = `wrapper code failed to compile: ${error}`;
             if (fallbacks.length < MAX_FALLBACKS_KEPT) fallbacks.push({ name: target.name, error });
         }
     }
-    if (!h.wrapped && abi?.endsWith(UNWINDS_SUFFIX) && offReason === null && callInRelocatedPrologue(target.address) && fallbacks.length < MAX_FALLBACKS_KEPT) {
+    if (refusal === RELOCATED_CALL && fallbacks.length < MAX_FALLBACKS_KEPT) {
         fallbacks.push({ name: target.name, error: `a call within its first ${REDIRECT_BYTES} bytes would return into the wrapper's trampoline, where an exception cannot unwind: attached` });
     }
     if (!h.wrapped) attach(h, n);
