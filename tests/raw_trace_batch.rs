@@ -91,6 +91,7 @@ fn batches(n_batches: usize, per_batch: usize) -> Vec<RawTraceBatch> {
                     id,
                     exit: false,
                     sampled: rng.next().is_multiple_of(3),
+                    unwound: false,
                     nargs: (rng.next() % 9) as u8, // 7 and 8: more than the record holds
                     site,
                     thread: t as u32,
@@ -105,6 +106,7 @@ fn batches(n_batches: usize, per_batch: usize) -> Vec<RawTraceBatch> {
                     id,
                     exit: true,
                     sampled: rng.next().is_multiple_of(3),
+                    unwound: rng.next().is_multiple_of(5), // left by an exception: no return value
                     nargs: 0,
                     site,
                     thread: t as u32,

@@ -22,7 +22,7 @@ fn store_run(store: &Store) -> Vec<i64> {
     for i in 0..30u64 {
         let id = store.next_event_id();
         ids.push(id);
-        b.records.push(RawTraceRecord { id, exit: false, sampled: false, nargs: 1, site: 0, thread: 0, timestamp_ns: 100 + i as i64, parent_event_id: 0, duration_ns: 0, words: [i, 0, 0, 0, 0, 0] });
+        b.records.push(RawTraceRecord { id, exit: false, sampled: false, unwound: false, nargs: 1, site: 0, thread: 0, timestamp_ns: 100 + i as i64, parent_event_id: 0, duration_ns: 0, words: [i, 0, 0, 0, 0, 0] });
         b.captures.push((i as u32, vec![1, 0, 0, 0, i as u8]));
         for slot in [1u64, 2] {
             let key = slot << 48 | (i + 1);

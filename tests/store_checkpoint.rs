@@ -30,6 +30,7 @@ fn batch(store: &Store, len: usize, ts: &mut i64) -> RawTraceBatch {
             id: store.next_event_id(),
             exit: i % 2 == 1,
             sampled: false,
+            unwound: false,
             nargs: 2,
             site: 0,
             thread: 0,

@@ -202,6 +202,7 @@ fn raw_trace_batches_count_threads_and_null_returns() {
                 id,
                 exit,
                 sampled: false,
+                unwound: false,
                 nargs: 1,
                 site: (i % 2) as u32 ^ (b % 2) as u32,
                 thread: (i % 3) as u32,

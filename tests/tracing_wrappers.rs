@@ -619,6 +619,12 @@ async fn cxx_exceptions_cross_traced_frames() {
         assert!(wrong.is_empty(), "{binary}: calls whose parent is an ex_check that threw: {wrong:?}");
         let through_parents: BTreeSet<Option<String>> = enters.iter().filter(|e| e.function_name.as_deref() == Some("ex_through")).map(parent_of).collect();
         assert!(through_parents.iter().all(|p| p.as_deref() == Some("ex_sum")), "{binary}: {through_parents:?}");
+        assert_unwound_exits(&events, "ex_check", |x| x % 7 == 3, &format!("{binary} {options}"));
+        // 3 rounds of 14 throws from ex_sum's ex_through and 14 from ex_rethrow, each
+        // leaving ex_check and the frame above it.
+        let exits = query(&h, &id, EventType::FunctionExit);
+        let unwound = |f: &str| exits.iter().filter(|e| e.function_name.as_deref() == Some(f) && e.unwound == Some(true)).count();
+        assert_eq!((unwound("ex_sum"), unwound("ex_through"), unwound("ex_check"), unwound("ex_rethrow")), (0, 42, 84, 42), "{binary} {options}");
     }
     // The -O2 functions with an early call attach, and say why.
     let id = launch_fixture(&h, "cpp_exceptions_O2", &["1", "1"]).await;
@@ -654,7 +660,75 @@ async fn rust_panics_cross_traced_frames() {
         let enters = query(&h, &id, EventType::FunctionEnter);
         let count = |f: &str| enters.iter().filter(|e| e.function_name.as_deref() == Some(f)).count();
         assert_eq!((count("panics::rp_sum"), count("panics::rp_through"), count("panics::rp_check")), (2, 80, 80), "{options}");
+        assert_unwound_exits(&trace_events(&h, &id), "panics::rp_check", |x| x % 7 == 3, &options.to_string());
     }
+}
+
+/// Calls a longjmp leaves (lj_leaf jumps back to lj_run's setjmp through lj_mid) get exits
+/// marked unwound, without a return value, on the wrapper, attach and JavaScript paths; the
+/// calls after a jump get lj_run as their parent, not the lj_mid the jump left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn longjmp_leaves_unwound_exits() {
+    let h = harness();
+    let expected = untraced_last_line("c_longjmp", &["50"]);
+    assert!(expected.starts_with("total "), "untraced: {expected:?}");
+    for options in [json!({}), json!({ "wrappers": false }), json!({ "mode": "js" })] {
+        let id = launch_fixture(&h, "c_longjmp", &["50"]).await;
+        h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
+        trace(&h, &id, &["lj_leaf", "lj_mid", "lj_run"], &[]).await;
+        h.engine.send_stdin(&id, b"go\n").await.unwrap();
+        wait_for_exit(&h, &id).await;
+        let out = wait_for_stdout(&h, &id, "total ").await;
+        assert!(out.contains(&expected), "{options}: traced {out:?}, untraced {expected:?}");
+        let events = trace_events(&h, &id);
+        assert_unwound_exits(&events, "lj_leaf", |x| x % 5 == 2, &options.to_string());
+        let by_id: HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
+        let mid_parents: BTreeSet<Option<String>> = events
+            .iter()
+            .filter(|e| e.event_type == EventType::FunctionEnter && e.function_name.as_deref() == Some("lj_mid"))
+            .map(|e| e.parent_event_id.map(|p| by_id[&p].function_name.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(mid_parents, BTreeSet::from([Some("lj_run".to_string())]), "{options}");
+        let unwound = events.iter().filter(|e| e.unwound == Some(true)).count();
+        assert_eq!(unwound, 20, "{options}: 10 jumps, each leaving lj_leaf and lj_mid");
+    }
+}
+
+/// Replays one thread's enters and exits as a call stack: every exit is the innermost open
+/// call's, every call has one, and `thrower`'s exits are marked unwound (no return value)
+/// exactly when its first argument makes it throw; a caller an exception crossed is unwound
+/// too, one that caught it returns.
+fn assert_unwound_exits(events: &[Event], thrower: &str, throws: impl Fn(i64) -> bool, what: &str) {
+    let mut stack: Vec<(String, bool)> = Vec::new(); // (function, a callee was unwound)
+    let mut checked = 0;
+    for e in events {
+        let name = e.function_name.clone().unwrap_or_default();
+        match e.event_type {
+            EventType::FunctionEnter => {
+                let args = e.arguments.clone().unwrap_or_default();
+                let x: i64 = args.trim_matches(|c: char| !c.is_ascii_digit() && c != '-').split(|c: char| !c.is_ascii_digit() && c != '-').next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{what}: {name} args {args}"));
+                stack.push((if name == thrower { format!("{name} {}", throws(x)) } else { name }, false));
+            }
+            EventType::FunctionExit => {
+                let (top, callee_unwound) = stack.pop().unwrap_or_else(|| panic!("{what}: exit of {name} with no open call"));
+                assert!(top.starts_with(&name), "{what}: exit of {name}, innermost open call {top}");
+                let unwound = e.unwound == Some(true);
+                assert_eq!(unwound, e.return_value.is_none(), "{what}: {name} unwound {unwound}, returned {:?}", e.return_value);
+                if name == thrower {
+                    assert_eq!(unwound, top.ends_with("true"), "{what}: {top} exit unwound {unwound}");
+                    checked += 1;
+                } else if unwound {
+                    assert!(callee_unwound, "{what}: {name} unwound though no callee was");
+                }
+                if let Some(parent) = stack.last_mut() {
+                    parent.1 |= unwound;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(stack.is_empty(), "{what}: calls without an exit: {stack:?}");
+    assert!(checked > 0, "{what}: no exit of {thrower}");
 }
 
 /// The last line a fixture prints run untraced, given "go" on stdin.

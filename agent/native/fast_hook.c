@@ -20,6 +20,7 @@ void strobe_cap_forget (CapScratch * s);
 #define KIND_TYPED_ENTER 3
 #define KIND_TYPED_EXIT 4
 #define KIND_TYPED_EXIT_BARE 5
+#define KIND_UNWOUND 6            /* a call left without returning (hook_unwound) */
 #define CAP_MAX_SLOTS 2400        /* capture_c.ts CAPTURE_MAX_SLOTS */
 #define CAP_COST_EVERY 16         /* capture_c.ts: 1 call in 16 is timed for cost sampling */
 #define CAP_MEASURED(call) ((((call) * 0x9e3779b97f4a7c15UL) >> 60) == 0)
@@ -162,37 +163,95 @@ Thread * strobe_thread (const HookCtx * x) {
   return hook_thread (x);
 }
 
+/* Records of calls left without returning — unwound by an exception or skipped by a
+   longjmp — are exits of their own kind: no return value, the time from their enter to when
+   the hooks saw them gone (the next traced call or return below them, or the catch). */
+#define CALL_SAMPLED 0x80000000u
+
+/* Exits for the calls at depths [to, from) of t's stack, innermost first; t->depth is the
+   caller's to set. */
+static void hook_unwound (const HookCtx * x, Thread * t, u32 from, u32 to) {
+  if (from > HOOK_MAX_DEPTH)
+    from = HOOK_MAX_DEPTH;
+  if (to >= from)
+    return;
+  Shared * sh = x->shared;
+  u64 now = hook_now (x);
+  for (u32 d = from; d-- > to;) {
+    u32 pos;
+    Rec * r = hook_reserve (sh, 1, &pos);
+    if (r == 0)
+      continue;
+    r->kind = KIND_UNWOUND; r->flags = (t->fn[d] & CALL_SAMPLED) ? 1 : 0; r->nargs = 0; r->pad = 0;
+    r->fn = t->fn[d] & ~CALL_SAMPLED; r->tid = t->tid;
+    r->call = t->stack[d]; r->parent = d > 0 ? t->stack[d - 1] : 0; r->ts = now;
+    r->v[0] = 0;
+    r->v[1] = t->ts[d] != 0 && now > t->ts[d] ? now - t->ts[d] : 0;
+    hook_commit (r, pos);
+  }
+}
+
 /* A new call on this thread's stack; its parent is the innermost open call (0: none). Also
    the JS path's (fastpath_c.ts strobe_js_enter): one stack per thread for both. Call ids
-   are (thread serial << 32) | per-thread counter: unique without an atomic. */
-/* sp: the new call's stack pointer at entry (0: not known). Frames whose own lies at or below
+   are (thread serial << 32) | per-thread counter: unique without an atomic.
+   sp: the new call's stack pointer at entry (0: not known). Frames whose own lies at or below
    it are gone — a longjmp or an exception (a C++ throw through wrapped functions) left them
-   without their exit, where a live caller's lies above — and are dropped first, so the call
-   gets its real caller as parent, not the frame that threw. */
-u64 strobe_call_push (Thread * t, u64 * parent, u64 sp) {
+   without their exit, where a live caller's lies above — and are dropped first (with their
+   unwound exits), so the call gets its real caller as parent, not the frame that threw.
+   fn: the function's id, bit 31 set while sampled; ts: the enter's time (0: set later,
+   hook_note_ts). */
+u64 strobe_call_push (const HookCtx * x, Thread * t, u64 * parent, u64 sp, u32 fn, u64 ts) {
   u64 call = t->serial | ++t->seq;
   u32 d = t->depth;
   if (sp != 0)
     while (d > 0 && d <= HOOK_MAX_DEPTH && t->sp[d - 1] != 0 && t->sp[d - 1] <= sp)
       d--;
+  if (d < t->depth)
+    hook_unwound (x, t, t->depth, d);
   *parent = d == 0 ? 0 : t->stack[(d <= HOOK_MAX_DEPTH ? d : HOOK_MAX_DEPTH) - 1];
   if (d < HOOK_MAX_DEPTH) {
     t->stack[d] = call;
     t->sp[d] = sp;
+    t->fn[d] = fn;
+    t->ts[d] = ts;
   }
   t->depth = d + 1;
   return call;
 }
 
-/* Pop down to this call: frames left by a longjmp or an unwinding exception never leave. */
-void strobe_call_pop (Thread * t, u64 call) {
+/* The enter time of the call just pushed. */
+static inline void hook_note_ts (Thread * t, u64 ts) {
+  if (t->depth - 1 < HOOK_MAX_DEPTH)
+    t->ts[t->depth - 1] = ts;
+}
+
+/* Pop down to this call: frames left by a longjmp or an unwinding exception never leave,
+   and get their unwound exits here. */
+void strobe_call_pop (const HookCtx * x, Thread * t, u64 call) {
   u32 d = t->depth;
   if (d > HOOK_MAX_DEPTH) {
     t->depth = d - 1;
   } else {
     while (d > 0 && t->stack[d - 1] != call)
       d--;
-    t->depth = d > 0 ? d - 1 : t->depth;
+    if (d > 0) {
+      hook_unwound (x, t, t->depth, d);
+      t->depth = d - 1;
+    }
+  }
+}
+
+/* Where an exception or panic is caught (fastpath_c.ts on_catch): the calls whose entry
+   stack pointer lies below live_from were unwound. */
+void strobe_calls_unwound_below (const HookCtx * x, Thread * t, u64 live_from) {
+  u32 d = t->depth;
+  if (d > HOOK_MAX_DEPTH)
+    return;
+  while (d > 0 && t->sp[d - 1] != 0 && t->sp[d - 1] < live_from)
+    d--;
+  if (d < t->depth) {
+    hook_unwound (x, t, t->depth, d);
+    t->depth = d;
   }
 }
 
@@ -298,7 +357,7 @@ void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocat
   /* Attach: the saved stack pointer points at the return address; a wrapper (no stack
      pointer saved) passes the address of its argument copy, in its frame just above. */
   u64 sp = inv->stack != 0 ? (u64) inv->stack - 8 : (u64) a;
-  u64 call = strobe_call_push (t, &parent, sp);
+  u64 call = strobe_call_push (x, t, &parent, sp, f->id | (sampled ? CALL_SAMPLED : 0), 0);
   inv->thread = t;
   inv->call = call;
   inv->parent = parent;
@@ -311,6 +370,7 @@ void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocat
     r = hook_reserve (sh, 1, &pos);
     ts = hook_now (x);
     inv->ts = ts;
+    hook_note_ts (t, ts);
     if (r == 0)
       return;
     hook_header (r, KIND_ENTER, inv, f->nargs, f->id, t->tid, ts);
@@ -319,6 +379,7 @@ void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocat
     r = hook_walk_record (x, f, plan, 0, a, inv, &pos);
     ts = hook_now (x);
     inv->ts = ts;
+    hook_note_ts (t, ts);
     if (inv->measure) /* cost sampling (hook_check_rate); racy: an estimate */
       f->hook_ns += (ts - t0) * CAP_COST_EVERY;
     if (r == 0)
@@ -373,7 +434,7 @@ void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocati
     return;
   u64 ts = hook_now (x);
   Thread * t = inv->thread;
-  strobe_call_pop (t, call);
+  strobe_call_pop (x, t, call);
   if (plan == 0) {
     hook_exit_plain (x->shared, f, t, inv, ret[0], ts, KIND_EXIT);
     return;

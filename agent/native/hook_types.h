@@ -76,6 +76,11 @@ typedef struct {
      known), so that frames a longjmp or an exception left without their exit can be told
      from the live callers (fast_hook.c strobe_call_push). */
   u64 sp[HOOK_MAX_DEPTH];
+  /* Each call's function id (bit 31: recorded while sampled) and enter time (hook_now's
+     clock; 0: not known), for the exit record of a call left without returning
+     (fast_hook.c hook_unwound). */
+  u32 fn[HOOK_MAX_DEPTH];
+  u64 ts[HOOK_MAX_DEPTH];
   /* Attach frames whose return address Frida's leave trampoline replaces, innermost last:
      where that return address lives, what it was, and the trampoline an unwinding C++
      exception took out of the way (fastpath_c.ts on_unwind, on_catch). */

@@ -109,7 +109,7 @@ export function captureSymbols(libc: (name: string) => NativePointer): Record<st
     shared.add(CS_AVX2).writeU32(avx2() as number);
     // The hook's two halves and the shared call stack (agent/native/fast_hook.c), for the CModule.
     const sym = (name: string) => walk!.add(CAPTURE_WALK_SYMBOLS[name]);
-    return { capture: shared, ...Object.fromEntries(["strobe_hook_enter", "strobe_hook_exit", "strobe_call_push", "strobe_call_pop", "strobe_thread"].map((n) => [n, sym(n)])) };
+    return { capture: shared, ...Object.fromEntries(["strobe_hook_enter", "strobe_hook_exit", "strobe_call_push", "strobe_call_pop", "strobe_calls_unwound_below", "strobe_thread"].map((n) => [n, sym(n)])) };
 }
 
 /**

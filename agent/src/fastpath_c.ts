@@ -25,6 +25,9 @@
 //                    for the call rate, 1 for the hooks' cost (fast_hook.c hook_check_rate)
 //   kind 3, 4:       typed enter and exit, followed by their captures (capture_c.ts)
 //   kind 5:          typed exit with nothing captured, laid out as kind 1
+//   kind 6 unwound:  a call left without returning (an exception or a longjmp), seen at the
+//                    next traced call or return below it, or at the catch: v[0] = 0, v[1] =
+//                    ns since its enter (fast_hook.c hook_unwound)
 //   flags bit 0 (enter, exit): the call was recorded while its function was being sampled.
 // Call ids are (thread serial << 32) | per-thread counter: unique without an atomic.
 //
@@ -66,6 +69,7 @@ extern int prctl (int option, ...);
 #define NEW_TIDS ${NEW_TIDS}
 #define NEW_TID_SLOT 24
 #define PR_GET_NAME 16
+#define KIND_UNWOUND 6
 
 /* Rec, Fn, Shared, Thread, Invocation, HookCtx, CaptureShared and the capture plan's types:
    agent/native/hook_types.h and capture_types.h, one definition for this CModule and the
@@ -151,9 +155,10 @@ static const HookCtx hook_ctx = { &shared, &capture, thread_state, pthread_getsp
    plain record). inv->call stays 0 when nothing is to be recorded at exit. */
 extern void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * a);
 extern void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * ret);
-extern guint64 strobe_call_push (Thread * t, guint64 * parent, guint64 sp);
+extern guint64 strobe_call_push (const HookCtx * x, Thread * t, guint64 * parent, guint64 sp, guint32 fn, guint64 ts);
 extern Thread * strobe_thread (const HookCtx * x);
-extern void strobe_call_pop (Thread * t, guint64 call);
+extern void strobe_call_pop (const HookCtx * x, Thread * t, guint64 call);
+extern void strobe_calls_unwound_below (const HookCtx * x, Thread * t, guint64 live_from);
 
 #define record_enter(f, inv, a) strobe_hook_enter (&hook_ctx, (f), FN_PLAN (f), (inv), (a))
 #define record_exit(f, inv, ret) do { if ((inv)->call != 0) strobe_hook_exit (&hook_ctx, (f), FN_PLAN (f), (inv), (ret)); } while (0)
@@ -268,6 +273,7 @@ void on_catch (GumInvocationContext * ic) {
   if (exception != NULL && exception[3] > sp)
     live_from = exception[3];
   traps_drop_below (t, live_from);
+  strobe_calls_unwound_below (&hook_ctx, t, live_from);
   for (guint32 i = 0; i < t->traps; i++) {
     if (t->trap_tramp[i] != 0) {
       *(guint64 *) t->trap_slot[i] = t->trap_tramp[i];
@@ -340,22 +346,23 @@ guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
 
 /* The JS path's side of the shared stack: out[0] = call id (0: no thread state), out[1] =
    parent call id (0: none), out[2] = tid. In: out[0] = the call's stack pointer at entry
-   (0: not known). */
+   (0: not known), out[1] = the function's id. */
 void strobe_js_enter (guint64 * out) {
   guint64 sp = out[0];
+  guint32 fn = (guint32) out[1];
   Thread * t = thread_state ();
   if (t == NULL) {
     out[0] = 0; out[1] = 0; out[2] = 0;
     return;
   }
-  out[0] = strobe_call_push (t, &out[1], sp);
+  out[0] = strobe_call_push (&hook_ctx, t, &out[1], sp, fn, shared.use_tsc ? rdtsc_ () : now_ns ());
   out[2] = t->tid;
 }
 
 void strobe_js_leave (guint64 call) {
   Thread * t = thread_state ();
   if (t != NULL && call != 0)
-    strobe_call_pop (t, call);
+    strobe_call_pop (&hook_ctx, t, call);
 }
 
 /* Words a record uses: an enter's arguments, two for the others. */
@@ -386,7 +393,7 @@ guint32 strobe_drain (guint8 * out, guint32 max, guint32 * bytes) {
     if (shared.use_tsc) { /* the hooks' times are ticks (fast_hook.c hook_now) */
       guint64 ts = ticks_ns (r->ts);
       memcpy (out + pos + 32, &ts, 8);
-      if (r->kind == 1 || r->kind == KIND_TYPED_EXIT || r->kind == KIND_TYPED_EXIT_BARE) { /* an exit: v[1] is its duration */
+      if (r->kind == 1 || r->kind == KIND_TYPED_EXIT || r->kind == KIND_TYPED_EXIT_BARE || r->kind == KIND_UNWOUND) { /* an exit: v[1] is its duration */
         guint64 d = ts - ticks_ns (r->ts - r->v[1]);
         memcpy (out + pos + 48, &d, 8);
       }

@@ -105,10 +105,11 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             drainBeforeJsEvent();
             let call: number;
             let parent: number | null;
-            const ids = sharedEnter(this.context.sp);
+            const ids = sharedEnter(this.context.sp, fnId);
             if (ids !== null) {
                 call = ids[0];
                 parent = ids[1] === 0 ? null : ids[1];
+                drainBeforeJsEvent(); // exits of calls it found unwound come before this enter
             } else {
                 let stack = stacks.get(tid);
                 if (stack === undefined) {
@@ -139,6 +140,7 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             const tid = this.threadId;
             drainBeforeJsEvent();
             sharedLeave(entry.call);
+            drainBeforeJsEvent(); // exits of calls unwound above this one come first
             const stack = stacks.get(tid);
             if (stack !== undefined) {
                 // Pop down to (and including) this call: frames left by a longjmp or by an

@@ -41,6 +41,7 @@ fn batches(store: &Store, session: &str, n: usize) -> Vec<RawTraceBatch> {
                 id,
                 exit,
                 sampled: false,
+                unwound: false,
                 nargs: 2,
                 site: 0,
                 thread: 0,

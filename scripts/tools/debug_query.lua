@@ -24,6 +24,9 @@ local function return_type(e)
   if e.eventType ~= "function_exit" then
     return nil
   end
+  if e.unwound then
+    return "unwound" -- left by an exception or a longjmp: no return value
+  end
   local v = e.returnValue
   if v == nil or v == strobe.json.null or v == "0x0" then
     return "null"
@@ -50,6 +53,7 @@ local function summarize(e)
     s.line = e.line
     s.durationNs = e.durationNs
     s.returnType = return_type(e)
+    s.unwound = e.unwound
   end
   if e.eventType == "logpoint" or e.eventType == "condition_error" then
     s.text = e.logpointMessage or e.text
@@ -94,7 +98,7 @@ return {
   title = "Query the event timeline",
   -- Reads recorded events only.
   annotations = { readOnlyHint = true, destructiveHint = false, idempotentHint = true, openWorldHint = false },
-  description = [[Query the session's execution timeline in chronological order: process stdout/stderr (always captured), function_enter/function_exit of traced functions, logpoints, crashes. Start with eventType 'stderr' or 'stdout' (joinOutput: true joins consecutive lines into one text). Summary mode by default; verbose: true adds arguments, return values, thread and parent ids. Keep answers small with fields (e.g. ["function","arguments"]), argDepth (nesting of arguments/return values) and maxBytes (default 524288): a cut answer says how to get the rest. Page with limit/offset, or poll new events with afterEventId = lastEventId.]],
+  description = [[Query the session's execution timeline in chronological order: process stdout/stderr (always captured), function_enter/function_exit of traced functions, logpoints, crashes. Start with eventType 'stderr' or 'stdout' (joinOutput: true joins consecutive lines into one text). Summary mode by default; verbose: true adds arguments, return values, thread and parent ids. An exit with unwound: true (returnType 'unwound') is a call an exception or longjmp left: it returned nothing. Keep answers small with fields (e.g. ["function","arguments"]), argDepth (nesting of arguments/return values) and maxBytes (default 524288): a cut answer says how to get the rest. Page with limit/offset, or poll new events with afterEventId = lastEventId.]],
   inputSchema = {
     type = "object",
     required = { "sessionId" },

@@ -32,6 +32,9 @@ const KIND_TYPED_EXIT: u8 = 4;
 /// A typed exit whose plan reads nothing at exit (a scalar or void return): laid out like
 /// a plain exit, no payload; its return value printed with the plan's type.
 const KIND_TYPED_EXIT_BARE: u8 = 5;
+/// A call left without returning (an exception unwound it, or a longjmp skipped it): an exit
+/// without a return value, stored with `unwound: true` (fast_hook.c hook_unwound).
+const KIND_UNWOUND: u8 = 6;
 const FLAG_SAMPLED: u8 = 1;
 
 /// One record, as laid out by the agent.
@@ -204,7 +207,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
         let ts = r.ts as i64 - s.start_mono_ns;
         let exit = match r.kind {
             KIND_ENTER | KIND_TYPED_ENTER => false,
-            KIND_EXIT | KIND_TYPED_EXIT | KIND_TYPED_EXIT_BARE => true,
+            KIND_EXIT | KIND_TYPED_EXIT | KIND_TYPED_EXIT_BARE | KIND_UNWOUND => true,
             KIND_SAMPLING => {
                 let enabled = r.v[0] != 0;
                 if enabled && st.tracing.never_sample.contains(&r.func) {
@@ -299,6 +302,7 @@ pub(super) fn decode(engine: &Engine, s: &Arc<Session>, symbols: &SymbolIndex, p
             id,
             exit,
             sampled: r.flags & FLAG_SAMPLED != 0,
+            unwound: r.kind == KIND_UNWOUND,
             nargs: r.nargs.min(MAX_ARGS as u8),
             site: last_site.1,
             thread: last_thread.1,

@@ -183,6 +183,7 @@ pub fn event_json(session_id: &str, e: &Event) -> serde_json::Value {
     put("text", json!(e.text));
     put("watchValues", parse_json_text(&e.watch_values).unwrap_or(serde_json::Value::Null));
     put("sampled", json!(e.sampled));
+    put("unwound", json!(e.unwound));
     put("signal", json!(e.signal));
     put("faultAddress", json!(e.fault_address));
     put("registers", parse_json_text(&e.registers).unwrap_or(serde_json::Value::Null));

@@ -136,6 +136,7 @@ impl Dict {
             let own = |c: Option<std::borrow::Cow<'_, str>>| c.map(|c| c.into_owned());
             e.watch_values = own(x.watch_values);
             e.sampled = x.sampled;
+            e.unwound = x.unwound;
             e.signal = own(x.signal);
             e.fault_address = own(x.fault_address);
             e.registers = own(x.registers);

@@ -73,6 +73,8 @@ pub struct Event {
     pub text: Option<String>,
     pub watch_values: Option<String>,
     pub sampled: Option<bool>,
+    /// An exit of a call left without returning (an exception, a longjmp): no return value.
+    pub unwound: Option<bool>,
     pub signal: Option<String>,
     pub fault_address: Option<String>,
     pub registers: Option<String>,
@@ -107,6 +109,7 @@ impl Event {
             text: None,
             watch_values: None,
             sampled: None,
+            unwound: None,
             signal: None,
             fault_address: None,
             registers: None,

@@ -159,6 +159,8 @@ pub(crate) struct Extra<'a> {
     pub watch_values: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwound: Option<bool>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
@@ -183,6 +185,7 @@ pub(crate) fn encode_extra(ev: &Event) -> Option<String> {
     let x = Extra {
         watch_values: b(&ev.watch_values),
         sampled: ev.sampled,
+        unwound: ev.unwound,
         signal: b(&ev.signal),
         fault_address: b(&ev.fault_address),
         registers: b(&ev.registers),

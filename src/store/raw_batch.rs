@@ -42,6 +42,9 @@ pub struct RawTraceRecord {
     pub exit: bool,
     /// Recorded while the function was sampled (stored as `sampled: true`).
     pub sampled: bool,
+    /// Exit of a call left without returning (an exception unwound it, a longjmp skipped it):
+    /// no return value, stored as `unwound: true`.
+    pub unwound: bool,
     /// Enter: how many of `words` are arguments (capped at `MAX_TRACE_ARGS`).
     pub nargs: u8,
     /// Index into `RawTraceBatch::sites` / `threads`.
@@ -76,6 +79,21 @@ pub struct RawTraceBatch {
 
 /// `extra` of a sampled row, as `encode_extra` writes it for `sampled: Some(true)`.
 pub(crate) const SAMPLED_EXTRA: &str = r#"{"sampled":true}"#;
+/// `extra` of an unwound exit (`unwound: Some(true)`), and of a sampled one.
+pub(crate) const UNWOUND_EXTRA: &str = r#"{"unwound":true}"#;
+pub(crate) const SAMPLED_UNWOUND_EXTRA: &str = r#"{"sampled":true,"unwound":true}"#;
+
+impl RawTraceRecord {
+    /// Its `extra` column, as `encode_extra` writes it.
+    pub(crate) fn extra(&self) -> Option<&'static str> {
+        match (self.sampled, self.unwound && self.exit) {
+            (false, false) => None,
+            (true, false) => Some(SAMPLED_EXTRA),
+            (false, true) => Some(UNWOUND_EXTRA),
+            (true, true) => Some(SAMPLED_UNWOUND_EXTRA),
+        }
+    }
+}
 
 /// The `arguments` (enter) or `return_value` (exit) text of a record: typed by the site's
 /// shape, or else a JSON array of hex strings, or one hex string — how the JS path prints
@@ -144,7 +162,11 @@ impl TraceTexts {
         let mut captured = batch.captures.iter().peekable();
         for (i, r) in records.iter().enumerate() {
             if let Some((_, text)) = given.next_if(|g| g.0 as usize == i) {
-                bytes.extend_from_slice(text.as_bytes());
+                if !(r.exit && r.unwound) {
+                    bytes.extend_from_slice(text.as_bytes());
+                }
+            } else if r.exit && r.unwound {
+                // No return value: bound as NULL (trace_writer.rs).
             } else if captured.next_if(|c| c.0 as usize == i).is_some() {
                 // Bound as its blob (trace_writer.rs).
             } else {
@@ -195,10 +217,11 @@ impl RawTraceBatch {
             e.source_file = site.source_file.clone();
             e.line_number = site.line_number;
             e.sampled = r.sampled.then_some(true);
+            e.unwound = (r.exit && r.unwound).then_some(true);
             e.parent_event_id = (r.parent_event_id != 0).then_some(r.parent_event_id);
             let text = given.unwrap_or_else(|| format_words(r, site.shape.as_deref()));
             if r.exit {
-                e.return_value = Some(text);
+                e.return_value = (!r.unwound).then_some(text);
                 e.duration_ns = Some(r.duration_ns);
             } else if capture.is_some() {
                 e.capture = capture;
@@ -220,6 +243,7 @@ mod tests {
             id: 1,
             exit,
             sampled: false,
+            unwound: false,
             nargs,
             site: 0,
             thread: 0,
@@ -268,9 +292,13 @@ mod tests {
     }
 
     #[test]
-    fn sampled_extra_matches_encode_extra() {
-        let mut e = Event::new("s", EventType::FunctionEnter, 0);
-        e.sampled = Some(true);
-        assert_eq!(super::super::intern::encode_extra(&e).as_deref(), Some(SAMPLED_EXTRA));
+    fn extras_match_encode_extra() {
+        for (sampled, unwound) in [(false, false), (true, false), (false, true), (true, true)] {
+            let mut e = Event::new("s", EventType::FunctionExit, 0);
+            e.sampled = sampled.then_some(true);
+            e.unwound = unwound.then_some(true);
+            let r = RawTraceRecord { exit: true, sampled, unwound, ..rec(true, 0, [0; 6]) };
+            assert_eq!(super::super::intern::encode_extra(&e).as_deref(), r.extra(), "sampled {sampled} unwound {unwound}");
+        }
     }
 }

@@ -208,6 +208,7 @@ SELECT e.id, k.name AS session_id, e.timestamp_ns, t.thread_id, t.thread_name, t
        s.function_name, s.function_name_raw, s.source_file, s.line_number,
        e.arguments, e.return_value, e.duration_ns, e.text,
        e.extra ->> '$.watch_values' AS watch_values, e.extra ->> '$.sampled' AS sampled,
+       e.extra ->> '$.unwound' AS unwound,
        e.extra ->> '$.signal' AS signal, e.extra ->> '$.fault_address' AS fault_address,
        e.extra ->> '$.registers' AS registers, e.extra ->> '$.backtrace' AS backtrace,
        e.extra ->> '$.locals' AS locals, e.extra ->> '$.breakpoint_id' AS breakpoint_id,

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use rusqlite::Connection;
 
 use super::event::EventType;
-use super::raw_batch::{RawTraceBatch, RawTraceRecord, TraceTexts, SAMPLED_EXTRA};
+use super::raw_batch::{RawTraceBatch, RawTraceRecord, TraceTexts};
 use super::counters::is_null_return;
 use super::rawstmt::RawInsert;
 use super::schema::{self, EVENT_COLUMN_COUNT};
@@ -149,14 +149,14 @@ fn insert_chunk(
             }
             if r.exit {
                 b.int(base + 7, r.duration_ns);
-                b.opt_text(base + 9, Some(text));
+                b.opt_text(base + 9, (!r.unwound).then_some(text));
             } else if let Some(Some(raw)) = captures.get(i) {
                 b.blob(base + 10, raw);
             } else {
                 b.opt_text(base + 10, Some(text));
             }
-            if r.sampled {
-                b.opt_text(base + 12, Some(SAMPLED_EXTRA));
+            if let Some(extra) = r.extra() {
+                b.opt_text(base + 12, Some(extra));
             }
         }
     })?;
@@ -167,7 +167,7 @@ fn insert_chunk(
         counts.sites[r.site as usize * 2 + r.exit as usize] += 1;
         counts.threads[r.thread as usize * 2 + r.exit as usize] += 1;
         // The stored text decides, as for `returnValue.isNull` (a typed `0` is not null).
-        if r.exit && is_null_return(Some(texts.get(first + i))) {
+        if r.exit && (r.unwound || is_null_return(Some(texts.get(first + i)))) {
             counts.nulls[r.site as usize] += 1;
         }
         st.txn_more.row(res.key, r.id, if r.exit { exit } else { enter });
