@@ -103,14 +103,38 @@ local function stack_of(text)
   return user
 end
 
--- Frames of the project's own code: not the standard library, libtest or the panic machinery.
+-- Frames of the project's own code: not the standard library, libtest, the panic machinery or
+-- a dependency. A method named with its self type in brackets (`<slab::Slab<i32>>::insert`:
+-- v0 names, which the RUSTC_BOOTSTRAP builds get) counts when its file is the project's.
 function is_user_frame(f)
   local fn = f["function"] or ""
   if fn:match("^std::") or fn:match("^core::") or fn:match("^alloc::") or fn:match("^test::")
-    or fn:match("^<") or fn:match("^rust_") or fn:match("^__") then
+    or fn:match("^rust_") or fn:match("^__") then
     return false
   end
-  return f.file == nil or not f.file:match("^/rustc/")
+  if f.file and (f.file:match("^/rustc/") or f.file:find("/.cargo/registry/", 1, true)) then
+    return false
+  end
+  return not fn:match("^<") or (f.file ~= nil and not fn:match("^<std::") and not fn:match("^<core::") and not fn:match("^<alloc::"))
+end
+
+-- A frame's function as a trace pattern: `<slab::Slab<i32>>::insert_at` → `slab::Slab::insert_at`
+-- (every instantiation; src/symbols/pattern.rs matches v0 names by their self type's path), a
+-- trait method `<a::B<T> as c::D>::f` → `a::B::f`.
+local function pattern_of(fn)
+  local self_ty, rest = fn:match("^<(.-)>::([^<>]+)$")
+  if self_ty then
+    self_ty = self_ty:gsub(" as .*$", "")
+    fn = self_ty .. "::" .. rest
+  end
+  -- Generic arguments dropped: a segment without them matches every instantiation.
+  local out, depth = {}, 0
+  for c in fn:gmatch(".") do
+    if c == "<" then depth = depth + 1
+    elseif c == ">" then depth = math.max(0, depth - 1)
+    elseif depth == 0 then out[#out + 1] = c end
+  end
+  return table.concat(out)
 end
 
 local function diagnostics(evts)
@@ -177,7 +201,7 @@ function A.suggest_traces(failure)
   local function add(p) if not seen[p] then seen[p] = true out[#out + 1] = p end end
   local test_suffix = "::" .. failure.name
   for _, f in ipairs(failure.stack or {}) do
-    local fn = f["function"]:gsub("::{closure#%d+}", "")
+    local fn = pattern_of((f["function"]:gsub("::{closure#%d+}", "")))
     local is_test = fn:sub(-#test_suffix) == test_suffix or fn == failure.name
     if not is_test then
       add(fn)

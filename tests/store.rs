@@ -53,6 +53,7 @@ fn full_event(store: &Store, session: &str) -> Event {
         text: Some("hello\nworld".into()),
         watch_values: Some(r#"{"g_count":5}"#.into()),
         sampled: Some(true),
+        unwound: Some(true),
         signal: Some("SIGSEGV".into()),
         fault_address: Some("0xdeadbeef".into()),
         registers: Some(r#"{"rip":"0x1"}"#.into()),

@@ -7,7 +7,10 @@
 //! - a `**` segment matches zero or more whole segments (`a::**::b` matches `a::b`),
 //!   except that a trailing `a::**` needs at least one segment after `a`;
 //! - a literal segment without `<` also matches a name segment whose generic
-//!   arguments it omits (`geometry::scale` matches `geometry::scale<int>`).
+//!   arguments it omits (`geometry::scale` matches `geometry::scale<int>`);
+//! - a Rust method named with its self type in brackets (v0 mangling: `<slab::Slab<i32>>::insert`,
+//!   `<slab::Slab<T> as core::ops::Index<usize>>::index`) also matches as the self type's path
+//!   followed by the method (`slab::Slab::insert`, `slab::**::index`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -109,7 +112,10 @@ impl Pattern {
                 .file
                 .as_deref()
                 .is_some_and(|file| file.contains(part.as_str())),
-            Kind::Glob(segs) => match_segs(segs, &split_path(&f.name)),
+            Kind::Glob(segs) => {
+                match_segs(segs, &split_path(&f.name))
+                    || self_type_path(&f.name).is_some_and(|path| match_segs(segs, &path))
+            }
         }
     }
 }
@@ -279,6 +285,34 @@ fn check_chars(text: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// `<Self>::rest` or `<Self as Trait>::rest` as the segments of `Self` then of `rest`; None for
+/// any other name.
+fn self_type_path(name: &str) -> Option<Vec<&str>> {
+    let inner_and_rest = name.strip_prefix('<')?;
+    let b = inner_and_rest.as_bytes();
+    let mut depth = 0usize;
+    let mut self_end = None;
+    for i in 0..b.len() {
+        match b[i] {
+            b'<' | b'(' | b'[' | b'{' => depth += 1,
+            b'>' | b')' | b']' | b'}' if depth > 0 => depth -= 1,
+            b'>' if depth == 0 => {
+                let rest = inner_and_rest[i + 1..].strip_prefix("::")?;
+                let self_ty = &inner_and_rest[..self_end.unwrap_or(i)];
+                if self_ty.starts_with('<') || self_ty.starts_with('&') || rest.is_empty() {
+                    return None; // not a path: `<&T as Trait>`, nested qualified self
+                }
+                let mut segs = split_path(self_ty);
+                segs.extend(split_path(rest));
+                return Some(segs);
+            }
+            b' ' if depth == 0 && self_end.is_none() && inner_and_rest[i..].starts_with(" as ") => self_end = Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn match_segs(pat: &[Seg], name: &[&str]) -> bool {

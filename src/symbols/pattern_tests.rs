@@ -120,6 +120,20 @@ fn templates_and_generics() {
     check("ns::*", &["ns::f<std::vector<int>>"], &["ns::C::f"]);
     check("**::fmt", &["<sample::Foo as core::fmt::Debug>::fmt"], &[]);
     check("sample::foo", &["sample::foo::<i32>"], &[]);
+    // Rust methods in v0 names: the self type in brackets reads as its path.
+    check(
+        "slab::Slab::insert_at",
+        &["<slab::Slab<i32>>::insert_at", "<slab::Slab<&str>>::insert_at", "slab::Slab<T>::insert_at"],
+        &["<slab::Slab<i32>>::insert", "<slab::Entry<i32>>::insert_at"],
+    );
+    check("slab::**::insert_at", &["<slab::Slab<i32>>::insert_at"], &["<other::Slab<i32>>::insert_at"]);
+    check("slab::Slab<i32>::*", &["<slab::Slab<i32>>::insert_at"], &["<slab::Slab<u8>>::insert_at"]);
+    check(
+        "slab::Slab::index",
+        &["<slab::Slab<T> as core::ops::index::Index<usize>>::index"],
+        &["<&slab::Slab<T> as core::ops::index::Index<usize>>::index"],
+    );
+    check("**::fmt", &["<sample::Foo as core::fmt::Debug>::fmt", "<&u8 as core::fmt::Debug>::fmt"], &[]);
     check("Foo::operator()", &["Foo::operator()"], &["Foo::operator<"]);
     check("Foo::operator<", &["Foo::operator<"], &["Foo::operator<<"]);
     check(
