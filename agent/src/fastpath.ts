@@ -32,6 +32,7 @@ import { xmmSavedCell } from "./xmm.js";
 import { forkGateStats, isForkedCopy, onPiggybackedAck, requestReceipt, sendBatch, sendThroughGate } from "./forksafe.js";
 import { fastHookPatches, installFastHook, reserveWrappers, wrapperStats } from "./wrappers.js";
 import { setUnwindCallbacks, unwindingHooked } from "./unwinding.js";
+import { setTrapLookup } from "./hook_frames.js";
 import { costOptions, setCostOptions } from "./cost_sampling.js";
 import { CAPTURE_MAX_SLOTS, FN_PLAN_OFFSET } from "./capture_c.js";
 import { openOutbox, outboxRoom, outboxStats, outboxWritten } from "./outbox.js";
@@ -370,6 +371,11 @@ function setUp(): Native | null {
             trapLeave: new NativeFunction(cm.strobe_trap_leave, "void", ["pointer"], fast),
         };
         setUnwindCallbacks(cm.strobe_on_unwind, cm.on_catch);
+        const trapRa = new NativeFunction(cm.strobe_trap_ra, "uint64", ["pointer"], fast);
+        setTrapLookup((slot) => {
+            const ra = trapRa(slot);
+            return ra.equals(0) ? null : ptr(ra.toString());
+        });
         return native;
     } catch (e) {
         unavailable = e instanceof Error ? e.message : String(e);

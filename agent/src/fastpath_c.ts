@@ -218,6 +218,19 @@ static void trap_pop (guint64 slot) {
     traps_drop_below (t, slot + 1);
 }
 
+/* The real return address of this thread's noted attach frame whose return address lives at
+   slot, 0 if none is noted there (frames.ts: a backtrace past a traced caller). */
+guint64 strobe_trap_ra (guint64 slot) {
+  Thread * t = pthread_getspecific (shared.tls_key);
+  if (t == NULL)
+    return 0;
+  guint32 n = t->traps < HOOK_MAX_DEPTH ? t->traps : HOOK_MAX_DEPTH;
+  for (guint32 i = n; i-- > 0;)
+    if (t->trap_slot[i] == slot)
+      return t->trap_ra[i];
+  return 0;
+}
+
 /* The JS path's attach frames (hooks.ts). */
 void strobe_trap_enter (guint64 slot, guint64 ra) { trap_push (slot, ra); }
 void strobe_trap_leave (guint64 slot) { trap_pop (slot); }

@@ -3,7 +3,7 @@
 // the daemon cannot read. Shared by pauses (pause.ts) and crashes (crash.ts). Hook frames
 // (hook_frames.ts) are left out.
 
-import { isHookFrame } from "./hook_frames.js";
+import { isHookFrame, returnAddressAt } from "./hook_frames.js";
 
 export interface RawFrame {
     /** Runtime address. */
@@ -88,7 +88,8 @@ function framePointerChain(fp: NativePointer | undefined, max: number): NativePo
     const out: NativePointer[] = [];
     try {
         while (fp !== undefined && !fp.isNull() && out.length < max) {
-            const ret = fp.add(8).readPointer();
+            // A traced caller's slot holds Frida's leave trampoline: its real return address.
+            const ret = returnAddressAt(fp.add(8));
             if (!isReturn(ret)) break;
             if (!isHookFrame(ret)) out.push(ret);
             const next = fp.readPointer();

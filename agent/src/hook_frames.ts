@@ -15,3 +15,17 @@ export function noteHookFrames(start: NativePointer, end: NativePointer): void {
 export function isHookFrame(p: NativePointer): boolean {
     return ranges.some(([s, e]) => p.compare(s) >= 0 && p.compare(e) < 0);
 }
+
+/** The real return address of an attach frame of this thread whose return address lives at
+ *  a slot (Frida's leave trampoline is there), or null (fastpath.ts: the noted frames). */
+let trapLookup: ((slot: NativePointer) => NativePointer | null) | null = null;
+
+export function setTrapLookup(lookup: (slot: NativePointer) => NativePointer | null): void {
+    trapLookup = lookup;
+}
+
+/** The return address kept at `slot`, Frida's attach trampoline replaced by the real one. */
+export function returnAddressAt(slot: NativePointer): NativePointer {
+    const noted = trapLookup !== null ? trapLookup(slot) : null;
+    return noted ?? slot.readPointer();
+}

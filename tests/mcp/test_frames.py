@@ -285,6 +285,40 @@ async def test_backtrace_matches_gdb(strobe_home, fixtures_dir, tmp_path):
         await c.call("debug_session", action="stop", sessionId=sid)
 
 
+@pytest.mark.parametrize("at_exit", [False, True])
+@pytest.mark.parametrize("stop", ["line", "entry"])
+async def test_backtrace_through_traced_callers_matches_gdb(strobe_home, fixtures_dir, tmp_path, at_exit, stop):
+    """A stop under two traced callers (lj_leaf <- lj_mid <- lj_run <- main; native hooks, or
+    with argumentsAtExit JavaScript hooks on Interceptor.attach, whose leave trampoline
+    replaces each traced call's return address), inside lj_leaf or at its first instruction:
+    the backtrace goes on past them to main, as gdb's does untraced. At the entry it used to
+    end at lj_run."""
+    src = SRC / "longjmp.c"
+    where = f"longjmp.c:{line_of('x % 5 == 2', src)}"
+    go = tmp_path / "go"
+    go.write_text("go")
+    expected = gdb_backtrace(fixtures_dir / "c_longjmp", ["50", str(go)], where)
+    go.unlink()
+    assert [f[0] for f in expected] == ["lj_leaf", "lj_mid", "lj_run", "main"], expected
+    async with mcp_client(strobe_home) as c:
+        r = await c.call("debug_launch", command=str(fixtures_dir / "c_longjmp"), args=["50", str(go)], projectRoot=str(SRC))
+        sid = r["sessionId"]
+        await c.wait_for(sid, "ready", eventType="stdout")
+        t = await c.call("debug_trace", sessionId=sid, add=["lj_mid", "lj_run"], argumentsAtExit=at_exit)
+        assert t["hookedFunctions"] == 2, t
+        point = {"file": "longjmp.c", "line": expected[0][2]} if stop == "line" else {"function": "lj_leaf"}
+        await c.call("debug_breakpoint", sessionId=sid, add=[point])
+        go.write_text("go")
+        p = await c.call("debug_continue", sessionId=sid, action="inspect", timeoutMs=30000)
+        assert p["status"] == "paused", p
+        # The same frames in the pause's answer and in the session's status.
+        st = await c.call("debug_session", action="status", sessionId=sid)
+        for frames in (p["backtrace"], st["pausedThreads"][0]["backtrace"]):
+            got = [(f["function"], Path(f["file"]).name, f["line"]) for f in frames if f.get("file")]
+            assert got[1:] == expected[1:] and got[0][0] == "lj_leaf", (stop, got, expected)
+        await c.call("debug_session", action="stop", sessionId=sid)
+
+
 async def test_library_code_of_a_program_without_debug_info(strobe_home, fixtures_dir, tmp_path):
     """Item 12: only the library was built with -g (the executable is stripped): its
     functions are still traced and broken on."""
