@@ -652,6 +652,7 @@ async fn rust_panics_cross_traced_frames() {
         trace(&h, &id, &functions, &[]).await;
         let settings = h.engine.configure_tracing(&id, json!({})).await.expect("tracing settings");
         assert_eq!(settings["hookPaths"]["unwinding"]["hooked"], json!(true), "{options}: {settings}");
+        assert_eq!(settings["hookPaths"]["unwinding"]["panicHook"], json!(true), "{options}: {settings}");
         h.engine.send_stdin(&id, b"go\n").await.unwrap();
         wait_for_exit(&h, &id).await;
         assert!(query(&h, &id, EventType::Crash).is_empty(), "{options}: {:?} {:?}", query(&h, &id, EventType::Stderr).iter().map(|e| e.text.clone()).collect::<Vec<_>>(), query(&h, &id, EventType::Crash).iter().map(|e| (e.text.clone(), e.backtrace.clone())).collect::<Vec<_>>());

@@ -370,7 +370,7 @@ function setUp(): Native | null {
             trapEnter: new NativeFunction(cm.strobe_trap_enter, "void", ["pointer", "pointer"], fast),
             trapLeave: new NativeFunction(cm.strobe_trap_leave, "void", ["pointer"], fast),
         };
-        setUnwindCallbacks(cm.strobe_on_unwind, cm.on_catch);
+        setUnwindCallbacks(cm.strobe_on_unwind, cm.on_catch, cm.strobe_on_panic);
         const trapRa = new NativeFunction(cm.strobe_trap_ra, "uint64", ["pointer"], fast);
         setTrapLookup((slot) => {
             const ra = trapRa(slot);

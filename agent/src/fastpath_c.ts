@@ -241,6 +241,25 @@ void strobe_trap_leave (guint64 slot) { trap_pop (slot); }
 #define CLANG_CXX_CLASS 0x434c4e47432b2b00ULL
 #define RUST_CLASS 0x54535552005a4f4dULL
 
+/* This thread's noted frames get their real return addresses back (the trampolines kept for
+   on_catch), those at or below entry_sp dropped: the unwound callee of the frame that calls
+   now was called from the same stack pointer, so its return address lay where this call's
+   does. */
+static void traps_restore (guint64 entry_sp) {
+  Thread * t = pthread_getspecific (shared.tls_key);
+  if (t == NULL || t->traps > HOOK_MAX_DEPTH)
+    return;
+  traps_drop_below (t, entry_sp + 1);
+  for (guint32 i = 0; i < t->traps; i++) {
+    guint64 * slot = (guint64 *) t->trap_slot[i];
+    if (*slot != t->trap_ra[i]) {
+      t->trap_tramp[i] = *slot;
+      *slot = t->trap_ra[i];
+    }
+  }
+  t->unwinding = 1;
+}
+
 /* Entered from a stub in front of _Unwind_RaiseException and _Unwind_Resume (unwinding.ts)
    with their argument and where their return address lies, before they walk a frame: for
    a C++ exception or a Rust panic. Noted
@@ -253,20 +272,15 @@ void strobe_on_unwind (const guint64 * exception, guint64 entry_sp) {
   guint64 cls = exception[0] & ~0xffULL;
   if (cls != GNU_CXX_CLASS && cls != CLANG_CXX_CLASS && exception[0] != RUST_CLASS)
     return; /* another language's, or a forced unwind (pthread_cancel): left as it was */
-  Thread * t = pthread_getspecific (shared.tls_key);
-  if (t == NULL || t->traps > HOOK_MAX_DEPTH)
-    return;
-  /* At or below: the unwound callee of the frame that calls now was called from the same
-     stack pointer, so its return address lay where this call's does. */
-  traps_drop_below (t, entry_sp + 1);
-  for (guint32 i = 0; i < t->traps; i++) {
-    guint64 * slot = (guint64 *) t->trap_slot[i];
-    if (*slot != t->trap_ra[i]) {
-      t->trap_tramp[i] = *slot;
-      *slot = t->trap_ra[i];
-    }
-  }
-  t->unwinding = 1;
+  traps_restore (entry_sp);
+}
+
+/* Rust's panic machinery is entered (std's panic_with_hook, probed: unwinding.ts) and its hook
+   may print a backtrace (RUST_BACKTRACE), which stops at the first return address Frida's
+   attach replaced: the real ones go back now, as for the unwinding that follows; where the
+   panic is caught, on_catch puts the live frames' trampolines back. */
+void strobe_on_panic (guint64 entry_sp) {
+  traps_restore (entry_sp);
 }
 
 void on_catch (GumInvocationContext * ic) {

@@ -13,7 +13,11 @@
 //   __cxa_begin_catch, std's __rust_panic_cleanup (catch_unwind's; both attached: they
 //     return normally): it landed: the frames it unwound are dropped, the others get the
 //     trampoline back, so they still return through their exit hooks (on_catch); Frida
-//     drops the unwound frames' invocations itself when this hook is entered.
+//     drops the unwound frames' invocations itself when this hook is entered;
+//   std's panic_with_hook (probed: a probe leaves the return address alone, and the panic
+//     unwinds through this frame): the real return addresses go back before the panic hook
+//     prints its backtrace (RUST_BACKTRACE=1, as debug_test runs tests), which otherwise
+//     stops at the first traced frame (strobe_on_panic); the panic's catch re-arms them.
 // Forced unwinds (pthread_cancel) and other languages' exceptions are left alone. Installed
 // once, when hooks go in while libgcc_s and a catcher are loaded, with the other patches of
 // that request; never removed (a thread may be inside a stub).
@@ -22,18 +26,21 @@ import { addressBytes } from "./wrapper_unwind.js";
 
 interface Site {
     address: NativePointer;
-    catches: boolean;
+    /** unwinder: stub in front (replaceFast); catcher: attached on_catch; panic: probed. */
+    kind: "unwinder" | "catcher" | "panic";
 }
 
 let hooked = false;
+/** Whether std's panic_with_hook is probed (Rust programs). */
+let panicProbed = false;
 /** Why a site could not be hooked (null: every site was). */
 let failure: string | null = null;
 const kept: unknown[] = [];
 /** strobe_on_unwind / on_catch of the fast path's CModule (fastpath.ts sets them up). */
-let callbacks: { onUnwind: NativePointer; onCatch: NativePointer } | null = null;
+let callbacks: { onUnwind: NativePointer; onCatch: NativePointer; onPanic: NativeFunction<void, [NativePointerValue]> } | null = null;
 
-export function setUnwindCallbacks(onUnwind: NativePointer, onCatch: NativePointer): void {
-    callbacks = { onUnwind, onCatch };
+export function setUnwindCallbacks(onUnwind: NativePointer, onCatch: NativePointer, onPanic: NativePointer): void {
+    callbacks = { onUnwind, onCatch, onPanic: new NativeFunction(onPanic, "void", ["pointer"], { exceptions: "propagate" }) };
 }
 
 /**
@@ -48,21 +55,29 @@ export function unwindHookSites(): Site[] {
     const resume = gcc?.findExportByName("_Unwind_Resume") ?? null;
     if (raise === null || resume === null) return [];
     const cxx = Process.enumerateModules().find((m) => m.name.startsWith("libstdc++.so") || m.name.startsWith("libc++abi.so"));
-    const catchers = [cxx?.findExportByName("__cxa_begin_catch") ?? null, rustPanicCleanup()].filter((p): p is NativePointer => p !== null);
+    const rust = rustPanicSites();
+    const catchers = [cxx?.findExportByName("__cxa_begin_catch") ?? null, rust.cleanup].filter((p): p is NativePointer => p !== null);
     if (catchers.length === 0) return [];
-    return [{ address: raise, catches: false }, { address: resume, catches: false }, ...catchers.map((address) => ({ address, catches: true }))];
+    const sites: Site[] = [{ address: raise, kind: "unwinder" }, { address: resume, kind: "unwinder" }, ...catchers.map((address) => ({ address, kind: "catcher" as const }))];
+    if (rust.cleanup !== null && rust.panic !== null) sites.push({ address: rust.panic, kind: "panic" });
+    return sites;
 }
 
-/** std's `__rust_panic_cleanup`: undefined until the program's symbol table was searched. */
-let rustCleanup: NativePointer | null | undefined;
+/** std's functions in the program's symbol table: undefined until it was searched. */
+let rustSites: { cleanup: NativePointer | null; panic: NativePointer | null } | undefined;
 
-/** std's `__rust_panic_cleanup` (v0-mangled, in the program's symbol table), if linked in. */
-function rustPanicCleanup(): NativePointer | null {
-    if (rustCleanup === undefined) {
-        const s = Process.mainModule.enumerateSymbols().find((x) => x.type === "function" && x.name.endsWith("__rust_panic_cleanup") && !x.address.isNull());
-        rustCleanup = s?.address ?? null;
+/** std's `__rust_panic_cleanup` and `panic_with_hook` (`rust_panic_with_hook` before Rust
+ *  1.81), by their mangled names (legacy or v0), if linked in. */
+function rustPanicSites(): { cleanup: NativePointer | null; panic: NativePointer | null } {
+    if (rustSites === undefined) {
+        rustSites = { cleanup: null, panic: null };
+        for (const x of Process.mainModule.enumerateSymbols()) {
+            if (x.type !== "function" || x.address.isNull()) continue;
+            if (x.name.endsWith("__rust_panic_cleanup")) rustSites.cleanup = x.address;
+            else if (/9panicking(15panic_with_hook|20rust_panic_with_hook)(17h[0-9a-f]{16}E)?$/.test(x.name)) rustSites.panic = x.address;
+        }
     }
-    return rustCleanup;
+    return rustSites;
 }
 
 /** Hook `sites` (unwindHookSites), with the threads parked outside their prologues. */
@@ -72,8 +87,14 @@ export function hookUnwinding(sites: Site[]): void {
     hooked = true;
     for (const s of sites) {
         try {
-            if (s.catches) {
+            if (s.kind === "catcher") {
                 kept.push(Interceptor.attach(s.address, { onEnter: cb.onCatch }));
+            } else if (s.kind === "panic") {
+                const onPanic = cb.onPanic;
+                kept.push(Interceptor.attach(s.address, function () {
+                    onPanic(this.context.sp);
+                }));
+                panicProbed = true;
             } else {
                 const stub = Memory.alloc(Process.pageSize);
                 stub.writeByteArray(stubBytes(cb.onUnwind));
@@ -92,7 +113,7 @@ export function hookUnwinding(sites: Site[]): void {
 
 /** Whether the unwinder is hooked, and why not (status). */
 export function unwindingHooked(): object {
-    return { hooked: hooked && failure === null, error: failure };
+    return { hooked: hooked && failure === null, panicHook: panicProbed, error: failure };
 }
 
 /** Where the stub keeps the original's address (its last 8 bytes). */
