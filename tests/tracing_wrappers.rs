@@ -695,6 +695,36 @@ async fn longjmp_leaves_unwound_exits() {
     }
 }
 
+/// A traced function's sibling call (-O2: tc_mid ends in a jump to tc_leaf) on every hook
+/// path: tc_leaf enters with the stack pointer tc_mid entered with, yet tc_mid did not end
+/// there: every call gets one exit, none unwound, with its return value, and tc_leaf's
+/// parent is tc_mid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sibling_calls_are_not_unwound() {
+    let h = harness();
+    for options in [json!({}), json!({ "wrappers": false }), json!({ "mode": "js" })] {
+        let id = launch_fixture(&h, "c_tailcall_O2", &["20"]).await;
+        h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
+        trace(&h, &id, &["tc_leaf", "tc_mid"], &[]).await;
+        h.engine.send_stdin(&id, b"go\n").await.unwrap();
+        wait_for_exit(&h, &id).await;
+        let out = wait_for_stdout(&h, &id, "total ").await;
+        assert!(out.contains("total 650"), "{options}: {out:?}");
+        let events = trace_events(&h, &id);
+        assert_unwound_exits(&events, "tc_leaf", |_| false, &options.to_string());
+        let exits: Vec<_> = events.iter().filter(|e| e.event_type == EventType::FunctionExit).collect();
+        assert_eq!(exits.len(), 40, "{options}");
+        assert!(exits.iter().all(|e| e.unwound.is_none() && e.return_value.is_some()), "{options}: {exits:?}");
+        let by_id: HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
+        let leaf_parents: BTreeSet<Option<String>> = events
+            .iter()
+            .filter(|e| e.event_type == EventType::FunctionEnter && e.function_name.as_deref() == Some("tc_leaf"))
+            .map(|e| e.parent_event_id.map(|p| by_id[&p].function_name.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(leaf_parents, BTreeSet::from([Some("tc_mid".to_string())]), "{options}");
+    }
+}
+
 /// Replays one thread's enters and exits as a call stack: every exit is the innermost open
 /// call's, every call has one, and `thrower`'s exits are marked unwound (no return value)
 /// exactly when its first argument makes it throw; a caller an exception crossed is unwound

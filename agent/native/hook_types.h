@@ -81,6 +81,9 @@ typedef struct {
      (fast_hook.c hook_unwound). */
   u32 fn[HOOK_MAX_DEPTH];
   u64 ts[HOOK_MAX_DEPTH];
+  /* Each attach call's return address as its caller left it (0: a wrapper's), to tell a
+     sibling call from a new call where an unwound one was (fast_hook.c strobe_call_push). */
+  u64 ra[HOOK_MAX_DEPTH];
   /* Attach frames whose return address Frida's leave trampoline replaces, innermost last:
      where that return address lives, what it was, and the trampoline an unwinding C++
      exception took out of the way (fastpath_c.ts on_unwind, on_catch). */

@@ -105,7 +105,7 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             drainBeforeJsEvent();
             let call: number;
             let parent: number | null;
-            const ids = sharedEnter(this.context.sp, fnId);
+            const ids = sharedEnter(this.context.sp, fnId, this.returnAddress);
             if (ids !== null) {
                 call = ids[0];
                 parent = ids[1] === 0 ? null : ids[1];
