@@ -683,13 +683,7 @@ async fn longjmp_leaves_unwound_exits() {
         assert!(out.contains(&expected), "{options}: traced {out:?}, untraced {expected:?}");
         let events = trace_events(&h, &id);
         assert_unwound_exits(&events, "lj_leaf", |x| x % 5 == 2, &options.to_string());
-        let by_id: HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
-        let mid_parents: BTreeSet<Option<String>> = events
-            .iter()
-            .filter(|e| e.event_type == EventType::FunctionEnter && e.function_name.as_deref() == Some("lj_mid"))
-            .map(|e| e.parent_event_id.map(|p| by_id[&p].function_name.clone().unwrap_or_default()))
-            .collect();
-        assert_eq!(mid_parents, BTreeSet::from([Some("lj_run".to_string())]), "{options}");
+        assert_eq!(callers_of(&events, "lj_mid"), BTreeSet::from([Some("lj_run".to_string())]), "{options}");
         let unwound = events.iter().filter(|e| e.unwound == Some(true)).count();
         assert_eq!(unwound, 20, "{options}: 10 jumps, each leaving lj_leaf and lj_mid");
     }
@@ -715,14 +709,18 @@ async fn sibling_calls_are_not_unwound() {
         let exits: Vec<_> = events.iter().filter(|e| e.event_type == EventType::FunctionExit).collect();
         assert_eq!(exits.len(), 40, "{options}");
         assert!(exits.iter().all(|e| e.unwound.is_none() && e.return_value.is_some()), "{options}: {exits:?}");
-        let by_id: HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
-        let leaf_parents: BTreeSet<Option<String>> = events
-            .iter()
-            .filter(|e| e.event_type == EventType::FunctionEnter && e.function_name.as_deref() == Some("tc_leaf"))
-            .map(|e| e.parent_event_id.map(|p| by_id[&p].function_name.clone().unwrap_or_default()))
-            .collect();
-        assert_eq!(leaf_parents, BTreeSet::from([Some("tc_mid".to_string())]), "{options}");
+        assert_eq!(callers_of(&events, "tc_leaf"), BTreeSet::from([Some("tc_mid".to_string())]), "{options}");
     }
+}
+
+/// The functions of the parent events of `name`'s enters (None: no parent).
+fn callers_of(events: &[Event], name: &str) -> BTreeSet<Option<String>> {
+    let by_id: HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();
+    events
+        .iter()
+        .filter(|e| e.event_type == EventType::FunctionEnter && e.function_name.as_deref() == Some(name))
+        .map(|e| e.parent_event_id.map(|p| by_id[&p].function_name.clone().unwrap_or_default()))
+        .collect()
 }
 
 /// Replays one thread's enters and exits as a call stack: every exit is the innermost open
