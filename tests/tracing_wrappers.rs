@@ -713,6 +713,30 @@ async fn sibling_calls_are_not_unwound() {
     }
 }
 
+/// A C++ exception thrown through a sibling call between traced functions (-O2: st_mid ends
+/// in a jump to st_leaf, which throws): on the attach path both frames share one
+/// return-address slot, which holds st_mid's leave trampoline when st_leaf enters. The
+/// program prints what it prints untraced, every call has its exit, the throwing ones
+/// unwound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exceptions_through_sibling_calls() {
+    let h = harness();
+    let expected = untraced_last_line("cpp_sibling_throw_O2", &["40"]);
+    assert!(expected.starts_with("total "), "untraced: {expected:?}");
+    for options in [json!({}), json!({ "wrappers": false }), json!({ "mode": "js" })] {
+        let id = launch_fixture(&h, "cpp_sibling_throw_O2", &["40"]).await;
+        h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
+        trace(&h, &id, &["st_leaf", "st_mid"], &[]).await;
+        h.engine.send_stdin(&id, b"go\n").await.unwrap();
+        wait_for_exit(&h, &id).await;
+        assert!(query(&h, &id, EventType::Crash).is_empty(), "{options}: {:?}", query(&h, &id, EventType::Crash).iter().map(|e| e.text.clone()).collect::<Vec<_>>());
+        let out = wait_for_stdout(&h, &id, "total ").await;
+        assert!(out.contains(&expected), "{options}: traced {out:?}, untraced {expected:?}");
+        let events = trace_events(&h, &id);
+        assert_unwound_exits(&events, "st_leaf", |x| x % 4 == 1, &options.to_string());
+    }
+}
+
 /// The functions of the parent events of `name`'s enters (None: no parent).
 fn callers_of(events: &[Event], name: &str) -> BTreeSet<Option<String>> {
     let by_id: HashMap<i64, &Event> = events.iter().map(|e| (e.id, e)).collect();

@@ -195,6 +195,16 @@ static void trap_push (guint64 slot, guint64 ra) {
   Thread * t = strobe_thread (&hook_ctx);
   if (t == NULL)
     return;
+  /* Entered with the return-address slot of the innermost noted frame, but another return
+     address there: a sibling call (that traced caller ended in a jump here), and what this
+     call takes for its return address is the caller's leave trampoline. Both frames return
+     through the caller's real one, which an unwinding exception must find. (A frame a
+     longjmp left, whose slot a call from elsewhere reuses, would read the same: that needs
+     a longjmp and an exception through the same traced frames; Frida offers no way to tell
+     a leave trampoline from code.) */
+  guint32 top = t->traps;
+  if (top > 0 && top <= HOOK_MAX_DEPTH && t->trap_slot[top - 1] == slot && t->trap_ra[top - 1] != ra)
+    ra = t->trap_ra[top - 1];
   /* Frames at or below this one are gone (a longjmp left them). */
   if (t->traps <= HOOK_MAX_DEPTH)
     traps_drop_below (t, slot + 1);
