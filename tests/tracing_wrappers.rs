@@ -673,15 +673,8 @@ async fn longjmp_leaves_unwound_exits() {
     let h = harness();
     let expected = untraced_last_line("c_longjmp", &["50"]);
     assert!(expected.starts_with("total "), "untraced: {expected:?}");
-    for options in [json!({}), json!({ "wrappers": false }), json!({ "mode": "js" })] {
-        let id = launch_fixture(&h, "c_longjmp", &["50"]).await;
-        h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
-        trace(&h, &id, &["lj_leaf", "lj_mid", "lj_run"], &[]).await;
-        h.engine.send_stdin(&id, b"go\n").await.unwrap();
-        wait_for_exit(&h, &id).await;
-        let out = wait_for_stdout(&h, &id, "total ").await;
-        assert!(out.contains(&expected), "{options}: traced {out:?}, untraced {expected:?}");
-        let events = trace_events(&h, &id);
+    for options in every_hook_path() {
+        let events = run_traced_to_end(&h, "c_longjmp", &["50"], &options, &["lj_leaf", "lj_mid", "lj_run"], &expected).await;
         assert_unwound_exits(&events, "lj_leaf", |x| x % 5 == 2, &options.to_string());
         assert_eq!(callers_of(&events, "lj_mid"), BTreeSet::from([Some("lj_run".to_string())]), "{options}");
         let unwound = events.iter().filter(|e| e.unwound == Some(true)).count();
@@ -696,15 +689,8 @@ async fn longjmp_leaves_unwound_exits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sibling_calls_are_not_unwound() {
     let h = harness();
-    for options in [json!({}), json!({ "wrappers": false }), json!({ "mode": "js" })] {
-        let id = launch_fixture(&h, "c_tailcall_O2", &["20"]).await;
-        h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
-        trace(&h, &id, &["tc_leaf", "tc_mid"], &[]).await;
-        h.engine.send_stdin(&id, b"go\n").await.unwrap();
-        wait_for_exit(&h, &id).await;
-        let out = wait_for_stdout(&h, &id, "total ").await;
-        assert!(out.contains("total 650"), "{options}: {out:?}");
-        let events = trace_events(&h, &id);
+    for options in every_hook_path() {
+        let events = run_traced_to_end(&h, "c_tailcall_O2", &["20"], &options, &["tc_leaf", "tc_mid"], "total 650").await;
         assert_unwound_exits(&events, "tc_leaf", |_| false, &options.to_string());
         let exits: Vec<_> = events.iter().filter(|e| e.event_type == EventType::FunctionExit).collect();
         assert_eq!(exits.len(), 40, "{options}");
@@ -723,18 +709,31 @@ async fn exceptions_through_sibling_calls() {
     let h = harness();
     let expected = untraced_last_line("cpp_sibling_throw_O2", &["40"]);
     assert!(expected.starts_with("total "), "untraced: {expected:?}");
-    for options in [json!({}), json!({ "wrappers": false }), json!({ "mode": "js" })] {
-        let id = launch_fixture(&h, "cpp_sibling_throw_O2", &["40"]).await;
-        h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
-        trace(&h, &id, &["st_leaf", "st_mid"], &[]).await;
-        h.engine.send_stdin(&id, b"go\n").await.unwrap();
-        wait_for_exit(&h, &id).await;
-        assert!(query(&h, &id, EventType::Crash).is_empty(), "{options}: {:?}", query(&h, &id, EventType::Crash).iter().map(|e| e.text.clone()).collect::<Vec<_>>());
-        let out = wait_for_stdout(&h, &id, "total ").await;
-        assert!(out.contains(&expected), "{options}: traced {out:?}, untraced {expected:?}");
-        let events = trace_events(&h, &id);
+    for options in every_hook_path() {
+        let events = run_traced_to_end(&h, "cpp_sibling_throw_O2", &["40"], &options, &["st_leaf", "st_mid"], &expected).await;
         assert_unwound_exits(&events, "st_leaf", |x| x % 4 == 1, &options.to_string());
     }
+}
+
+/// Tracing options that put the traced functions on each hook path: wrapped where they can
+/// be, all attached natively, all on the JavaScript path.
+fn every_hook_path() -> [Value; 3] {
+    [json!({}), json!({ "wrappers": false }), json!({ "mode": "js" })]
+}
+
+/// Launch a fixture (`launch_fixture`), set `options`, trace `functions`, send "go" and wait
+/// for its end: no crash, its output holds `expected`; the trace events.
+async fn run_traced_to_end(h: &Harness, binary: &str, args: &[&str], options: &Value, functions: &[&str], expected: &str) -> Vec<Event> {
+    let id = launch_fixture(h, binary, args).await;
+    h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
+    trace(h, &id, functions, &[]).await;
+    h.engine.send_stdin(&id, b"go\n").await.unwrap();
+    wait_for_exit(h, &id).await;
+    let crashes: Vec<_> = query(h, &id, EventType::Crash).iter().map(|e| e.text.clone()).collect();
+    assert!(crashes.is_empty(), "{binary} {options}: {crashes:?}");
+    let out = wait_for_stdout(h, &id, "total ").await;
+    assert!(out.contains(expected), "{binary} {options}: traced {out:?}, expected {expected:?}");
+    trace_events(h, &id)
 }
 
 /// The functions of the parent events of `name`'s enters (None: no parent).
