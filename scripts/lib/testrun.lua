@@ -113,6 +113,10 @@ function M.status(id)
     return { testRunId = id, status = "running", sessionId = r.sessionId, progress = shape.progress(adapter, r) }
   end
   local result = shape.result(adapter, r)
+  if r.sessionId and (result.summary or {}).failed ~= 0 then
+    local ok, calls = pcall(traced.unwound_calls, r.sessionId)
+    if ok and #calls > 0 then result.unwoundCalls = calls end
+  end
   strobe.test.finish(id, result)
   return { testRunId = id, status = "completed", sessionId = r.sessionId, result = result }
 end

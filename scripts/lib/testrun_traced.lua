@@ -69,4 +69,44 @@ function T.refresh(r)
   end
 end
 
+-- The traced calls the run's last exception or panic left, innermost first, each with the
+-- arguments of its enter: the unwound exits recorded together last (fast_hook.c writes one
+-- group per catch, all at one time). What an LLM asks next about a failing test; empty when
+-- nothing traced was unwound. Reads at most two pages of null-returning exits from the end.
+local MAX_UNWOUND = 8
+
+local function last_page(session, q)
+  local total = session:query(q).totalCount
+  q.offset = math.max(0, total - (q.limit or 500))
+  return session:query(q).events, total
+end
+
+function T.unwound_calls(id)
+  local session = strobe.session(id)
+  local group, at = {}, nil
+  local q = { eventType = "function_exit", returnValue = { isNull = true }, limit = 500 }
+  local exits = last_page(session, q)
+  for i = #exits, 1, -1 do
+    local e = exits[i]
+    if e.unwound then
+      if at == nil then at = e.timestampNs end
+      if e.timestampNs ~= at then break end
+      table.insert(group, 1, e) -- ids ascend innermost first: keep that order
+    elseif at ~= nil then
+      break
+    end
+  end
+  local out = {}
+  for i = 1, math.min(#group, MAX_UNWOUND) do
+    local e = group[i]
+    local enters = last_page(session, { eventType = "function_enter", ["function"] = { equals = e["function"] }, timeTo = e.timestampNs, limit = 1 })
+    local enter = enters[1]
+    out[#out + 1] = {
+      ["function"] = e["function"], sourceFile = e.sourceFile, line = e.line,
+      arguments = enter and enter.arguments or nil, durationNs = e.durationNs, eventId = e.id,
+    }
+  end
+  return out
+end
+
 return T

@@ -153,6 +153,9 @@ async def test_tdd_loop_suite_then_traced_rerun_then_query(strobe_home):
         failed = r2["failures"][0]
         assert failed["name"] == "tests::survives_big_discounts"
         assert (failed["message"], failed["line"]) == ("attempt to subtract with overflow", 4), failed
+        # The calls the panic left, in the result itself: no query needed for the culprit.
+        unwound = [(u["function"], u["arguments"]) for u in r2["unwoundCalls"]]
+        assert unwound[0] == ("shop::pricing::discount", {"price_cents": 500, "percent": 150}), unwound
         q = await c.call("debug_query", sessionId=sid, eventType="function_enter", verbose=True,
                          function={"equals": "shop::pricing::discount"}, limit=50)
         args = [e["arguments"] for e in q["events"]]
@@ -176,6 +179,8 @@ async def test_traced_rerun_of_a_panic_in_a_generic_method(strobe_home):
         # return addresses are back while std's panic hook prints it), as untraced.
         assert failed["stack"] == failure["stack"], (failed["stack"], failure["stack"])
         assert len(failed["stack"]) >= 2, failed
+        [take] = r2["unwoundCalls"]
+        assert take["function"] == "<shop::cart::Slots<u32>>::take" and take["arguments"]["slot"] == 1, take
         sid = traced["sessionId"]
         q = await c.call("debug_query", sessionId=sid, eventType="function_exit", verbose=True, limit=50,
                          function={"contains": "Slots<u32>>::"})
