@@ -76,9 +76,11 @@ end
 local MAX_UNWOUND = 8
 
 local function last_page(session, q)
+  local limit = q.limit
+  q.limit = 1 -- the count alone first
   local total = session:query(q).totalCount
-  q.offset = math.max(0, total - (q.limit or 500))
-  return session:query(q).events, total
+  q.limit, q.offset = limit, math.max(0, total - limit)
+  return session:query(q).events
 end
 
 function T.unwound_calls(id)
