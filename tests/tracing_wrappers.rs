@@ -589,8 +589,7 @@ async fn cxx_exceptions_cross_traced_frames() {
     ];
     for (binary, options, wrapped_ones) in cases {
         let functions = &all[..];
-        let expected = untraced_last_line(binary, &["100", "3"]);
-        assert!(expected.starts_with("total "), "{binary} untraced: {expected:?}");
+        let expected = untraced_total(binary, &["100", "3"]);
 
         let id = launch_fixture(&h, binary, &["100", "3"]).await;
         h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
@@ -644,8 +643,7 @@ async fn cxx_exceptions_cross_traced_frames() {
 async fn rust_panics_cross_traced_frames() {
     let h = harness();
     let functions = ["panics::rp_check", "panics::rp_through", "panics::rp_sum"];
-    let expected = untraced_last_line("rust_panics", &["40"]);
-    assert!(expected.starts_with("total "), "untraced: {expected:?}");
+    let expected = untraced_total("rust_panics", &["40"]);
     for options in [json!({}), json!({ "mode": "js" })] {
         let id = launch_fixture(&h, "rust_panics", &["40"]).await;
         h.engine.configure_tracing(&id, options.clone()).await.expect("tracing options");
@@ -671,8 +669,7 @@ async fn rust_panics_cross_traced_frames() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn longjmp_leaves_unwound_exits() {
     let h = harness();
-    let expected = untraced_last_line("c_longjmp", &["50"]);
-    assert!(expected.starts_with("total "), "untraced: {expected:?}");
+    let expected = untraced_total("c_longjmp", &["50"]);
     for options in every_hook_path() {
         let events = run_traced_to_end(&h, "c_longjmp", &["50"], &options, &["lj_leaf", "lj_mid", "lj_run"], &expected).await;
         assert_unwound_exits(&events, "lj_leaf", |x| x % 5 == 2, &options.to_string());
@@ -707,8 +704,7 @@ async fn sibling_calls_are_not_unwound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exceptions_through_sibling_calls() {
     let h = harness();
-    let expected = untraced_last_line("cpp_sibling_throw_O2", &["40"]);
-    assert!(expected.starts_with("total "), "untraced: {expected:?}");
+    let expected = untraced_total("cpp_sibling_throw_O2", &["40"]);
     for options in every_hook_path() {
         let events = run_traced_to_end(&h, "cpp_sibling_throw_O2", &["40"], &options, &["st_leaf", "st_mid"], &expected).await;
         assert_unwound_exits(&events, "st_leaf", |x| x % 4 == 1, &options.to_string());
@@ -781,6 +777,13 @@ fn assert_unwound_exits(events: &[Event], thrower: &str, throws: impl Fn(i64) ->
     }
     assert!(stack.is_empty(), "{what}: calls without an exit: {stack:?}");
     assert!(checked > 0, "{what}: no exit of {thrower}");
+}
+
+/// The "total …" line a fixture ends with, run untraced.
+fn untraced_total(binary: &str, args: &[&str]) -> String {
+    let line = untraced_last_line(binary, args);
+    assert!(line.starts_with("total "), "{binary} untraced: {line:?}");
+    line
 }
 
 /// The last line a fixture prints run untraced, given "go" on stdin.

@@ -199,16 +199,15 @@ static void hook_unwound (const HookCtx * x, Thread * t, u32 from, u32 to) {
    without their exit, where a live caller's lies above — and are dropped first (with their
    unwound exits), so the call gets its real caller as parent, not the frame that threw.
    fn: the function's id, bit 31 set while sampled; ts: the enter's time (0: set later,
-   hook_note_ts); ra: an attach call's return address as found in its slot (0: a wrapper's).
-   A call entered with the very stack pointer of an open attach call but another return
-   address is that call's sibling call (it ended in a jump here, and the slot holds Frida's
-   leave trampoline, through which it returns later): kept. */
-u64 strobe_call_push (const HookCtx * x, Thread * t, u64 * parent, u64 sp, u32 fn, u64 ts, u64 ra) {
+   hook_note_ts); sibling: the call was entered through a sibling call (call_is_sibling), so
+   the open call with its very stack pointer is its caller, which returns later through its
+   leave trampoline: kept. */
+u64 strobe_call_push (const HookCtx * x, Thread * t, u64 * parent, u64 sp, u32 fn, u64 ts, int sibling) {
   u64 call = t->serial | ++t->seq;
   u32 d = t->depth;
   if (sp != 0)
     while (d > 0 && d <= HOOK_MAX_DEPTH && t->sp[d - 1] != 0 && t->sp[d - 1] <= sp
-           && !(t->sp[d - 1] == sp && t->ra[d - 1] != 0 && t->ra[d - 1] != ra))
+           && !(sibling && t->sp[d - 1] == sp))
       d--;
   if (d < t->depth)
     hook_unwound (x, t, t->depth, d);
@@ -218,7 +217,6 @@ u64 strobe_call_push (const HookCtx * x, Thread * t, u64 * parent, u64 sp, u32 f
     t->sp[d] = sp;
     t->fn[d] = fn;
     t->ts[d] = ts;
-    t->ra[d] = ra;
   }
   t->depth = d + 1;
   return call;
@@ -362,9 +360,8 @@ void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocat
   /* Attach: the saved stack pointer points at the return address; a wrapper (no stack
      pointer saved) passes the address of its argument copy, in its frame just above. */
   u64 sp = inv->stack != 0 ? (u64) inv->stack - 8 : (u64) a;
-  /* Read before Frida puts its leave trampoline there (after the enter callbacks). */
-  u64 ra = inv->stack != 0 ? *(const u64 *) sp : 0;
-  u64 call = strobe_call_push (x, t, &parent, sp, f->id | (sampled ? CALL_SAMPLED : 0), 0, ra);
+  int sibling = inv->stack != 0 && call_is_sibling (t, sp);
+  u64 call = strobe_call_push (x, t, &parent, sp, f->id | (sampled ? CALL_SAMPLED : 0), 0, sibling);
   inv->thread = t;
   inv->call = call;
   inv->parent = parent;

@@ -81,9 +81,6 @@ typedef struct {
      (fast_hook.c hook_unwound). */
   u32 fn[HOOK_MAX_DEPTH];
   u64 ts[HOOK_MAX_DEPTH];
-  /* Each attach call's return address as its caller left it (0: a wrapper's), to tell a
-     sibling call from a new call where an unwound one was (fast_hook.c strobe_call_push). */
-  u64 ra[HOOK_MAX_DEPTH];
   /* Attach frames whose return address Frida's leave trampoline replaces, innermost last:
      where that return address lives, what it was, and the trampoline an unwinding C++
      exception took out of the way (fastpath_c.ts on_unwind, on_catch). */
@@ -112,6 +109,17 @@ typedef struct {
   void * (* calloc) (unsigned long n, unsigned long size);
   int (* clock_gettime) (int clk, void * ts);
 } HookCtx;
+
+/* Whether the attach call whose return address lives at slot was entered through a sibling
+   call: its traced caller ended in a jump to it, so the innermost noted frame has this slot
+   but the slot holds that caller's leave trampoline, not the real return address noted
+   (fastpath_c.ts trap_push asks before noting the call, which then takes its caller's real
+   return address; the call stack after). Read before Frida writes this call's own
+   trampoline there (after the enter callbacks). */
+static inline int call_is_sibling (const Thread * t, u64 slot) {
+  u32 n = t->traps;
+  return n > 0 && n <= HOOK_MAX_DEPTH && t->trap_slot[n - 1] == slot && t->trap_ra[n - 1] != *(const u64 *) slot;
+}
 
 #define HOOK_CHECK(name, cond) typedef char name[(cond) ? 1 : -1]
 HOOK_CHECK (rec_is_88_bytes, sizeof (Rec) == 88);

@@ -395,20 +395,18 @@ export function prepareSharedStack(): void {
 }
 
 /**
- * For a JS-path call of function `fnId` entered with stack pointer `sp` and return address
- * `ra` (as the caller left it): push it on the
- * thread's shared stack (frames a longjmp or an exception left below it are dropped, their
- * unwound exits go to the ring). Returns [call, parent (0: none),
- * tid], or null when there is no shared stack (no CModule on this platform): the JS path then
+ * For a JS-path call of function `fnId` entered with stack pointer `sp` (its frame noted
+ * first: trapEnter): push it on the thread's shared stack (frames a longjmp or an exception
+ * left below it are dropped, their unwound exits go to the ring). Returns [call, parent
+ * (0: none), tid], or null when there is no shared stack (no CModule on this platform): the JS path then
  * keeps its own stacks.
  */
-export function sharedEnter(sp: NativePointer, fnId: number, ra: NativePointer): [number, number, number] | null {
+export function sharedEnter(sp: NativePointer, fnId: number): [number, number, number] | null {
     const n = native;
     if (n === null) return null;
     n.idsOutPtr.writePointer(sp); // the call's stack pointer at entry (strobe_js_enter)
     n.idsOut[2] = fnId; // its function, for an unwound exit (fast_hook.c hook_unwound)
     n.idsOut[3] = 0;
-    n.idsOutPtr.add(16).writePointer(ra); // its return address: a sibling call keeps its caller
     n.jsEnter(n.idsOutPtr);
     const w = n.idsOut;
     const call = w[0] + w[1] * 4294967296;

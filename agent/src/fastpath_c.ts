@@ -155,7 +155,7 @@ static const HookCtx hook_ctx = { &shared, &capture, thread_state, pthread_getsp
    plain record). inv->call stays 0 when nothing is to be recorded at exit. */
 extern void strobe_hook_enter (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * a);
 extern void strobe_hook_exit (const HookCtx * x, Fn * f, const CapPlan * plan, Invocation * inv, const guint64 * ret);
-extern guint64 strobe_call_push (const HookCtx * x, Thread * t, guint64 * parent, guint64 sp, guint32 fn, guint64 ts, guint64 ra);
+extern guint64 strobe_call_push (const HookCtx * x, Thread * t, guint64 * parent, guint64 sp, guint32 fn, guint64 ts, int sibling);
 extern Thread * strobe_thread (const HookCtx * x);
 extern void strobe_call_pop (const HookCtx * x, Thread * t, guint64 call);
 extern void strobe_calls_unwound_below (const HookCtx * x, Thread * t, guint64 live_from);
@@ -202,9 +202,8 @@ static void trap_push (guint64 slot, guint64 ra) {
      longjmp left, whose slot a call from elsewhere reuses, would read the same: that needs
      a longjmp and an exception through the same traced frames; Frida offers no way to tell
      a leave trampoline from code.) */
-  guint32 top = t->traps;
-  if (top > 0 && top <= HOOK_MAX_DEPTH && t->trap_slot[top - 1] == slot && t->trap_ra[top - 1] != ra)
-    ra = t->trap_ra[top - 1];
+  if (call_is_sibling (t, slot))
+    ra = t->trap_ra[t->traps - 1];
   /* Frames at or below this one are gone (a longjmp left them). */
   if (t->traps <= HOOK_MAX_DEPTH)
     traps_drop_below (t, slot + 1);
@@ -383,17 +382,18 @@ guint64 strobe_wrapped_call (WrapSlot * s, const guint64 * a) {
 
 /* The JS path's side of the shared stack: out[0] = call id (0: no thread state), out[1] =
    parent call id (0: none), out[2] = tid. In: out[0] = the call's stack pointer at entry
-   (0: not known), out[1] = the function's id, out[2] = its return address. */
+   (0: not known), out[1] = the function's id. */
 void strobe_js_enter (guint64 * out) {
   guint64 sp = out[0];
   guint32 fn = (guint32) out[1];
-  guint64 ra = out[2];
   Thread * t = thread_state ();
   if (t == NULL) {
     out[0] = 0; out[1] = 0; out[2] = 0;
     return;
   }
-  out[0] = strobe_call_push (&hook_ctx, t, &out[1], sp, fn, shared.use_tsc ? rdtsc_ () : now_ns (), ra);
+  /* The JS hook noted its frame first (hooks.ts trapEnter), as on_enter does. */
+  int sibling = sp != 0 && call_is_sibling (t, sp);
+  out[0] = strobe_call_push (&hook_ctx, t, &out[1], sp, fn, shared.use_tsc ? rdtsc_ () : now_ns (), sibling);
   out[2] = t->tid;
 }
 

@@ -102,14 +102,15 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             if (admit < 0) return; // sampled out by cost: no event, not on the call stack
             const t0 = admit > 0 ? nowNs() : 0;
             announceThread(tid); // first event of this thread: its name goes first
-            drainBeforeJsEvent();
             let call: number;
             let parent: number | null;
-            const ids = sharedEnter(this.context.sp, fnId, this.returnAddress);
+            const ids = sharedEnter(this.context.sp, fnId);
+            // The ring's records first: those before this call, and the exits of calls the
+            // push found unwound.
+            drainBeforeJsEvent();
             if (ids !== null) {
                 call = ids[0];
                 parent = ids[1] === 0 ? null : ids[1];
-                drainBeforeJsEvent(); // exits of calls it found unwound come before this enter
             } else {
                 let stack = stacks.get(tid);
                 if (stack === undefined) {
@@ -138,9 +139,8 @@ function makeCallbacks(fnId: number, argCount: number, state: { active: boolean 
             if (entry === undefined) return;
             const ts = nowNs();
             const tid = this.threadId;
-            drainBeforeJsEvent();
             sharedLeave(entry.call);
-            drainBeforeJsEvent(); // exits of calls unwound above this one come first
+            drainBeforeJsEvent(); // with the exits of calls unwound above this one
             const stack = stacks.get(tid);
             if (stack !== undefined) {
                 // Pop down to (and including) this call: frames left by a longjmp or by an

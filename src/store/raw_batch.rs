@@ -84,9 +84,14 @@ pub(crate) const UNWOUND_EXTRA: &str = r#"{"unwound":true}"#;
 pub(crate) const SAMPLED_UNWOUND_EXTRA: &str = r#"{"sampled":true,"unwound":true}"#;
 
 impl RawTraceRecord {
+    /// An exit without a return value (`unwound` on an enter means nothing).
+    pub(crate) fn unwound_exit(&self) -> bool {
+        self.exit && self.unwound
+    }
+
     /// Its `extra` column, as `encode_extra` writes it.
     pub(crate) fn extra(&self) -> Option<&'static str> {
-        match (self.sampled, self.unwound && self.exit) {
+        match (self.sampled, self.unwound_exit()) {
             (false, false) => None,
             (true, false) => Some(SAMPLED_EXTRA),
             (false, true) => Some(UNWOUND_EXTRA),
@@ -162,10 +167,10 @@ impl TraceTexts {
         let mut captured = batch.captures.iter().peekable();
         for (i, r) in records.iter().enumerate() {
             if let Some((_, text)) = given.next_if(|g| g.0 as usize == i) {
-                if !(r.exit && r.unwound) {
+                if !r.unwound_exit() {
                     bytes.extend_from_slice(text.as_bytes());
                 }
-            } else if r.exit && r.unwound {
+            } else if r.unwound_exit() {
                 // No return value: bound as NULL (trace_writer.rs).
             } else if captured.next_if(|c| c.0 as usize == i).is_some() {
                 // Bound as its blob (trace_writer.rs).
@@ -217,7 +222,7 @@ impl RawTraceBatch {
             e.source_file = site.source_file.clone();
             e.line_number = site.line_number;
             e.sampled = r.sampled.then_some(true);
-            e.unwound = (r.exit && r.unwound).then_some(true);
+            e.unwound = r.unwound_exit().then_some(true);
             e.parent_event_id = (r.parent_event_id != 0).then_some(r.parent_event_id);
             let text = given.unwrap_or_else(|| format_words(r, site.shape.as_deref()));
             if r.exit {

@@ -149,7 +149,7 @@ fn insert_chunk(
             }
             if r.exit {
                 b.int(base + 7, r.duration_ns);
-                b.opt_text(base + 9, (!r.unwound).then_some(text));
+                b.opt_text(base + 9, (!r.unwound_exit()).then_some(text));
             } else if let Some(Some(raw)) = captures.get(i) {
                 b.blob(base + 10, raw);
             } else {
@@ -167,7 +167,7 @@ fn insert_chunk(
         counts.sites[r.site as usize * 2 + r.exit as usize] += 1;
         counts.threads[r.thread as usize * 2 + r.exit as usize] += 1;
         // The stored text decides, as for `returnValue.isNull` (a typed `0` is not null).
-        if r.exit && (r.unwound || is_null_return(Some(texts.get(first + i)))) {
+        if r.exit && (r.unwound_exit() || is_null_return(Some(texts.get(first + i)))) {
             counts.nulls[r.site as usize] += 1;
         }
         st.txn_more.row(res.key, r.id, if r.exit { exit } else { enter });
