@@ -180,9 +180,12 @@ fn typed_stored(exe: &Path, args: &[String]) {
                 per_row(c.target_live - r.cpu / 1e9)
             );
             println!("  outbox: {}", r.outbox);
+            println!("  {}", r.stored_bytes);
         }
     });
 }
+
+
 
 /// The anonymous executable mappings of `pid`, each to `<out>.<start address>.bin`.
 fn save_code_pages(pid: i64, out: &Path) {

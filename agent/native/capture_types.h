@@ -84,6 +84,14 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_BIG_COPIES 16
 #define CAP_ROOT_SEEN 32          /* pointees a walk's roots lead to directly, kept to skip repeats */
 #define CAP_KEPT 4096              /* bytes of a sub-walk's payload kept to send it as a reference */
+/* A node container's walk from an argument (a std::map's or std::list's first nodes) is
+   remembered too, in a few larger traces (any address; least recently used replaced): a
+   hundred nodes are more copies and links than a sub-walk's room. An op's index is a byte. */
+#define CAP_BIG_TRACES 8
+#define CAP_BIG_OPS 255
+#define CAP_BIG_CHECKS 1024
+#define CAP_BIG_KEPT (16 * 1024)
+#define CAP_ALL_TRACES (CAP_TRACES + CAP_BIG_TRACES)
 #define CAP_KEEP_MISSES 4          /* sent whole this many times in a row: stop keeping it ... */
 #define CAP_KEEP_PAUSE 64          /* ... for this many replays */
 #define CAP_ROOT_BITS 6           /* argument structs remembered, per thread: 64 sets of 2 */
@@ -134,7 +142,8 @@ typedef struct {
   u64 addr;                       /* where the sub-walk starts, with program prog */
   u32 prog;
   u32 used;                       /* scratch clock when last recorded or replayed */
-  u64 pad;
+  u32 n;                          /* a container's: nodes walked, and cap_container_tag */
+  u32 elem;
 } CapTraceTag;
 typedef struct {
   u32 n_ops;
@@ -147,18 +156,35 @@ typedef struct {
   u32 kept_epoch;
   u32 misses;                     /* replays in a row that sent it whole though it was kept */
   u32 pause;                      /* replays left before keeping is tried again */
-  u32 pad;
+  /* Its room (cap_rooms): a sub-walk's (CapTraceRoom) or a container walk's (CapBigRoom). */
+  u32 max_ops;
+  u32 max_checks;
+  u32 max_kept;
   u64 key;
   /* While kept_len > 0: the kept span's comparisons with memory (cap_keep_cmp), and whether
      a block of it was unreadable (each is tried again by itself). */
   u32 n_cmp;
   u32 n_unreadable;
+  CapCmp * cmp;
+  CapOp * ops;
+  /* The checks, by op once recorded: op i's are check_at[i] .. check_at[i + 1] - 1. */
+  u16 * check_at;
+  CapCheck * checks;
+  u8 * kept;                      /* the span last sent, kept_len bytes */
+} CapTrace;
+typedef struct {
   CapCmp cmp[CAP_TRACE_OPS];
   CapOp ops[CAP_TRACE_OPS];
-  /* The checks, by op once recorded: op i's are check_at[i] .. check_at[i + 1] - 1. */
-  u8 check_at[CAP_TRACE_OPS + 1];
+  u16 check_at[CAP_TRACE_OPS + 1];
   CapCheck checks[CAP_TRACE_CHECKS];
-} CapTrace;
+} CapTraceRoom;
+typedef struct {
+  CapCmp cmp[CAP_BIG_OPS];
+  CapOp ops[CAP_BIG_OPS];
+  u16 check_at[CAP_BIG_OPS + 1];
+  CapCheck checks[CAP_BIG_CHECKS];
+  u8 kept[CAP_BIG_KEPT];
+} CapBigRoom;
 
 /* An argument struct (a walk's root) as this thread last sent it, kept to send it next time
    as a reference or the words changed since (a cursor or a row changes a few a call): a span
@@ -225,9 +251,18 @@ typedef struct {
   u32 n_sent;                     /* traces this walk sent a kept span or delta of (~0: too many) */
   u64 next_key;
   u16 sent[CAP_SENT];
-  CapTraceTag trace_tags[CAP_TRACES];
-  CapTrace traces[CAP_TRACES];
+  u32 rooms_ready;                /* the traces' room pointers are set (cap_rooms) */
+  u32 pad5;
+  /* Sub-walks (set by hashed start) first, then node container walks (any): a slot's index
+     is its number in keys; the argument structs' slots follow (CAP_ALL_TRACES + index). */
+  CapTraceTag trace_tags[CAP_ALL_TRACES];
+  CapTrace traces[CAP_ALL_TRACES];
+  CapTraceRoom rooms[CAP_TRACES];
   u8 kept[CAP_TRACES][CAP_KEPT];
+  CapBigRoom big_rooms[CAP_BIG_TRACES];
+  /* Room of one call's work on a trace: cap_replay's block copies, cap_checks_by_op's sort. */
+  u8 * replay_data[CAP_BIG_OPS];
+  CapCheck sorted[CAP_BIG_CHECKS];
   CapRootSpan roots[CAP_ROOTS];
   u8 root_kept[CAP_ROOTS][CAP_ROOT_KEPT + 8];
 } CapScratch;

@@ -23,6 +23,11 @@
 
 const u64 strobe_cap_scratch_size = sizeof (CapScratch);
 
+/* n bytes from src to dst in this image (no libc): rep movsb. */
+static inline void cap_move (void * dst, const void * src, u64 n) {
+  __asm__ volatile ("rep movsb" : "+D" (dst), "+S" (src), "+c" (n) : : "memory");
+}
+
 /* The plan's parts. */
 typedef struct {
   const CapPlan * plan;
@@ -54,7 +59,7 @@ static inline void cap_rec_op (CapScratch * s, u64 addr, u32 size, u32 kind) {
   CapTrace * t = s->rec;
   if (t == 0)
     return;
-  if (t->n_ops >= CAP_TRACE_OPS) {
+  if (t->n_ops >= t->max_ops) {
     s->rec_ok = 0;
     return;
   }
@@ -68,7 +73,7 @@ static inline void cap_rec_check (CapScratch * s, u32 op, u32 off, u64 value) {
   CapTrace * t = s->rec;
   if (t == 0)
     return;
-  if (t->n_checks >= CAP_TRACE_CHECKS) {
+  if (t->n_checks >= t->max_checks) {
     s->rec_ok = 0;
     return;
   }
@@ -497,7 +502,7 @@ static inline u32 cap_meta_len (u32 meta) {
    says whether cap_delta could compare memory with it later (each string whole, ended by a
    NUL). */
 static int cap_replay (CapScratch * s, CaptureShared * cs, const CapTrace * t, u8 * out, u32 * len, int whole, int * keepable) {
-  u8 * data[CAP_TRACE_OPS];
+  u8 ** data = s->replay_data;
   u32 pos = 0, i;
   *keepable = whole;
   for (i = 0; i < t->n_ops; i++) {
@@ -594,8 +599,8 @@ static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kep
       if (op->kind == CAP_OP_UNREADABLE && !cap_known_bad (s, op->addr) && cap_copy (s, cs, tmp, op->addr, 1) != 0)
         goto changed;
     }
-  u32 changed = 0, n_changed = 0; /* ops with a changed byte, and the first comparison of each */
-  u8 at_changed[CAP_TRACE_OPS];
+  u32 n_changed = 0; /* the comparisons (one per op) that found a changed byte */
+  u8 at_changed[CAP_BIG_OPS];
   for (i = 0; i < t->n_cmp; i++) {
     CapDiff r = cap_diff_list (cs, s->sse_only, t->cmp + i, t->n_cmp - i, kept);
     if (r.at == ~0UL)
@@ -611,9 +616,7 @@ static u32 cap_delta (CapScratch * s, CaptureShared * cs, CapTrace * t, u8 * kep
       goto changed;
     if (c->nul && cap_nul (kept + c->koff, c->len) != 0)
       goto changed; /* one that ends sooner (a NUL written into it) */
-    if (!(changed & (1u << c->op)))
-      at_changed[n_changed++] = (u8) i;
-    changed |= 1u << c->op;
+    at_changed[n_changed++] = (u8) i;
   }
   /* A changed pointer word: the walk would go elsewhere. Only a changed op's are looked at. */
   for (i = 0; i < n_changed; i++) {
@@ -669,15 +672,15 @@ static inline void cap_span_header (u8 * h, u64 key, u32 meta, u64 base) {
 
 /* A recorded trace's checks ordered by op (stable), with where each op's start (check_at):
    a delta verifies the pointer words of the ops that changed only. */
-static void cap_checks_by_op (CapTrace * t) {
-  CapCheck sorted[CAP_TRACE_CHECKS];
-  u32 count[CAP_TRACE_OPS + 1] = { 0 }, i;
+static void cap_checks_by_op (CapScratch * s, CapTrace * t) {
+  CapCheck * sorted = s->sorted;
+  u32 count[CAP_BIG_OPS + 1] = { 0 }, i;
   for (i = 0; i < t->n_checks; i++)
     count[t->checks[i].op + 1]++;
   for (i = 0; i < t->n_ops; i++)
     count[i + 1] += count[i];
   for (i = 0; i <= t->n_ops; i++)
-    t->check_at[i] = (u8) count[i];
+    t->check_at[i] = (u16) count[i];
   for (i = 0; i < t->n_checks; i++)
     sorted[count[t->checks[i].op]++] = t->checks[i];
   for (i = 0; i < t->n_checks; i++)
@@ -740,7 +743,7 @@ static u32 cap_replay_span (CapScratch * s, CaptureShared * cs, CapTrace * t, u3
   u8 * span = out + pos + CAP_SPAN_HEADER;
   if (pos + CAP_SPAN_HEADER + t->bound > CAP_BUDGET || !cap_replay (s, cs, t, span, &len, 1, &keepable))
     return 0;
-  if (!keepable || len > CAP_KEPT || !cap_keep_cmp (t, span, len)) {
+  if (!keepable || len > t->max_kept || !cap_keep_cmp (t, span, len)) {
     t->kept_len = 0;
     cap_span_header (out + pos, 0, META_SPAN | len, 0);
     return pos + CAP_SPAN_HEADER + len;
@@ -750,7 +753,7 @@ static u32 cap_replay_span (CapScratch * s, CaptureShared * cs, CapTrace * t, u3
     t->misses = 0;
     t->pause = CAP_KEEP_PAUSE;
   }
-  __builtin_memcpy (s->kept[at], span, len);
+  cap_move (t->kept, span, len);
   t->kept_len = len;
   t->kept_epoch = s->epoch;
   t->key = key;
@@ -759,17 +762,61 @@ static u32 cap_replay_span (CapScratch * s, CaptureShared * cs, CapTrace * t, u3
   return pos + CAP_SPAN_HEADER + len;
 }
 
-/* The walk from struct pointee p (program prog) into out at pos: replayed when a remembered
-   one starting there still holds — as a reference when memory still holds what its kept span
-   does — else walked and remembered. Returns the new pos. */
-static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, u64 p, u32 prog) {
-  u64 h = cap_start_hash (pl->plan, p, prog);
-  u32 set = (u32) (h >> (64 - CAP_TRACE_BITS)) * CAP_TRACE_WAYS, at = set, w, end;
+/* Each trace's room: its arrays, and how much they hold (set once a scratch). */
+static void cap_rooms (CapScratch * s) {
+  for (u32 i = 0; i < CAP_ALL_TRACES; i++) {
+    CapTrace * t = &s->traces[i];
+    if (i < CAP_TRACES) {
+      CapTraceRoom * r = &s->rooms[i];
+      t->cmp = r->cmp;
+      t->ops = r->ops;
+      t->check_at = r->check_at;
+      t->checks = r->checks;
+      t->kept = s->kept[i];
+      t->max_ops = CAP_TRACE_OPS;
+      t->max_checks = CAP_TRACE_CHECKS;
+      t->max_kept = CAP_KEPT;
+    } else {
+      CapBigRoom * r = &s->big_rooms[i - CAP_TRACES];
+      t->cmp = r->cmp;
+      t->ops = r->ops;
+      t->check_at = r->check_at;
+      t->checks = r->checks;
+      t->kept = r->kept;
+      t->max_ops = CAP_BIG_OPS;
+      t->max_checks = CAP_BIG_CHECKS;
+      t->max_kept = CAP_BIG_KEPT;
+    }
+  }
+  s->rooms_ready = 1;
+}
+
+/* What tells container walks from the same first node apart: how many nodes, which links,
+   list or tree (a struct's sub-walk: 0). */
+static inline u32 cap_container_tag (const CapTodo * start) {
+  return start->kind == CAP_KIND_STRUCT ? 0 : start->elem ^ (start->kind << 24);
+}
+
+/* The walk from start (a struct pointee, or a node container's first node) into out at pos:
+   replayed when a remembered one starting there still holds — as a reference when memory
+   still holds what its kept span does — else walked and remembered. Returns the new pos. */
+static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, const CapTodo * start) {
+  u64 p = start->p;
+  u32 prog = start->prog, n_nodes = start->kind == CAP_KIND_STRUCT ? 0 : start->n, tag = cap_container_tag (start);
+  u32 set, ways, at, w, end;
+  if (start->kind == CAP_KIND_STRUCT) {
+    set = (u32) (cap_start_hash (pl->plan, p, prog) >> (64 - CAP_TRACE_BITS)) * CAP_TRACE_WAYS;
+    ways = CAP_TRACE_WAYS;
+  } else {
+    set = CAP_TRACES;
+    ways = CAP_BIG_TRACES;
+  }
   CapTraceTag * tags = s->trace_tags;
   int found = 0;
+  at = set;
   s->clock++;
-  for (w = set; w < set + CAP_TRACE_WAYS; w++)
-    if (tags[w].addr == p && tags[w].prog == prog && tags[w].plan == pl->plan) {
+  for (w = set; w < set + ways; w++)
+    if (tags[w].addr == p && tags[w].prog == prog && tags[w].plan == pl->plan && tags[w].n == n_nodes && tags[w].elem == tag) {
       at = w;
       found = 1;
     }
@@ -780,7 +827,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
       u32 most = t->kept_len / 24, n;
       if (most > (CAP_BUDGET - pos - CAP_SPAN_HEADER) / 12)
         most = (CAP_BUDGET - pos - CAP_SPAN_HEADER) / 12;
-      n = cap_delta (s, cs, t, s->kept[at], out + pos + CAP_SPAN_HEADER, most, out + pos);
+      n = cap_delta (s, cs, t, t->kept, out + pos + CAP_SPAN_HEADER, most, out + pos);
       if (n != ~0u) {
         cap_replayed (s, cs, t, at);
         t->misses = 0;
@@ -795,7 +842,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
     }
     cs->stale++;
   } else {
-    for (w = set + 1; w < set + CAP_TRACE_WAYS; w++) /* the way used least recently */
+    for (w = set + 1; w < set + ways; w++) /* the way used least recently */
       if (tags[w].used < tags[at].used)
         at = w;
     t = &s->traces[at];
@@ -806,8 +853,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
   t->kept_len = t->misses = t->pause = 0;
   s->rec = t;
   s->rec_ok = 1;
-  CapTodo start = { p, CAP_KIND_STRUCT, prog, 0, 0, 0 };
-  end = cap_walk (s, cs, pl, out, pos, &start);
+  end = cap_walk (s, cs, pl, out, pos, start);
   s->rec = 0;
   /* A sub-walk that read no pointer word has nothing a replay would save. */
   if (s->rec_ok && t->n_checks > 0) {
@@ -815,12 +861,14 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
     for (w = 0; w < t->n_ops; w++)
       bound += 12 + (t->ops[w].kind == CAP_OP_STRING ? CAP_STRING : t->ops[w].size);
     if (bound <= CAP_BUDGET) {
-      cap_checks_by_op (t);
+      cap_checks_by_op (s, t);
       t->bound = (u32) bound;
       t->visits = s->visits;
       tags[at].plan = pl->plan;
       tags[at].addr = p;
       tags[at].prog = prog;
+      tags[at].n = n_nodes;
+      tags[at].elem = tag;
       cs->recorded++;
     }
   }
@@ -876,7 +924,7 @@ static const u8 * cap_root (CapScratch * s, CaptureShared * cs, const CapParts *
       r->used = s->clock;
       *got = size;
       cap_big_note (s, p, kept + 12, size);
-      *pos += cap_send_kept (s, cs, hd, &r->key, CAP_TRACES + at, n);
+      *pos += cap_send_kept (s, cs, hd, &r->key, CAP_ALL_TRACES + at, n);
       return kept + 12;
     }
   }
@@ -909,8 +957,8 @@ static const u8 * cap_root (CapScratch * s, CaptureShared * cs, const CapParts *
     r->cmp.len = (u16) size;
     r->cmp.nul = 0;
     r->cmp.op = 0;
-    key = r->key = cap_new_key (s, CAP_TRACES + at);
-    cap_sent (s, CAP_TRACES + at);
+    key = r->key = cap_new_key (s, CAP_ALL_TRACES + at);
+    cap_sent (s, CAP_ALL_TRACES + at);
   }
   cap_span_header (hd, key, META_SPAN | (12 + c), 0);
   if (c == size)
@@ -967,6 +1015,8 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
   s->n_root_seen = 0;
   if (s->next_key == 0)
     s->next_key = (cap_ticks () << 8) & 0xffffffffffffUL;
+  if (!s->rooms_ready)
+    cap_rooms (s);
   for (i = 0; i < nr; i++) {
     u32 kind = r[i].kind;
     u64 p = 0;
@@ -1063,7 +1113,11 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
           continue;
         if (from != 0 && cap_text_inside (&td, from, got))
           continue; /* text inside the root's copy (a short std::string): read from it */
-        if (ed->kind == CAP_KIND_ARRAY || ed->kind >= CAP_KIND_LIST) { /* a buffer's elements, a container's nodes: walked, not remembered */
+        if (ed->kind == CAP_KIND_LIST || ed->kind == CAP_KIND_TREE) { /* a node container's first nodes: remembered */
+          pos = cap_subtree (s, cs, &pl, out, pos, &td);
+          continue;
+        }
+        if (ed->kind == CAP_KIND_ARRAY || ed->kind >= CAP_KIND_LIST) { /* a buffer's elements, a Rust table's or tree's: walked, not remembered */
           pos = cap_walk (s, cs, &pl, out, pos, &td);
           continue;
         }
@@ -1073,7 +1127,7 @@ u32 strobe_cap_walk (const CapPlan * plan, int at_exit, const u64 * regs, const 
         if (cap_root_seen (s, q, cg->key, cg->depth) || cap_known_bad (s, q))
           continue; /* (an integer in a union read as a pointer, often: not worth a lookup) */
         if (cg->n > 0)
-          pos = cap_subtree (s, cs, &pl, out, pos, q, ed->child);
+          pos = cap_subtree (s, cs, &pl, out, pos, &td);
         else /* a struct with no pointer to follow: its copy is its whole walk */
           cap_block (s, cs, out, &pos, q, cg->size);
       }
@@ -1090,8 +1144,8 @@ void strobe_cap_forget (CapScratch * s) {
     return;
   }
   for (u32 i = 0; i < s->n_sent; i++)
-    if (s->sent[i] < CAP_TRACES)
+    if (s->sent[i] < CAP_ALL_TRACES)
       s->traces[s->sent[i]].kept_len = 0;
     else
-      s->roots[s->sent[i] - CAP_TRACES].kept_len = 0;
+      s->roots[s->sent[i] - CAP_ALL_TRACES].kept_len = 0;
 }

@@ -78,6 +78,26 @@ pub struct StrobeRun {
     /// The agent's outbox statistics after the workload (outbox.ts outboxStats).
     #[allow(dead_code)] // printed by sqlite_real's store mode only
     pub outbox: Value,
+    /// What the session's rows hold in bytes (stored_bytes).
+    #[allow(dead_code)] // printed by sqlite_real's store mode only
+    pub stored_bytes: String,
+}
+
+/// What a session's rows cost the store in bytes (one session in the store): the events'
+/// argument columns and the whole spans (`capture_spans`) beside them, per event row.
+fn stored_bytes(db: &Path) -> String {
+    let Ok(c) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else { return String::new() };
+    let one = |sql: &str| c.query_row(sql, [], |r| r.get::<_, Option<f64>>(0)).ok().flatten().unwrap_or(0.0);
+    let rows = one("SELECT count(*) FROM events").max(1.0);
+    let args = one("SELECT sum(length(arguments)) FROM events");
+    let spans = one("SELECT count(*) FROM capture_spans");
+    let span_bytes = one("SELECT sum(length(data)) FROM capture_spans");
+    format!(
+        "stored: {rows:.0} event rows, arguments {:.0} B a row; {spans:.0} whole spans of {:.0} B, {:.0} B a row",
+        args / rows,
+        span_bytes / spans.max(1.0),
+        span_bytes / rows
+    )
 }
 
 impl StrobeRun {
@@ -121,6 +141,7 @@ pub async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], funct
     let read = engine.query(&page).map(|r| r.events.len()).unwrap_or(0);
     let page_ms = t.elapsed().as_secs_f64() * 1e3;
     assert_eq!(read, 500, "a page of 500 enters");
+    let stored_bytes = stored_bytes(&engine.config().home.join("strobe.db"));
     engine.stop(&id, false).await.expect("stop");
     StrobeRun {
         ns: workload_ns(&run.line).unwrap_or(f64::NAN),
@@ -135,6 +156,7 @@ pub async fn strobe_run(engine: &Arc<Engine>, exe: &Path, args: &[String], funct
         page_ms,
         cpu_split,
         outbox: run.after["outbox"].clone(),
+        stored_bytes,
     }
 }
 
