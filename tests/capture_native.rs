@@ -347,7 +347,8 @@ async fn native_capture_through_std_string_prints_what_the_javascript_serializer
     assert_eq!(enters("cap_view")[1], json!({ "v": "Bob Groß ✓", "n": 1 }));
 }
 
-/// A node container an argument refers to (a std::map's and a std::unordered_map's first nodes) is a
+/// A node container an argument refers to (a std::map's, std::unordered_map's and std::list's
+/// first nodes) is a
 /// remembered walk like a struct's pointee: while it is unchanged it travels as a reference,
 /// a changed value as the words changed since, a node freed and another allocated in its
 /// place (same address, other links and key) sends it walked again — and every call prints
@@ -363,6 +364,9 @@ async fn node_containers_travel_as_references_and_decode_the_same() {
     let stock = takes[4]["stock"].as_object().expect("a map keyed by text is an object");
     assert_eq!((stock.len() >= 100, &takes[2]["stock"]["item007"], &stock["item007"]), (true, &json!(7), &json!(8)), "{}", takes[4]);
     assert_eq!((takes[5]["orders"].get("0"), takes[6]["orders"].get("0"), &takes[6]["orders"]["100"]), (Some(&json!(0)), None, &json!(0)), "one taken, one placed in the first round: {}", takes[6]);
+    // A std::list as its elements, in order (gdb: `std::__cxx11::list = {[0] = 1, …, [29] = 100}`).
+    let queue = takes[6]["queue"].as_array().unwrap_or_else(|| panic!("a list is an array: {}", takes[6]));
+    assert_eq!((queue.len(), &queue[0], &queue[29]), (30, &json!(1), &json!(100)), "the front taken, one more at the back");
     assert_eq!(takes[39]["stock"].get("item006"), None, "erased in the last round");
     let after = &native_settings["after"]["capture"];
     let per_record = after["payloadBytes"].as_u64().unwrap() / after["records"].as_u64().unwrap().max(1);

@@ -73,7 +73,6 @@ pub struct StrobeRun {
     /// A page of 500 enters read from the middle of the run (typed ones decoded at read).
     pub page_ms: f64,
     /// CPU from "go" to every row stored (launch and hooks left out; before the reads and the stop).
-    #[allow(dead_code)] // printed by sqlite_real's store mode only
     pub cpu_split: crate::cpu::CpuSplit,
     /// The agent's outbox statistics after the workload (outbox.ts outboxStats).
     #[allow(dead_code)] // printed by sqlite_real's store mode only
@@ -268,15 +267,21 @@ pub fn print_accounting(rows: &[(&str, &[StrobeRun])], calls: f64) {
     for (name, runs) in rows {
         for r in runs.iter() {
             let total = r.stored + r.lost as i64;
+            let c = &r.cpu_split;
+            let per_row = |secs: f64| secs * 1e9 / r.stored.max(1) as f64;
             println!(
-                "{name}: {} stored + {} lost = {total} of {} events: {}; native plans {}, wrapped hooks {}; {}",
+                "{name}: {} stored + {} lost = {total} of {} events: {}; native plans {}, wrapped hooks {}; {}; CPU ns a stored row from go to the last: writer {:.0}, rest of the daemon {:.0}, Frida host {:.0}, the target's threads but the workload {:.0}",
                 r.stored,
                 r.lost,
                 2.0 * calls,
                 if total as f64 == 2.0 * calls { "every event accounted for" } else { "MISMATCH" },
                 r.plans,
                 r.wrapped,
-                r.capture_line()
+                r.capture_line(),
+                per_row(c.writer),
+                per_row(c.daemon_other),
+                per_row(c.host),
+                per_row(c.target_live - r.cpu / 1e9)
             );
         }
     }

@@ -3,7 +3,7 @@
 //! `rstr` descriptor: data pointer and length), `std::vector<T>` as its elements (`rvec` with
 //! the past-the-end pointer's offset `fe`), `std::unique_ptr<T>` and `std::shared_ptr<T>` as
 //! a `T *` (`ptr`), `std::optional<T>` as its value or `null` (`opt`: engaged flag and value
-//! offsets), `std::map` / `std::set` and `std::unordered_*` as their entries (`nodes`: how to
+//! offsets), `std::map` / `std::set`, `std::unordered_*` and `std::list` as their entries (`nodes`: how to
 //! walk their nodes, as debug_eval's printers do: eval/pretty/cpp_tree.rs, cpp_hash.rs).
 //! Other layouts keep their plain struct view.
 
@@ -211,7 +211,11 @@ pub(crate) fn node_layout(store: &TypeStore, id: TypeId) -> Option<NodeLayout> {
         return None;
     }
     let bare = bare_name(&t.name);
-    cxx_tree_layout(store, id, bare).or_else(|| cxx_hash_layout(store, id, bare)).or_else(|| rust_hash_layout(store, id)).or_else(|| rust_btree_layout(store, id))
+    cxx_tree_layout(store, id, bare)
+        .or_else(|| cxx_hash_layout(store, id, bare))
+        .or_else(|| cxx_list_layout(store, id, bare))
+        .or_else(|| rust_hash_layout(store, id))
+        .or_else(|| rust_btree_layout(store, id))
 }
 
 /// Where a node's element `of` holds a map's key and value (`first`, `second`), each only
@@ -255,6 +259,24 @@ fn cxx_hash_layout(store: &TypeStore, id: TypeId, bare: &str) -> Option<NodeLayo
     let (key, value) = entry_layout(store, of, is_map)?;
     let links = NodeLinks::List { next };
     Some(NodeLayout { links, is_map, count: h_off + c_off, first: h_off + b_off + next, before: store.get(b_ty).size, of, key, value })
+}
+
+/// `std::list`: its nodes from the header's next link, `_M_size` of them (the list is a ring
+/// through the header, so the walk stops at the count); each node a `_List_node_base` (next,
+/// prev), then the element.
+fn cxx_list_layout(store: &TypeStore, id: TypeId, bare: &str) -> Option<NodeLayout> {
+    if !bare.starts_with("list<") {
+        return None;
+    }
+    let of = template_param(store, id, "_Tp")?;
+    let (h_off, h_ty) = find_member(store, id, "_M_node", 0)?;
+    let (c_off, _) = own_member(store, h_ty, "_M_size")?;
+    let (next, _) = find_member(store, h_ty, "_M_next", 0)?;
+    // A node's element follows its links: the header's base, `_List_node_base`.
+    let TypeKind::Struct { members, .. } = &store.get(h_ty).kind else { return None };
+    let links_size = store.get(members.iter().find(|m| m.name.starts_with("<base") && m.name.contains("_List_node_base"))?.ty).size;
+    let links = NodeLinks::List { next };
+    Some(NodeLayout { links, is_map: false, count: h_off + c_off, first: h_off + next, before: links_size, of, key: None, value: None })
 }
 
 /// Rust's `HashMap<K, V>` / `HashSet<K>`: hashbrown's `RawTableInner` (its control bytes at
