@@ -92,6 +92,7 @@ typedef struct { u32 tls_key; u32 vm_readv; u64 records; u64 bytes; u64 checked;
 #define CAP_BIG_CHECKS 1024
 #define CAP_BIG_KEPT (16 * 1024)
 #define CAP_ALL_TRACES (CAP_TRACES + CAP_BIG_TRACES)
+#define CAP_DEFERRED 4             /* containers a struct's sub-walk leaves to their own walks */
 #define CAP_KEEP_MISSES 4          /* sent whole this many times in a row: stop keeping it ... */
 #define CAP_KEEP_PAUSE 64          /* ... for this many replays */
 #define CAP_ROOT_BITS 6           /* argument structs remembered, per thread: 64 sets of 2 */
@@ -171,6 +172,12 @@ typedef struct {
   u16 * check_at;
   CapCheck * checks;
   u8 * kept;                      /* the span last sent, kept_len bytes */
+  /* The node containers this sub-walk reached (a struct's member, behind a pointer): each
+     walked after it and remembered on its own (a container trace), as an argument's are. Its
+     first node and count are words of this walk's blocks, so a replay that holds finds the same. */
+  u32 n_deferred;
+  u32 pad;
+  CapTodo deferred[CAP_DEFERRED];
 } CapTrace;
 typedef struct {
   CapCmp cmp[CAP_TRACE_OPS];

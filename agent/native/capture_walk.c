@@ -421,6 +421,11 @@ __attribute__ ((always_inline)) static inline u32 cap_walk (CapScratch * s, Capt
       u32 found = 0;
       if (td.prog >= pl->plan->n_progs)
         continue;
+      CapTrace * rec = s->rec;
+      if ((td.kind == CAP_KIND_LIST || td.kind == CAP_KIND_TREE) && rec != 0 && rec->max_ops == CAP_TRACE_OPS && rec->n_deferred < CAP_DEFERRED) {
+        rec->deferred[rec->n_deferred++] = td; /* too big for this sub-walk's room: its own walk, after it */
+        continue;
+      }
       if (td.kind == CAP_KIND_BTREE)
         cap_btree (s, cs, pl, &td, out, &pos, tp, td.aux, &found, &sp, &pushes);
       else if (td.kind == CAP_KIND_HASH)
@@ -797,9 +802,19 @@ static inline u32 cap_container_tag (const CapTodo * start) {
   return start->kind == CAP_KIND_STRUCT ? 0 : start->elem ^ (start->kind << 24);
 }
 
+static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, const CapTodo * start);
+
+/* The containers sub-walk t left to their own walks, after it (at pos); returns the new pos. */
+static u32 cap_deferred (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, const CapTrace * t) {
+  for (u32 i = 0; i < t->n_deferred; i++)
+    pos = cap_subtree (s, cs, pl, out, pos, &t->deferred[i]);
+  return pos;
+}
+
 /* The walk from start (a struct pointee, or a node container's first node) into out at pos:
    replayed when a remembered one starting there still holds — as a reference when memory
-   still holds what its kept span does — else walked and remembered. Returns the new pos. */
+   still holds what its kept span does — else walked and remembered. Then the containers it
+   left to their own walks (cap_deferred). Returns the new pos. */
 static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 pos, const CapTodo * start) {
   u64 p = start->p;
   u32 prog = start->prog, n_nodes = start->kind == CAP_KIND_STRUCT ? 0 : start->n, tag = cap_container_tag (start);
@@ -832,13 +847,13 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
         cap_replayed (s, cs, t, at);
         t->misses = 0;
         /* Unchanged, or a few words changed (a counter, a cursor's position): those are sent. */
-        return pos + cap_send_kept (s, cs, out + pos, &t->key, at, n);
+        return cap_deferred (s, cs, pl, out, pos + cap_send_kept (s, cs, out + pos, &t->key, at, n), t);
       }
     }
     end = cap_replay_span (s, cs, t, at, out, pos, kept);
     if (end != 0) {
       cap_replayed (s, cs, t, at);
-      return end;
+      return cap_deferred (s, cs, pl, out, end, t);
     }
     cs->stale++;
   } else {
@@ -849,7 +864,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
   }
   tags[at].plan = 0;
   tags[at].used = s->clock;
-  t->n_ops = t->n_checks = 0;
+  t->n_ops = t->n_checks = t->n_deferred = 0;
   t->kept_len = t->misses = t->pause = 0;
   s->rec = t;
   s->rec_ok = 1;
@@ -872,7 +887,7 @@ static u32 cap_subtree (CapScratch * s, CaptureShared * cs, const CapParts * pl,
       cs->recorded++;
     }
   }
-  return end;
+  return cap_deferred (s, cs, pl, out, end, t);
 }
 
 /* Seen (address, type) among what the roots led to directly, with at least depth left; else
