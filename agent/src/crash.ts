@@ -21,7 +21,7 @@
 
 import { enlargeSignalStacks } from "./altstack.js";
 import { nowNs } from "./clock.js";
-import { followsCall, isCode, isReturn, rawFrame } from "./frames.js";
+import { directCallTarget, followsCall, isCode, isReturn, rawFrame } from "./frames.js";
 import { isHookFrame } from "./hook_frames.js";
 import { patchNear } from "./quiesce.js";
 import { threadName } from "./threads.js";
@@ -349,6 +349,10 @@ function backtrace(context: CpuContext): NativePointer[] {
                 if (seen.has(p.toString()) || isHookFrame(p)) continue;
                 seen.add(p.toString());
                 if (inMain(p)) {
+                    // None lies between a program frame and its caller's call to it (stale
+                    // return addresses of earlier calls: _IO_file_write under release_twice).
+                    const prev = rest.length > 0 ? rest[rest.length - 1] : null;
+                    if (prev !== null && inMain(prev) && calls(directCallTarget(p), prev)) pending = [];
                     for (const q of pending) guessed.add(q.toString());
                     rest.push(...pending, p);
                     pending = [];
@@ -363,6 +367,13 @@ function backtrace(context: CpuContext): NativePointer[] {
         if (rest.length > 0 && inMain(rest[rest.length - 1])) scanStackToMain(context, rest, inMain);
     }
     return [context.pc, ...rest].slice(0, 64);
+}
+
+/** Whether target (a direct call's) is the start of the function that holds frame pc. */
+function calls(target: NativePointer | null, pc: NativePointer): boolean {
+    if (target === null) return false;
+    const at = DebugSymbol.fromAddress(pc), to = DebugSymbol.fromAddress(target);
+    return at.name !== null && at.name === to.name && at.moduleName === to.moduleName;
 }
 
 /** Bytes of stack scanned past the fuzzy backtracer's reach. */
