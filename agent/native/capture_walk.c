@@ -912,9 +912,9 @@ static int cap_root_seen (CapScratch * s, u64 addr, u32 key, u32 depth) {
 }
 
 /* The argument struct at p (program prog, size bytes) into out at *pos: as a span kept for
-   next time, or — when this thread sent the same one before and kept it — as a reference to
-   that span, or the 8-byte windows changed since (a cursor or a row changes a few words a
-   call). Returns its bytes as they are now (in out or in the kept span), *got how many; NULL
+   next time (once seen before), or — when this thread sent the same one before and kept
+   it — as a reference to that span, or the 8-byte windows changed since (a cursor or a row
+   changes a few words a call). Returns its bytes as they are now (in out or in the kept span), *got how many; NULL
    when nothing could be copied. */
 static const u8 * cap_root (CapScratch * s, CaptureShared * cs, const CapParts * pl, u8 * out, u32 * pos, u64 p, u32 prog, u32 size, u32 * got) {
   if (size == 0)
@@ -963,7 +963,9 @@ static const u8 * cap_root (CapScratch * s, CaptureShared * cs, const CapParts *
     return 0;
   cap_header (span, p, c);
   u64 key = 0;
-  if (c == size && size <= CAP_ROOT_KEPT - 12) {
+  /* Kept from its second call on: an argument at a new address each call (a key string, a
+     temporary) would otherwise leave a span the daemon stores and nothing refers to. */
+  if (found && c == size && size <= CAP_ROOT_KEPT - 12) {
     __builtin_memcpy (kept, span, 12 + size);
     r->kept_len = 12 + size;
     r->kept_epoch = s->epoch;

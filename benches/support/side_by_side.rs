@@ -78,7 +78,6 @@ pub struct StrobeRun {
     #[allow(dead_code)] // printed by sqlite_real's store mode only
     pub outbox: Value,
     /// What the session's rows hold in bytes (stored_bytes).
-    #[allow(dead_code)] // printed by sqlite_real's store mode only
     pub stored_bytes: String,
 }
 
@@ -283,6 +282,7 @@ pub fn print_accounting(rows: &[(&str, &[StrobeRun])], calls: f64) {
                 per_row(c.host),
                 per_row(c.target_live - r.cpu / 1e9)
             );
+            println!("  {}", r.stored_bytes);
         }
     }
 }
