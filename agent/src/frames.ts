@@ -108,8 +108,6 @@ export function isReturn(p: NativePointer): boolean {
     return isHookFrame(p) || (isCode(p) && followsCall(p));
 }
 
-/** Whether the instruction before `p` is a call (`call rel32`, or `call r/m64` in its 2, 3,
- *  6 or 7 byte forms): `p` is then a return address, not a stale code pointer. */
 /** Where the direct call (`call rel32`) whose return address is p goes; null for any other. */
 export function directCallTarget(p: NativePointer): NativePointer | null {
     try {
@@ -120,6 +118,8 @@ export function directCallTarget(p: NativePointer): NativePointer | null {
     }
 }
 
+/** Whether the instruction before `p` is a call (`call rel32`, or `call r/m64` in its 2, 3,
+ *  6 or 7 byte forms): `p` is then a return address, not a stale code pointer. */
 export function followsCall(p: NativePointer): boolean {
     try {
         const b = new Uint8Array(p.sub(7).readByteArray(7)!);
